@@ -1,0 +1,3 @@
+"""tacker-hwaffinity: hardware-aware affinity for Kubernetes on OpenStack VMs."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""The ``hwaffinity`` command line: thin entry points over the pure core."""

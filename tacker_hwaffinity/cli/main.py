@@ -1,0 +1,50 @@
+"""``hwaffinity`` entry point: builds the subcommand parsers and maps errors to exits.
+
+Each subcommand module exposes ``register(subparsers)``; the parser it adds
+sets ``func`` to a callable taking the parsed arguments and returning the
+exit status. Bad input (``InputError``) is one line on stderr and exit 2.
+"""
+import argparse
+import importlib
+import sys
+
+from tacker_hwaffinity import __version__
+from tacker_hwaffinity.errors import InputError
+
+# Subcommand modules under tacker_hwaffinity.cli, in help order.
+COMMAND_MODULES = ("explain", "plan", "numa")
+
+EXIT_BAD_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, "%s: error: %s\n" % (self.prog, message))
+
+
+def build_parser():
+    parser = _Parser(prog="hwaffinity",
+                     description="Hardware-aware affinity for Kubernetes on OpenStack.")
+    parser.add_argument("--version", action="version", version=__version__)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module("tacker_hwaffinity.cli." + name).register(sub)
+    return parser
+
+
+def main(argv=None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except InputError as e:
+        sys.stderr.write("hwaffinity %s: error: %s\n" % (args.command, e))
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

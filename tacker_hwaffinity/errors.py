@@ -1,0 +1,29 @@
+"""The one error type for bad user input.
+
+Every message names where the problem is: the file, the object inside it
+and the field, then what was expected. Entry points turn it into a
+one-line message and exit status 2.
+"""
+
+
+class InputError(Exception):
+    """Bad user input: a file, an object or a field that is not acceptable."""
+
+    def __init__(self, message, source=None, obj=None, field=None):
+        super().__init__(message)
+        self.message = message
+        self.source = source
+        self.obj = obj
+        self.field = field
+
+    def located(self, source=None, obj=None):
+        """Return a copy with missing location parts filled in."""
+        return InputError(self.message, source=self.source or source,
+                          obj=self.obj or obj, field=self.field)
+
+    def __str__(self):
+        parts = [p for p in (self.source, self.obj) if p]
+        if self.field:
+            parts.append("field %s" % self.field)
+        parts.append(self.message)
+        return ": ".join(parts)
