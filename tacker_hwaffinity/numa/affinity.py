@@ -1,0 +1,193 @@
+"""Affinity annotations: decoding, shorthand expansion, sign and clamp, effective affinity.
+
+Upstream rules (CRI Resource Manager ``cache/affinity.go`` and nri-plugins):
+
+* two pod annotations per prefix, ``<prefix>/affinity`` (sign +1) and
+  ``<prefix>/anti-affinity`` (sign -1), each a YAML mapping from container
+  name to a list of affinities; the affinity annotation is processed first;
+* the shorthand ``c1: [c2, c3]`` is tried first and is made symmetric: each
+  container in it gets one affinity of unit weight towards all its partners;
+* otherwise the full form ``{scope, match, weight}``: an omitted scope is the
+  pod scope (same pod *name*, as upstream), a zero or omitted weight is the
+  default (+1 / -1), a given anti-affinity weight is negated, then the weight
+  is clamped to [-1000, 1000];
+* any decoding or validation error fails the whole pod's affinities.
+"""
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.numa import decode
+from tacker_hwaffinity.numa.expression import CRIRM, NRI, Expression, ExpressionError
+from tacker_hwaffinity.numa.subjects import CONTAINER_NAME_LABEL, POD_NAME_LABEL
+
+PREFIXES = (("cri-resource-manager.intel.com/", CRIRM), ("resource-policy.nri.io/", NRI))
+KINDS = (("affinity", 1), ("anti-affinity", -1))
+WEIGHT_CUTOFF = 1000
+DEFAULT_WEIGHT = 1
+_AFFINITY_FIELDS = ("scope", "match", "weight")
+_EXPR_FIELDS = ("key", "operator", "values")
+
+
+class Affinity:
+    """One expanded affinity of a container."""
+
+    __slots__ = ("scope", "match", "weight", "source")
+
+    def __init__(self, scope, match, weight, source=""):
+        self.scope = scope
+        self.match = match
+        self.weight = weight
+        self.source = source      # the annotation key it came from, or "implicit:<name>"
+
+    def to_dict(self):
+        return {"scope": self.scope.to_dict(), "match": self.match.to_dict(),
+                "weight": self.weight, "source": self.source}
+
+    def __repr__(self):
+        return "<%saffinity %r %r => %d>" % ("anti-" if self.weight < 0 else "",
+                                             self.scope, self.match, self.weight)
+
+
+def pod_scope(pod_name, flavor):
+    """The implicit scope: containers of pods with the same name (upstream)."""
+    if flavor == NRI:
+        return Expression("pod/name", "Equals", [pod_name], NRI)
+    return Expression(POD_NAME_LABEL, "Equals", [pod_name], CRIRM)
+
+
+def clamp(weight):
+    return max(-WEIGHT_CUTOFF, min(WEIGHT_CUTOFF, weight))
+
+
+def parse_simple(text, pod_name, sign, flavor, source=""):
+    """Try the shorthand; return {container: [Affinity]} or None if it does not apply."""
+    try:
+        root = decode.parse(text)
+        entries = []
+        for name, _, value in decode.as_map(root, ""):
+            partners = [decode.as_string(v, "") for v in decode.as_list(value, "")]
+            entries.append((name, partners))
+    except decode.DecodeError:
+        return None
+    symmetric = {}
+    for name, partners in entries:
+        for other in partners:
+            symmetric.setdefault(name, {})[other] = None
+            symmetric.setdefault(other, {})[name] = None
+    key = "name" if flavor == NRI else CONTAINER_NAME_LABEL
+    out = {}
+    for name, others in symmetric.items():
+        others = list(others)
+        op = "Equals" if len(others) == 1 else "In"
+        out[name] = [Affinity(pod_scope(pod_name, flavor), Expression(key, op, others, flavor),
+                              sign * DEFAULT_WEIGHT, source)]
+    return out
+
+
+def _expression(node, path, flavor):
+    fields = decode.as_struct(node, path, _EXPR_FIELDS)
+    if fields is None:
+        return None
+    key = decode.as_string(fields["key"], path + ".key") if "key" in fields else ""
+    op = decode.as_string(fields["operator"], path + ".operator") if "operator" in fields else ""
+    values = []
+    if "values" in fields:
+        for i, v in enumerate(decode.as_list(fields["values"], path + ".values")):
+            values.append(decode.as_string(v, "%s.values[%d]" % (path, i)))
+    return Expression(key, op, values, flavor)
+
+
+def parse_full(text, pod_name, sign, flavor, source=""):
+    """Decode the full form strictly; raise decode.DecodeError naming the position."""
+    root = decode.parse(text)
+    out = {}
+    for name, _, value in decode.as_map(root, ""):
+        lst = out.setdefault(name, [])
+        cpath = "container %r" % name
+        for i, item in enumerate(decode.as_list(value, cpath)):
+            path = "%s, affinity #%d" % (cpath, i + 1)
+            if item.value is None:
+                raise decode.DecodeError("an affinity cannot be null", path, item.mark)
+            fields = decode.as_struct(item, path, _AFFINITY_FIELDS)
+            scope = _expression(fields["scope"], path + ", scope", flavor) \
+                if "scope" in fields else None
+            if "match" not in fields or fields["match"].value is None:
+                raise decode.DecodeError("invalid affinity match: expression: nil expression "
+                                         "(match is required)", path, item.mark)
+            match = _expression(fields["match"], path + ", match", flavor)
+            weight = decode.as_int32(fields["weight"], path + ", weight") \
+                if "weight" in fields else 0
+            if scope is None:
+                scope = pod_scope(pod_name, flavor)
+            weight = sign * DEFAULT_WEIGHT if weight == 0 else weight * sign
+            for what, expr in (("scope", scope), ("match", match)):
+                try:
+                    expr.validate()
+                except ExpressionError as e:
+                    raise decode.DecodeError("invalid affinity %s: %s" % (what, e), path,
+                                             fields[what].mark if what in fields else item.mark)
+            lst.append(Affinity(scope, match, clamp(weight), source))
+    return out
+
+
+def parse_annotation(text, pod_name, sign, flavor, source=""):
+    """Shorthand first, then the full form (upstream order)."""
+    simple = parse_simple(text, pod_name, sign, flavor, source)
+    if simple is not None:
+        return simple
+    return parse_full(text, pod_name, sign, flavor, source)
+
+
+def pod_affinities(pod):
+    """All annotated affinities of POD: {container name: [Affinity]}.
+
+    Raise InputError (file, pod, annotation, container and position) on any
+    decoding or validation error, which fails the whole pod as upstream does.
+    Both prefixes are read; when both carry the same annotation with identical
+    text it is used once (the ``resource-policy.nri.io/`` copy).
+    """
+    result = {}
+    for kind, sign in KINDS:
+        texts = [(prefix + kind, flavor, pod.annotations.get(prefix + kind))
+                 for prefix, flavor in PREFIXES]
+        texts = [t for t in texts if t[2] is not None]
+        if len(texts) == 2 and texts[0][2] == texts[1][2]:
+            texts = texts[1:]
+        for key, flavor, text in texts:
+            try:
+                parsed = parse_annotation(text, pod.name, sign, flavor, key)
+            except decode.DecodeError as e:
+                raise InputError(str(e), source=pod.source, obj="Pod " + pod.ref,
+                                 field="metadata.annotations[%s]" % key)
+            for name, affs in parsed.items():
+                result.setdefault(name, []).extend(affs)
+    return result
+
+
+def implicit_affinities(container, has_explicit, colocate_pods=False,
+                        colocate_namespaces=False):
+    """Policy-injected affinities (off by default, as upstream)."""
+    out = []
+    if has_explicit:
+        return out
+    if colocate_pods:
+        out.append(Affinity(pod_scope(container.pod.name, CRIRM),
+                            Expression("", "AlwaysTrue", [], CRIRM), 10, "implicit:colocate-pods"))
+    if colocate_namespaces:
+        out.append(Affinity(Expression("", "AlwaysTrue", [], CRIRM),
+                            Expression("namespace", "Equals", [container.namespace], CRIRM),
+                            10, "implicit:colocate-namespaces"))
+    return out
+
+
+def evaluate(affinities, container, containers):
+    """Effective affinity A(container, C2) for every C2 in CONTAINERS: {C2: weight}.
+
+    Weights of all in-scope matching affinities add up; the container itself
+    is dropped. Zero sums are kept out of the result.
+    """
+    result = {}
+    for a in affinities:
+        for c2 in containers:
+            if a.scope.evaluate(c2) and a.match.evaluate(c2):
+                result[c2] = result.get(c2, 0) + a.weight
+    result.pop(container, None)
+    return {c: w for c, w in result.items() if w != 0}
