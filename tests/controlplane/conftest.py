@@ -1,0 +1,89 @@
+"""Fixtures for tests against a real Kubernetes control plane.
+
+Opt-in: only tests marked ``controlplane`` may use these fixtures; the stack
+starts once per session, on first use. Deselect with ``-m "not controlplane"``.
+"""
+import os
+import uuid
+
+import pytest
+
+from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
+
+from . import harness
+
+MARKER = "controlplane"
+HOST_VALUES = ("host-a", "host-b", "host-c")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers",
+        "%s: needs the real Kubernetes control plane (etcd, kube-apiserver, "
+        "kube-scheduler, kube-controller-manager) built by tools/build-kube.sh" % MARKER)
+
+
+_RUN_DIR_KEY = pytest.StashKey[str]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    run_dir = item.session.stash.get(_RUN_DIR_KEY, None)
+    if report.failed and run_dir and item.get_closest_marker(MARKER):
+        report.sections.append(("control plane", "component logs kept in %s/logs" % run_dir))
+
+
+@pytest.fixture(scope="session")
+def control_plane(request):
+    """Start the stack once per session; stop every process on the way out.
+
+    Yields a :class:`harness.ControlPlane` (``.kubeconfig`` is the admin
+    kubeconfig path, ``.admin`` an API client, ``.add_node(...)`` creates
+    kubelet-less Ready nodes). Logs stay in ``<run dir>/logs`` when a test
+    failed; otherwise the run directory is removed.
+    """
+    binaries = harness.find_binaries()
+    if binaries is None:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(harness.BUILD_HINT, pytrace=False)
+        pytest.skip(harness.BUILD_HINT)
+    cp = harness.ControlPlane(binaries)
+    request.session.stash[_RUN_DIR_KEY] = cp.run_dir
+    try:
+        cp.start(timeout=90)
+    except Exception:
+        pytest.fail("control plane did not start; logs in %s/logs" % cp.run_dir, pytrace=True)
+    failed_before = request.session.testsfailed
+    try:
+        yield cp
+    finally:
+        failed = request.session.testsfailed > failed_before
+        cp.stop(keep_logs=failed)
+        if failed:
+            print("\ncontrol-plane component logs kept in %s/logs" % cp.run_dir)
+
+
+@pytest.fixture(scope="session")
+def host_nodes(control_plane):
+    """Six Ready nodes, two per value of the compute-host label
+    (``DEFAULT_HOST_LABEL``): {node name: host value}."""
+    nodes = {}
+    for i in range(6):
+        name = "worker-%d" % (i + 1)
+        value = HOST_VALUES[i % 3]
+        control_plane.add_node(name, {DEFAULT_HOST_LABEL: value}, wait=False)
+        nodes[name] = value
+    for name in nodes:
+        control_plane.wait_node_schedulable(name, timeout=30)
+    return nodes
+
+
+@pytest.fixture
+def namespace(control_plane):
+    """A fresh namespace for one test, deleted afterwards."""
+    name = "t-" + uuid.uuid4().hex[:10]
+    control_plane.create_namespace(name)
+    yield name
+    control_plane.delete_namespace(name)
