@@ -1,0 +1,277 @@
+"""Topology-aware placement: pool scores, ranking and grants (upstream crirm rules).
+
+Containers are placed one at a time, in order, as upstream does; placing a
+node's existing containers first rebuilds its state (replay). For each
+container:
+
+1. reserved class or namespace ``kube-system``: the root pool, no affinity;
+2. otherwise A(C, C2) is summed per pool of the already placed C2
+   (``poolAff``), and every pool gets the distance-weighted score
+   ``sum over ancestors x: Q^dist * poolAff[x] + sum over subtree x:
+   Q^(depth x - depth n) * poolAff[x]`` with Q = 0.75;
+3. pools without room for the memory are filtered out, the rest sorted by:
+   capacity sufficiency, affinity score, depth (deeper first), then the
+   capacity tie-breaks and the lower pool id;
+4. the first pool grants exclusive CPUs (whole cores first), the shared
+   remainder, and its memory nodes.
+"""
+import functools
+
+from tacker_hwaffinity.numa import affinity as affmod
+from tacker_hwaffinity.numa.cpualloc import take_cpus
+from tacker_hwaffinity.numa.pools import build_pools
+from tacker_hwaffinity.numa.request import NORMAL, RESERVED, request_for
+
+Q = 0.75
+
+
+class Grant:
+    __slots__ = ("container", "pool", "cpu_type", "exclusive", "portion", "memory")
+
+    def __init__(self, container, pool, cpu_type, exclusive, portion, memory):
+        self.container = container
+        self.pool = pool
+        self.cpu_type = cpu_type
+        self.exclusive = exclusive
+        self.portion = portion
+        self.memory = memory
+
+
+class Decision:
+    """The outcome of placing one container."""
+
+    __slots__ = ("container", "request", "grant", "scores", "pool_affinity", "error", "replayed")
+
+    def __init__(self, container, request=None, grant=None, scores=(), pool_affinity=None,
+                 error=None, replayed=False):
+        self.container = container
+        self.request = request
+        self.grant = grant
+        self.scores = list(scores)
+        self.pool_affinity = pool_affinity or {}
+        self.error = error
+        self.replayed = replayed
+
+
+class Score:
+    __slots__ = ("pool", "affinity", "shared", "isolated", "reserved", "colocated",
+                 "memory_ok", "rank")
+
+    def to_dict(self):
+        return {"pool": self.pool.name, "id": self.pool.id, "affinity": round(self.affinity, 6),
+                "sharedCapacity": self.shared, "isolatedCapacity": self.isolated,
+                "reservedCapacity": self.reserved, "colocated": self.colocated,
+                "memoryFits": self.memory_ok, "rank": self.rank}
+
+
+def affinity_score(pool, pool_aff):
+    score, q = 0.0, Q
+    for a in pool.ancestors():
+        score += q * pool_aff.get(a.id, 0)
+        q *= Q
+    for x in pool.subtree():
+        w = pool_aff.get(x.id, 0)
+        if w:
+            score += Q ** (x.depth - pool.depth) * w
+    return score
+
+
+class Placer:
+    """Placement state of one machine."""
+
+    def __init__(self, machine, prefer_isolated=True, reserved_namespaces=("kube-system",),
+                 colocate_pods=False, colocate_namespaces=False):
+        self.machine = machine
+        self.pools = build_pools(machine)
+        self.root = self.pools[-1]
+        self.prefer_isolated = prefer_isolated
+        self.reserved_namespaces = tuple(reserved_namespaces)
+        self.colocate = (colocate_pods, colocate_namespaces)
+        self.used = set()                 # exclusive CPUs granted
+        self.shared = [0] * len(self.pools)      # milli-CPU granted as shared, per pool
+        self.reserved = [0] * len(self.pools)
+        self.mem = [0] * len(self.pools)
+        self.count = {}                   # (pool id, cpu type) -> grants
+        self.grants = {}                  # container -> Grant
+        self.decisions = []
+        self._subtree = [p.subtree() for p in self.pools]
+        self._up = [[p] + list(p.ancestors()) for p in self.pools]
+        self._affinities = {}
+
+    # -- capacities ---------------------------------------------------
+    def _sub(self, arr, p):
+        return sum(arr[x.id] for x in self._subtree[p.id])
+
+    def allocatable_shared(self, p):
+        return min(1000 * len(x.sharable - self.used) - self._sub(self.shared, x)
+                   for x in self._up[p.id])
+
+    def allocatable_reserved(self, p):
+        if not p.reserved:
+            return -1
+        return min(1000 * len(x.reserved) - self._sub(self.reserved, x) for x in self._up[p.id])
+
+    def free_memory(self, p):
+        used = self._sub(self.mem, p) + sum(self.mem[a.id] for a in p.ancestors())
+        return p.memory - used
+
+    def score(self, p, req, pool_aff):
+        s = Score()
+        s.pool = p
+        full, part = req.full, req.fraction
+        if full == 0 and part == 0:
+            part = 1
+        s.reserved = self.allocatable_reserved(p)
+        s.shared = self.allocatable_shared(p)
+        s.isolated = 0
+        if req.cpu_type == RESERVED:
+            s.reserved -= part
+        else:
+            if req.isolate:
+                s.isolated = len(p.isolated - self.used) - full
+            if not req.isolate or s.isolated < 0:
+                s.shared -= 1000 * full
+            s.shared -= part
+        s.colocated = self.count.get((p.id, req.cpu_type), 0)
+        s.affinity = affinity_score(p, pool_aff)
+        s.memory_ok = self.machine_has_no_memory_info() or req.memory <= self.free_memory(p)
+        s.rank = None
+        return s
+
+    def machine_has_no_memory_info(self):
+        return self.root.memory == 0
+
+    # -- ranking ------------------------------------------------------
+    @staticmethod
+    def compare(req, s1, s2):
+        """-1 if pool of S1 ranks before the pool of S2 (upstream compareScores)."""
+        p1, p2 = s1.pool, s2.pool
+        if req.cpu_type == NORMAL:
+            if (s2.isolated < 0 <= s1.isolated) or (s2.shared <= 0 < s1.shared):
+                return -1
+            if (s1.isolated < 0 <= s2.isolated) or (s1.shared <= 0 < s2.shared):
+                return 1
+        elif req.cpu_type == RESERVED:
+            if s2.reserved < 0 <= s1.reserved:
+                return -1
+            if s1.reserved < 0 <= s2.reserved:
+                return 1
+        if s1.affinity != s2.affinity:
+            return -1 if s1.affinity > s2.affinity else 1
+        if p1.depth != p2.depth:
+            return -1 if p1.depth > p2.depth else 1
+        if req.cpu_type == RESERVED:
+            r1, r2 = s1.reserved / (s1.colocated + 1), s2.reserved / (s2.colocated + 1)
+            if r1 != r2:
+                return -1 if r1 > r2 else 1
+        elif req.cpu_type == NORMAL:
+            if req.isolate and (s1.isolated > 0 or s2.isolated > 0):
+                if s1.isolated != s2.isolated:
+                    return -1 if s1.isolated > s2.isolated else 1
+                return -1 if p1.id < p2.id else 1
+            if req.full > 0 and (s1.shared > 0 or s2.shared > 0):
+                if s1.shared != s2.shared:
+                    return -1 if s1.shared > s2.shared else 1
+                return -1 if p1.id < p2.id else 1
+            if s1.colocated != s2.colocated:
+                return -1 if s1.colocated < s2.colocated else 1
+            if s1.shared != s2.shared:
+                return -1 if s1.shared > s2.shared else 1
+        return -1 if p1.id < p2.id else (1 if p1.id > p2.id else 0)
+
+    def rank_pools(self, req, pool_aff):
+        """Scores of all pools, and the candidate pools best first."""
+        scores = [self.score(p, req, pool_aff) for p in self.pools]
+        cands = [s for s in scores if s.memory_ok]
+        cands.sort(key=functools.cmp_to_key(lambda a, b: self.compare(req, a, b)))
+        for i, s in enumerate(cands):
+            s.rank = i + 1
+        return scores, cands
+
+    # -- placing ------------------------------------------------------
+    def set_affinities(self, container, affinities):
+        self._affinities[container] = affinities
+
+    def pool_affinity(self, container):
+        affs = self._affinities.get(container, [])
+        affs = affs + affmod.implicit_affinities(container, bool(affs), *self.colocate)
+        eff = affmod.evaluate(affs, container, list(self.grants))
+        pool_aff = {}
+        for c2, w in eff.items():
+            pid = self.grants[c2].pool.id
+            pool_aff[pid] = pool_aff.get(pid, 0) + w
+        return pool_aff
+
+    def place(self, container, replayed=False):
+        """Place CONTAINER; return its Decision (with .error when it cannot be placed)."""
+        req = request_for(container, self.prefer_isolated, self.reserved_namespaces)
+        if req.cpu_type == RESERVED and not self.root.reserved:
+            req.cpu_type = NORMAL
+        scores, pool_aff = [], {}
+        if req.cpu_type == RESERVED or container.namespace == "kube-system":
+            pool = self.root
+        else:
+            pool_aff = self.pool_affinity(container)
+            scores, cands = self.rank_pools(req, pool_aff)
+            if not cands:
+                return self._record(Decision(container, req, None, scores, pool_aff,
+                                             "no pool has %d bytes of free memory" % req.memory,
+                                             replayed))
+            pool = cands[0].pool
+        try:
+            grant = self.allocate(pool, req, container)
+        except ValueError as e:
+            return self._record(Decision(container, req, None, scores, pool_aff,
+                                         "cannot allocate from %s: %s" % (pool.name, e), replayed))
+        return self._record(Decision(container, req, grant, scores, pool_aff, None, replayed))
+
+    def _record(self, d):
+        self.decisions.append(d)
+        return d
+
+    def allocate(self, pool, req, container):
+        full, fraction, cpu_type = req.full, req.fraction, req.cpu_type
+        if cpu_type == RESERVED and full > 0:
+            fraction, full = fraction + 1000 * full, 0
+        if cpu_type == RESERVED and fraction > 0 and self.allocatable_reserved(pool) < fraction:
+            cpu_type = NORMAL
+        exclusive = frozenset()
+        if full > 0:
+            iso = pool.isolated - self.used
+            if req.isolate and len(iso) >= full:
+                exclusive = take_cpus(self.machine, iso, full)
+            elif self.allocatable_shared(pool) > 1000 * full:
+                exclusive = take_cpus(self.machine, pool.sharable - self.used, full)
+            else:
+                raise ValueError("%d exclusive CPUs wanted, %dm shared capacity left"
+                                 % (full, self.allocatable_shared(pool)))
+        if fraction > 0 and cpu_type == NORMAL:
+            self.used |= exclusive
+            avail = self.allocatable_shared(pool)
+            if avail < fraction:
+                self.used -= exclusive
+                raise ValueError("%dm shared CPU wanted, %dm left" % (fraction, avail))
+            self.shared[pool.id] += fraction
+        elif fraction > 0:
+            self.reserved[pool.id] += fraction
+        self.used |= exclusive
+        self.mem[pool.id] += req.memory
+        self.count[(pool.id, cpu_type)] = self.count.get((pool.id, cpu_type), 0) + 1
+        grant = Grant(container, pool, cpu_type, exclusive, fraction, req.memory)
+        self.grants[container] = grant
+        return grant
+
+    def cpuset(self, grant):
+        """The container's current cpuset (shared sets shrink as exclusive CPUs go)."""
+        if grant.cpu_type == RESERVED:
+            return grant.pool.reserved
+        shared = grant.pool.sharable - self.used
+        if not grant.exclusive:
+            return shared
+        if grant.portion > 0:
+            return grant.exclusive | shared
+        return grant.exclusive
+
+    @staticmethod
+    def memset(grant):
+        return frozenset(grant.pool.mem_nodes)
