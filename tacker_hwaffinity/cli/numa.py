@@ -1,18 +1,203 @@
-"""``hwaffinity numa``: container NUMA affinity explain and placement plan."""
+"""``hwaffinity numa``: container NUMA affinity (CRI Resource Manager annotations).
+
+* ``numa explain POD.yaml... [--cluster PODS.yaml]``: each container's
+  expanded affinities and its effective affinity A(C1, C2) towards every
+  other known container;
+* ``numa plan (--sysfs-root DIR | --machine M.yaml) POD.yaml...``: place the
+  containers one at a time on the machine's pool tree and show the pool, CPUs,
+  memory nodes and every candidate pool's score (``-o text|json|svg``).
+
+Exit status: 0 fine; 1 some container could not be placed (capacity);
+2 bad input, including malformed affinity annotations (reported per
+container in the output as well as on stderr).
+"""
+import json
+import sys
+
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.k8s.yamlio import load_objects, parse_documents, read_text
+from tacker_hwaffinity.numa import report as reportmod
+from tacker_hwaffinity.numa.cpuset import parse_list
+from tacker_hwaffinity.numa.subjects import load_pods
 
 
-def _not_ready(args):
-    import sys
-    sys.stderr.write("hwaffinity numa: not implemented yet\n")
-    return 1
+def _pods(paths):
+    return load_pods(load_objects(paths)) if paths else []
+
+
+def _common(p):
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                   help="output format (default text)")
+    p.add_argument("--colocate-pods", action="store_true",
+                   help="implicit +10 affinity between containers of a pod without annotations")
+    p.add_argument("--colocate-namespaces", action="store_true",
+                   help="implicit +10 affinity between containers of a namespace")
 
 
 def register(subparsers):
-    parser = subparsers.add_parser("numa", help="container NUMA affinity (CRI-RM annotations)")
+    parser = subparsers.add_parser(
+        "numa", help="container NUMA affinity: explain annotations, plan placement",
+        description="Container NUMA affinity following CRI Resource Manager's "
+                    "affinity annotations and topology-aware policy (doc/numa.md).")
     sub = parser.add_subparsers(dest="numa_command", metavar="SUBCOMMAND")
     sub.required = True
-    for name in ("explain", "plan"):
-        p = sub.add_parser(name)
-        p.add_argument("pods", nargs="*")
-        p.set_defaults(func=_not_ready)
+
+    ex = sub.add_parser("explain", help="expanded affinities and effective affinity per container")
+    ex.add_argument("pods", nargs="+", metavar="POD.yaml", help="pods to explain ('-' is stdin)")
+    ex.add_argument("--cluster", action="append", default=[], metavar="PODS.yaml",
+                    help="other pods known on the node (repeatable)")
+    _common(ex)
+    ex.set_defaults(func=run_explain)
+
+    pl = sub.add_parser("plan", help="place containers on a machine's pools, one at a time")
+    src = pl.add_mutually_exclusive_group()
+    src.add_argument("--sysfs-root", metavar="DIR", help="sysfs tree to read (default /sys)")
+    src.add_argument("--machine", metavar="M.yaml", help="machine described in YAML")
+    pl.add_argument("pods", nargs="+", metavar="POD.yaml", help="pods to place, in order")
+    pl.add_argument("--existing", action="append", default=[], metavar="PODS.yaml",
+                    help="containers already on the node, replayed first (repeatable)")
+    pl.add_argument("--reserved-cpus", metavar="LIST",
+                    help="CPUs reserved for kube-system (reserved class), e.g. 0-1")
+    pl.add_argument("--no-prefer-isolated", action="store_true",
+                    help="do not prefer isolated CPUs for 1-CPU Guaranteed containers")
+    _common(pl)
+    pl.set_defaults(func=run_plan)
+    for action in pl._actions:
+        if action.dest == "output":
+            action.choices = ("text", "json", "svg")
+            action.help = "output format: text (default), json or svg"
     return parser
+
+
+def _report_errors(entries):
+    seen = []
+    for e in entries:
+        if e and e not in seen:
+            seen.append(e)
+            sys.stderr.write("hwaffinity numa: error: %s\n" % e)
+    return bool(seen)
+
+
+def _warn(warnings):
+    for w in warnings:
+        sys.stderr.write("hwaffinity numa: warning: %s\n" % w)
+
+
+def run_explain(args):
+    pods = _pods(args.pods)
+    cluster = _pods(args.cluster)
+    rep = reportmod.explain(pods, cluster, args.colocate_pods, args.colocate_namespaces)
+    if args.output == "json":
+        sys.stdout.write(json.dumps(rep, indent=2) + "\n")
+    else:
+        sys.stdout.write(format_explain(rep))
+    _warn(rep["warnings"])
+    bad = _report_errors([e for c in rep["containers"] for e in c["errors"]])
+    return 2 if bad else 0
+
+
+def _expr(e):
+    return "<%s %s %s>" % (e["key"] or "''", e["operator"], ",".join(e["values"]))
+
+
+def format_explain(rep):
+    out = []
+    for c in rep["containers"]:
+        out.append("%s/%s" % (c["pod"], c["container"]))
+        for err in c["errors"]:
+            out.append("  error: %s" % err)
+        if not c["errors"]:
+            out.append("  affinities:" if c["affinities"] else "  affinities: none")
+            for a in c["affinities"]:
+                out.append("    %+5d  scope %s  match %s  [%s]" % (
+                    a["weight"], _expr(a["scope"]), _expr(a["match"]), a["source"]))
+            out.append("  effective:" if c["effective"] else "  effective: none")
+            for e in c["effective"]:
+                out.append("    %+5d  %s/%s" % (e["weight"], e["pod"], e["container"]))
+    return "\n".join(out) + "\n"
+
+
+def load_machine(args):
+    from tacker_hwaffinity.numa import sysfs, topology
+    if args.machine:
+        docs = parse_documents(read_text(args.machine), args.machine)
+        if len(docs) != 1:
+            raise InputError("expected exactly one machine document", source=args.machine)
+        try:
+            machine = topology.machine_from_yaml(docs[0], args.machine)
+        except InputError as e:
+            raise e.located(args.machine, "Machine")
+    else:
+        root = args.sysfs_root or "/sys"
+        try:
+            machine = sysfs.discover(root)
+        except InputError as e:
+            raise e.located(root)
+    if args.reserved_cpus is not None:
+        try:
+            reserved = parse_list(args.reserved_cpus)
+        except ValueError as e:
+            raise InputError(str(e), field="--reserved-cpus")
+        if reserved - set(machine.cpus):
+            raise InputError("unknown CPUs %s" % sorted(reserved - set(machine.cpus)),
+                             field="--reserved-cpus")
+        machine.reserved = frozenset(reserved)
+    return machine
+
+
+def run_plan(args):
+    machine = load_machine(args)
+    pods = _pods(args.pods)
+    existing = _pods(args.existing)
+    refs = {}
+    for p in existing + pods:
+        if p.ref in refs:
+            raise InputError("pod %s is given twice (also in %s)" % (p.ref, refs[p.ref]),
+                             source=p.source, obj="Pod " + p.ref)
+        refs[p.ref] = p.source
+    rep, placer = reportmod.plan(
+        machine, pods, existing, prefer_isolated=not args.no_prefer_isolated,
+        colocate_pods=args.colocate_pods, colocate_namespaces=args.colocate_namespaces)
+    if args.output == "json":
+        sys.stdout.write(json.dumps(rep, indent=2) + "\n")
+    elif args.output == "svg":
+        from tacker_hwaffinity.numa.svg import render
+        sys.stdout.write(render(placer))
+    else:
+        sys.stdout.write(format_plan(rep))
+    _warn(rep["warnings"])
+    failed = [c for c in rep["containers"] if c["error"]]
+    if _report_errors([c["error"] for c in failed
+                       if c["error"].startswith("affinity annotations: ")]):
+        return 2
+    for c in failed:
+        sys.stderr.write("hwaffinity numa: %s/%s not placed: %s\n"
+                         % (c["pod"], c["container"], c["error"]))
+    return 1 if failed else 0
+
+
+def format_plan(rep):
+    m = rep["machine"]
+    out = ["machine %s: %d sockets, %d NUMA nodes, %d CPUs (online %s)"
+           % (m["name"], m["sockets"], m["numaNodes"], m["cpus"], m["online"]),
+           "pools: " + ", ".join("%d=%s" % (p["id"], p["name"]) for p in rep["pools"]), ""]
+    for c in rep["containers"]:
+        head = "%s/%s%s" % (c["pod"], c["container"], " (replayed)" if c["replayed"] else "")
+        if c["error"]:
+            out.append("%s: NOT PLACED: %s" % (head, c["error"]))
+            continue
+        r = c["request"]
+        out.append("%s -> %s  cpus %s  mems %s  (%s: %d exclusive, %dm shared)"
+                   % (head, c["pool"], c["cpus"], c["mems"], r["class"], r["exclusive"],
+                      r["sharedMilli"]))
+        if c["poolAffinity"]:
+            out.append("  affinity by pool: " + ", ".join(
+                "%s %+d" % kv for kv in c["poolAffinity"].items()))
+        for s in c["scores"]:
+            if s["rank"] is None:
+                out.append("  -  %-14s filtered out (memory)" % s["pool"])
+            else:
+                out.append("  %2d %-14s affinity %8.4f  shared %7dm  colocated %d"
+                           % (s["rank"], s["pool"], s["affinity"], s["sharedCapacity"],
+                              s["colocated"]))
+    return "\n".join(out) + "\n"

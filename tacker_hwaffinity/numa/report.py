@@ -1,0 +1,96 @@
+"""Build explain and plan reports (plain data; the CLI prints them)."""
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.numa import affinity as affmod
+from tacker_hwaffinity.numa.cpuset import format_list
+from tacker_hwaffinity.numa.placement import Placer
+
+
+def _affinities_by_pod(pods):
+    """{pod: ({container name: [Affinity]}, error string or None)}."""
+    out = {}
+    for pod in pods:
+        try:
+            out[pod] = (affmod.pod_affinities(pod), None)
+        except InputError as e:
+            out[pod] = ({}, str(e))
+    return out
+
+
+def unknown_container_warnings(pod, affs):
+    names = {c.name for c in pod.containers}
+    return ["%s: Pod %s: affinities for container %r, which the pod does not have (ignored, "
+            "as upstream)" % (pod.source, pod.ref, n) for n in affs if n not in names]
+
+
+def explain(pods, cluster_pods=(), colocate_pods=False, colocate_namespaces=False):
+    """Report for each container of PODS: affinities, effective affinity, errors."""
+    known = list(pods) + [p for p in cluster_pods if p.ref not in {q.ref for q in pods}]
+    everyone = [c for p in known for c in p.containers]
+    report = {"containers": [], "warnings": []}
+    for pod, (affs, error) in _affinities_by_pod(pods).items():
+        report["warnings"].extend(unknown_container_warnings(pod, affs))
+        for c in pod.containers:
+            entry = {"pod": pod.ref, "container": c.name, "affinities": [], "effective": [],
+                     "errors": [error] if error else []}
+            if not error:
+                mine = affs.get(c.name, [])
+                mine = mine + affmod.implicit_affinities(c, bool(mine), colocate_pods,
+                                                         colocate_namespaces)
+                entry["affinities"] = [a.to_dict() for a in mine]
+                eff = affmod.evaluate(mine, c, everyone)
+                entry["effective"] = [{"pod": c2.pod.ref, "container": c2.name, "weight": w}
+                                      for c2, w in eff.items()]
+            report["containers"].append(entry)
+    return report
+
+
+def plan(machine, pods, existing=(), **placer_opts):
+    """Place the containers of EXISTING (replay) then PODS, in order; return (report, placer)."""
+    placer = Placer(machine, **placer_opts)
+    errors, warnings = [], []
+    order = [(p, True) for p in existing] + [(p, False) for p in pods]
+    parsed = _affinities_by_pod([p for p, _ in order])
+    for pod, replayed in order:
+        affs, error = parsed[pod]
+        warnings.extend(unknown_container_warnings(pod, affs))
+        for c in pod.containers:
+            if error:
+                errors.append(error)
+                placer._record(_failed(c, "affinity annotations: " + error, replayed))
+                continue
+            placer.set_affinities(c, affs.get(c.name, []))
+            placer.place(c, replayed)
+    return plan_report(placer, warnings), placer
+
+
+def _failed(container, message, replayed):
+    from tacker_hwaffinity.numa.placement import Decision
+    return Decision(container, error=message, replayed=replayed)
+
+
+def plan_report(placer, warnings=()):
+    m = placer.machine
+    rep = {"machine": {"name": m.name, "sockets": len(m.sockets()),
+                       "numaNodes": len(m.cpu_nodes()), "cpus": len(m.cpus),
+                       "online": format_list(m.online), "isolated": format_list(m.isolated),
+                       "reserved": format_list(m.reserved)},
+           "pools": [{"id": p.id, "name": p.name, "kind": p.kind, "depth": p.depth,
+                      "parent": p.parent.name if p.parent else None,
+                      "cpus": format_list(p.cpus), "memoryNodes": format_list(p.mem_nodes)}
+                     for p in placer.pools],
+           "containers": [], "warnings": list(warnings)}
+    for d in placer.decisions:
+        c = d.container
+        e = {"pod": c.pod.ref, "container": c.name, "replayed": d.replayed,
+             "request": d.request.to_dict() if d.request else None,
+             "pool": None, "cpus": None, "exclusiveCpus": None, "mems": None,
+             "poolAffinity": {placer.pools[k].name: v for k, v in sorted(d.pool_affinity.items())},
+             "scores": [s.to_dict() for s in sorted(d.scores, key=lambda s: (s.rank is None,
+                                                                              s.rank or 0))],
+             "error": d.error}
+        if d.grant:
+            g = d.grant
+            e.update(pool=g.pool.name, cpus=format_list(placer.cpuset(g)),
+                     exclusiveCpus=format_list(g.exclusive), mems=format_list(placer.memset(g)))
+        rep["containers"].append(e)
+    return rep
