@@ -1,0 +1,75 @@
+"""``hwaffinity explain``: every node's filter verdict and scores for one pod."""
+import json
+import sys
+
+from tacker_hwaffinity.cli.common import add_cluster_args, load_inputs
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.scheduling.planner import pod_notes
+from tacker_hwaffinity.scheduling.snapshot import load_workloads
+
+
+def register(sub):
+    p = sub.add_parser("explain", help="why each node can or cannot take a pod, and its scores",
+                       description="For one incoming pod, every node: feasible or not, the "
+                                   "failing plugin's kube-scheduler reasons, and the normalised "
+                                   "score of each scoring plugin with the weighted total.")
+    add_cluster_args(p)
+    p.add_argument("--pod", required=True, metavar="FILE",
+                   help="the incoming pod (a Pod, or a workload whose first replica is used)")
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    p.set_defaults(func=run)
+
+
+def explain(snapshot, profile, pod):
+    state = snapshot.state()
+    fw = profile.framework()
+    ev = fw.evaluate(state, pod)
+    chosen = fw.select(state, ev)
+    nodes = []
+    for i, node in enumerate(state.nodes):
+        feasible = bool(ev.feasible[i])
+        nodes.append({
+            "name": node.name,
+            "feasible": feasible,
+            "reasons": [] if feasible else ev.reasons(i),
+            "scores": {name: int(s[i]) for name, s in ev.scores.items()} if feasible else {},
+            "total": int(ev.total[i]) if feasible else None,
+        })
+    return {"pod": pod.key, "nodes": nodes,
+            "selected": None if chosen is None else state.nodes[chosen].name,
+            "summary": None if chosen is not None else ev.summary()}
+
+
+def run(args):
+    snapshot, profile, notes = load_inputs(args)
+    pods, wnotes = load_workloads([args.pod])
+    if not pods:
+        raise InputError("no pod found (expected a Pod or a workload)", source=args.pod)
+    pod = pods[0]
+    result = explain(snapshot, profile, pod)
+    result["notes"] = notes + wnotes + pod_notes(pod)
+    if len(pods) > 1:
+        result["notes"].append("%s holds %d pods; explaining the first, %s"
+                               % (args.pod, len(pods), pod.key))
+    if args.output == "json":
+        json.dump(result, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_text(result))
+    return 0
+
+
+def render_text(result):
+    rows = [("NODE", "FEASIBLE", "SCORES", "TOTAL", "REASONS")]
+    for n in result["nodes"]:
+        scores = " ".join("%s=%d" % kv for kv in n["scores"].items()) or "-"
+        rows.append((n["name"], "yes" if n["feasible"] else "no", scores,
+                     "-" if n["total"] is None else str(n["total"]),
+                     "; ".join(n["reasons"]) or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    out = ["Pod %s" % result["pod"]]
+    for r in rows:
+        out.append("  ".join(c.ljust(widths[i]) for i, c in enumerate(r[:4])) + "  " + r[4])
+    out.append("Selected: %s" % (result["selected"] or "none (%s)" % result["summary"]))
+    out.extend("Note: %s" % n for n in result["notes"])
+    return "\n".join(out) + "\n"

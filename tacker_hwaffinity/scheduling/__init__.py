@@ -1,0 +1,1 @@
+"""Pure kube-scheduler semantics: selectors, affinity plugins, filters, planning."""

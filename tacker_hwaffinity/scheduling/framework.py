@@ -1,0 +1,150 @@
+"""One scheduling cycle: filter every node, score the feasible ones, pick one.
+
+Filters run in kube-scheduler's default order and a node's status is its
+first failing plugin, as in ``RunFilterPlugins``. Scores are normalised
+per plugin over the feasible nodes, multiplied by the plugin weight and
+summed.
+
+Tie-break (kube-scheduler picks at random among the best): among the nodes
+with the highest total, the one with the highest NodeResourcesFit
+least-allocated score for this pod (the default scoring that spreads
+pods), then the fewest bound pods, then the first node name in
+lexicographic order. Deterministic: the same input always gives the same plan.
+"""
+import numpy as np
+
+from tacker_hwaffinity.scheduling.plugins import nodeaffinity
+
+NO_NODE_AVAILABLE = "0/%d nodes are available:"
+
+
+class Cycle:
+    __slots__ = ("state", "pod", "cache")
+
+    def __init__(self, state, pod):
+        self.state, self.pod, self.cache = state, pod, {}
+
+
+class Evaluation:
+    """The outcome of filtering and scoring one pod against every node."""
+
+    def __init__(self, state, pod, filters, rejections, prefilter_msg, prefilter_absent):
+        self.state, self.pod = state, pod
+        self.filters = filters
+        self.rejections = rejections  # aligned with filters; None = passed all nodes
+        self.prefilter_msg = prefilter_msg
+        self.prefilter_absent = prefilter_absent
+        n = len(state.nodes)
+        if prefilter_msg:
+            self.feasible = np.zeros(n, dtype=bool)
+        else:
+            failed = np.zeros(n, dtype=bool)
+            for r in rejections:
+                if r is not None:
+                    failed |= r.failed
+            self.feasible = ~failed
+        self.scores = {}
+        self.total = np.zeros(n, dtype=np.int64)
+
+    def reasons(self, i):
+        """Reasons node I is infeasible: its first failing filter's (empty when feasible)."""
+        if self.prefilter_msg:
+            return [self.prefilter_msg[1]]
+        for r in self.rejections:
+            if r is not None and r.failed[i]:
+                return r.reasons(i)
+        return []
+
+    def failing_plugin(self, i):
+        if self.prefilter_msg:
+            return self.prefilter_msg[0]
+        for f, r in zip(self.filters, self.rejections):
+            if r is not None and r.failed[i]:
+                return f.name
+        return None
+
+    def summary(self):
+        """kube-scheduler's FitError message for a pod no node can take."""
+        msg = NO_NODE_AVAILABLE % len(self.state.nodes)
+        if self.prefilter_msg:
+            return "%s %s." % (msg, self.prefilter_msg[1])
+        histogram = {}
+        remaining = ~self.feasible
+        if self.prefilter_absent is not None:
+            absent = remaining & self.prefilter_absent
+            if absent.any():
+                histogram[nodeaffinity.ERR_PREFILTER_ABSENT] = int(absent.sum())
+            remaining &= ~self.prefilter_absent
+        for r in self.rejections:  # a node counts under its first failing plugin
+            if r is not None:
+                mine = remaining & r.failed
+                if mine.any():
+                    r.histogram(mine, histogram)
+                remaining &= ~r.failed
+        parts = sorted("%d %s" % (c, r) for r, c in histogram.items())
+        return "%s %s." % (msg, ", ".join(parts)) if parts else msg
+
+
+class Framework:
+    """A profile made runnable: ordered filter plugins and weighted score plugins."""
+
+    def __init__(self, filters, scorers):
+        self.filters = list(filters)
+        self.scorers = list(scorers)  # [(plugin, weight)]
+
+    def evaluate(self, state, pod, score=True):
+        cycle = Cycle(state, pod)
+        prefilter_msg, absent = None, None
+        for f in self.filters:
+            pre = getattr(f, "prefilter", None)
+            if pre is not None:
+                msg = pre(cycle)
+                if msg:
+                    prefilter_msg = (f.name, msg)
+                    break
+            names = getattr(f, "prefilter_names", None)
+            if names is not None:
+                allowed = names(pod.spec)
+                if allowed is not None:
+                    absent = np.ones(len(state.nodes), dtype=bool)
+                    for name in allowed:
+                        j = state.index.get(name)
+                        if j is not None:
+                            absent[j] = False
+        rejections = [] if prefilter_msg else [f.filter(cycle) for f in self.filters]
+        ev = Evaluation(state, pod, self.filters, rejections, prefilter_msg, absent)
+        if score and ev.feasible.any():
+            for plugin, weight in self.scorers:
+                norm = plugin.normalize(plugin.score(cycle), ev.feasible)
+                ev.scores[plugin.name] = norm
+                ev.total += weight * norm
+        return ev
+
+    def select(self, state, ev):
+        """Index of the node to bind to, or None."""
+        feasible = np.flatnonzero(ev.feasible)
+        if len(feasible) == 0:
+            return None
+        if len(feasible) == 1:
+            return int(feasible[0])
+        total = ev.total[feasible]
+        best = feasible[total == total.max()]
+        if len(best) == 1:
+            return int(best[0])
+        la = least_allocated(state, ev.pod.spec.nonzero_requests, best)
+        pods = np.minimum(state.pod_count[best], (1 << 22) - 1)
+        key = (la << 44) + (((1 << 22) - 1 - pods) << 22) + ((1 << 22) - 1 - state.names_rank[best])
+        return int(best[int(np.argmax(key))])
+
+
+def least_allocated(state, pod_nonzero, idx):
+    """NodeResourcesFit LeastAllocated score (cpu and memory, weight 1 each) for nodes IDX."""
+    score = np.zeros(len(idx), dtype=np.int64)
+    for r in ("cpu", "memory"):
+        cap = state.alloc[r][idx]
+        req = state.nonzero_requested[r][idx] + pod_nonzero[r]
+        ok = (cap > 0) & (req <= cap)
+        s = np.zeros(len(idx), dtype=np.int64)
+        s[ok] = ((cap[ok] - req[ok]) * 100) // cap[ok]
+        score += s
+    return score // 2

@@ -1,0 +1,353 @@
+"""Nodes, pods and namespaces as the scheduler sees them, parsed from plain objects.
+
+Parsing validates what the API server would and raises ``InputError`` naming
+the field. A pod's scheduling-relevant spec (``PodSpecInfo``) is parsed once
+per template and shared by every replica.
+"""
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.k8s.quantity import milli_value, parse_quantity, value
+from tacker_hwaffinity.k8s.validation import label_value_error, qualified_name_error
+from tacker_hwaffinity.scheduling import selectors
+from tacker_hwaffinity.scheduling.terms import RawTerm
+
+DEFAULT_NAMESPACE = "default"
+# kube-scheduler scores pods without requests as if they asked for this
+# (GetNonzeroRequests): 100 millicores, 200 MiB.
+DEFAULT_MILLI_CPU = 100
+DEFAULT_MEMORY = 200 * 1024 * 1024
+NS_NAME_LABEL = "kubernetes.io/metadata.name"
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _mapping(value, field, what="a mapping"):
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError("expected %s" % what, field=field)
+    return value
+
+
+def _list(value, field):
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InputError("expected a list", field=field)
+    return value
+
+
+def parse_labels(raw, field):
+    labels = _mapping(raw, field, "a mapping of label key to string value")
+    for k, v in labels.items():
+        err = qualified_name_error(k)
+        if err:
+            raise InputError("invalid label key %r: %s" % (k, err), field=field)
+        err = label_value_error(v)
+        if err:
+            raise InputError("invalid value for label %r: %s" % (k, err), field="%s[%s]" % (field, k))
+    return dict(labels)
+
+
+def metadata(obj, kind):
+    meta = _mapping(obj.get("metadata"), "metadata")
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise InputError("%s has no name" % kind, field="metadata.name")
+    return meta, name
+
+
+def object_label(obj):
+    """'Kind namespace/name' for messages, from whatever the object has."""
+    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "object"
+    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    name = meta.get("name") if isinstance(meta.get("name"), str) else "<unnamed>"
+    ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
+    return "%s %s" % (kind, "%s/%s" % (ns, name) if ns else name)
+
+
+class Namespace:
+    __slots__ = ("name", "labels")
+
+    def __init__(self, name, labels):
+        self.name, self.labels = name, labels
+
+    @classmethod
+    def parse(cls, obj):
+        meta, name = metadata(obj, "Namespace")
+        labels = parse_labels(meta.get("labels"), "metadata.labels")
+        labels.setdefault(NS_NAME_LABEL, name)  # the API server adds it to every namespace
+        return cls(name, labels)
+
+
+class Taint:
+    __slots__ = ("key", "value", "effect")
+
+    def __init__(self, key, value, effect):
+        self.key, self.value, self.effect = key, value, effect
+
+
+class Toleration:
+    __slots__ = ("key", "operator", "value", "effect")
+
+    def __init__(self, raw, field):
+        raw = _mapping(raw, field)
+        self.key = raw.get("key") or ""
+        self.operator = raw.get("operator") or "Equal"
+        self.value = raw.get("value") or ""
+        self.effect = raw.get("effect") or ""
+        if self.operator not in ("Equal", "Exists"):
+            raise InputError("operator must be Equal or Exists, got %r" % self.operator,
+                             field=field + ".operator")
+        if self.effect and self.effect not in TAINT_EFFECTS:
+            raise InputError("effect must be one of %s" % ", ".join(TAINT_EFFECTS),
+                             field=field + ".effect")
+        if self.operator == "Exists" and self.value:
+            raise InputError("value must be empty when operator is Exists", field=field + ".value")
+
+    def tolerates(self, taint):
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.key and self.key != taint.key:
+            return False
+        return self.operator == "Exists" or self.value == taint.value
+
+
+def tolerates(tolerations, taint):
+    return any(t.tolerates(taint) for t in tolerations)
+
+
+class Node:
+    __slots__ = ("name", "labels", "taints", "unschedulable", "allocatable")
+
+    def __init__(self, name, labels, taints=(), unschedulable=False, allocatable=None):
+        self.name, self.labels, self.taints = name, labels, tuple(taints)
+        self.unschedulable = unschedulable
+        # resource -> int (milli-cpu, bytes, pod count); a missing resource is not checked
+        self.allocatable = allocatable or {}
+
+    @classmethod
+    def parse(cls, obj):
+        meta, name = metadata(obj, "Node")
+        labels = parse_labels(meta.get("labels"), "metadata.labels")
+        spec = _mapping(obj.get("spec"), "spec")
+        taints = []
+        for i, t in enumerate(_list(spec.get("taints"), "spec.taints")):
+            f = "spec.taints[%d]" % i
+            t = _mapping(t, f)
+            if not isinstance(t.get("key"), str) or not t.get("key"):
+                raise InputError("taint needs a key", field=f + ".key")
+            if t.get("effect") not in TAINT_EFFECTS:
+                raise InputError("effect must be one of %s" % ", ".join(TAINT_EFFECTS),
+                                 field=f + ".effect")
+            taints.append(Taint(t["key"], t.get("value") or "", t["effect"]))
+        unschedulable = spec.get("unschedulable", False)
+        if not isinstance(unschedulable, bool):
+            raise InputError("expected true or false", field="spec.unschedulable")
+        status = _mapping(obj.get("status"), "status")
+        alloc_raw = status.get("allocatable")
+        if alloc_raw is None:
+            alloc_raw = status.get("capacity")
+        alloc = {}
+        for res, q in _mapping(alloc_raw, "status.allocatable").items():
+            if res not in ("cpu", "memory", "pods"):
+                continue
+            try:
+                qty = parse_quantity(q)
+            except ValueError as e:
+                raise InputError(str(e), field="status.allocatable.%s" % res)
+            alloc[res] = milli_value(qty) if res == "cpu" else value(qty)
+        return cls(name, labels, taints, unschedulable, alloc)
+
+
+def _container_requests(c, field):
+    res = _mapping(c.get("resources"), field + ".resources")
+    requests = dict(_mapping(res.get("requests"), field + ".resources.requests"))
+    limits = _mapping(res.get("limits"), field + ".resources.limits")
+    for k, v in limits.items():  # API defaulting: a limit without a request sets the request
+        requests.setdefault(k, v)
+    out = {}
+    for k in ("cpu", "memory"):
+        if k in requests:
+            try:
+                q = parse_quantity(requests[k])
+            except ValueError as e:
+                raise InputError(str(e), field="%s.resources.requests.%s" % (field, k))
+            out[k] = milli_value(q) if k == "cpu" else value(q)
+    return out
+
+
+def _pod_requests(spec, prefix):
+    """(cpu, memory) requests and their non-zero variants, as kube-scheduler sums them."""
+    total = {"cpu": 0, "memory": 0}
+    nonzero = {"cpu": 0, "memory": 0}
+    containers = _list(spec.get("containers"), prefix + "containers")
+    for i, c in enumerate(containers):
+        r = _container_requests(_mapping(c, "%scontainers[%d]" % (prefix, i)),
+                                "%scontainers[%d]" % (prefix, i))
+        for k in total:
+            total[k] += r.get(k, 0)
+        nonzero["cpu"] += r.get("cpu", DEFAULT_MILLI_CPU)
+        nonzero["memory"] += r.get("memory", DEFAULT_MEMORY)
+    sidecars = {"cpu": 0, "memory": 0}
+    init_max = {"cpu": 0, "memory": 0}
+    for i, c in enumerate(_list(spec.get("initContainers"), prefix + "initContainers")):
+        f = "%sinitContainers[%d]" % (prefix, i)
+        c = _mapping(c, f)
+        r = _container_requests(c, f)
+        if c.get("restartPolicy") == "Always":  # sidecar: runs alongside the app
+            for k in total:
+                sidecars[k] += r.get(k, 0)
+                init_max[k] = max(init_max[k], sidecars[k])
+        else:
+            for k in total:
+                init_max[k] = max(init_max[k], sidecars[k] + r.get(k, 0))
+    for k in total:
+        total[k] = max(total[k] + sidecars[k], init_max[k])
+        nonzero[k] = max(nonzero[k] + sidecars[k], init_max[k])
+    for k, v in _mapping(spec.get("overhead"), prefix + "overhead").items():
+        if k in total:
+            try:
+                q = parse_quantity(v)
+            except ValueError as e:
+                raise InputError(str(e), field="%soverhead.%s" % (prefix, k))
+            amount = milli_value(q) if k == "cpu" else value(q)
+            total[k] += amount
+            nonzero[k] += amount
+    return total, nonzero
+
+
+_AFFINITY_LISTS = (
+    ("podAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "required_affinity"),
+    ("podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "required_anti"),
+    ("podAffinity", "preferredDuringSchedulingIgnoredDuringExecution", "preferred_affinity"),
+    ("podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution", "preferred_anti"),
+)
+
+
+class PodSpecInfo:
+    """What kube-scheduler reads from a pod spec, parsed once per template."""
+
+    def __init__(self, spec, prefix="spec."):
+        spec = _mapping(spec, prefix.rstrip("."))
+        self.node_name = spec.get("nodeName") or ""
+        sel = _mapping(spec.get("nodeSelector"), prefix + "nodeSelector")
+        for k, v in sel.items():
+            if not isinstance(v, str):
+                raise InputError("expected a string value", field="%snodeSelector[%s]" % (prefix, k))
+        self.node_selector = sel
+        self.tolerations = tuple(Toleration(t, "%stolerations[%d]" % (prefix, i))
+                                 for i, t in enumerate(_list(spec.get("tolerations"),
+                                                             prefix + "tolerations")))
+        self.requests, self.nonzero_requests = _pod_requests(spec, prefix)
+        aff = _mapping(spec.get("affinity"), prefix + "affinity")
+        unknown = set(aff) - {"nodeAffinity", "podAffinity", "podAntiAffinity"}
+        if unknown:
+            raise InputError("unknown field(s) %s" % ", ".join(sorted(map(str, unknown))),
+                             field=prefix + "affinity")
+        self._parse_node_affinity(aff.get("nodeAffinity"), prefix + "affinity.nodeAffinity")
+        self.raw_terms = {}
+        for group, lst, attr in _AFFINITY_LISTS:
+            gfield = "%saffinity.%s" % (prefix, group)
+            g = _mapping(aff.get(group), gfield)
+            unknown = set(g) - {"requiredDuringSchedulingIgnoredDuringExecution",
+                                "preferredDuringSchedulingIgnoredDuringExecution"}
+            if unknown:
+                raise InputError("unknown field(s) %s" % ", ".join(sorted(map(str, unknown))),
+                                 field=gfield)
+            items = _list(g.get(lst), "%s.%s" % (gfield, lst))
+            weighted = lst.startswith("preferred")
+            self.raw_terms[attr] = tuple(
+                RawTerm.parse(item, "%s.%s[%d]" % (gfield, lst, i), weighted)
+                for i, item in enumerate(items))
+        self.has_pod_affinity = any(self.raw_terms.values())
+        self.uses_extension = any(t.uses_extension() for ts in self.raw_terms.values() for t in ts)
+        self._resolved = {}
+
+    def _parse_node_affinity(self, raw, field):
+        na = _mapping(raw, field)
+        unknown = set(na) - {"requiredDuringSchedulingIgnoredDuringExecution",
+                             "preferredDuringSchedulingIgnoredDuringExecution"}
+        if unknown:
+            raise InputError("unknown field(s) %s" % ", ".join(sorted(map(str, unknown))),
+                             field=field)
+        req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
+        rfield = field + ".requiredDuringSchedulingIgnoredDuringExecution"
+        self.required_node = None
+        if req is not None:
+            self.required_node = selectors.NodeSelector(_mapping(req, rfield), rfield)
+        self.required_node_raw = req
+        self.preferred_node = parse_preferred_node_terms(
+            na.get("preferredDuringSchedulingIgnoredDuringExecution"),
+            field + ".preferredDuringSchedulingIgnoredDuringExecution")
+
+    def resolved_terms(self, namespace, labels, created):
+        """The pod's four term lists with namespace defaulting and matchLabelKeys merged."""
+        keys = tuple(labels.get(k) for k in self._label_keys())
+        ck = (namespace, keys, created)
+        got = self._resolved.get(ck)
+        if got is None:
+            got = {attr: tuple(t.resolve(namespace, labels, created) for t in ts)
+                   for attr, ts in self.raw_terms.items()}
+            self._resolved[ck] = got
+        return got
+
+    def _label_keys(self):
+        keys = []
+        for ts in self.raw_terms.values():
+            for t in ts:
+                keys.extend(t.match_label_keys)
+                keys.extend(t.mismatch_label_keys)
+        return keys
+
+
+def parse_preferred_node_terms(raw, field):
+    """Preferred node-selector terms: weight-0 and empty terms dropped, errors raised."""
+    out = []
+    for i, item in enumerate(_list(raw, field)):
+        f = "%s[%d]" % (field, i)
+        item = _mapping(item, f)
+        w = item.get("weight", 0)
+        if not isinstance(w, int) or isinstance(w, bool) or not 0 <= w <= 100:
+            raise InputError("weight must be an integer in 1..100", field=f + ".weight")
+        if w == 0:
+            continue
+        term = selectors.NodeSelectorTerm(_mapping(item.get("preference"), f + ".preference"),
+                                          f + ".preference", i)
+        if term.error is not None:
+            raise InputError(term.error.message, field=term.error.field)
+        if not term.empty:
+            out.append((w, term))
+    return tuple(out)
+
+
+class Pod:
+    """A pod: bound (``node_name`` set) or waiting to be scheduled."""
+
+    __slots__ = ("namespace", "name", "labels", "spec", "node_name", "terminating",
+                 "terms", "class_key", "source")
+
+    def __init__(self, namespace, name, labels, spec, node_name="", terminating=False,
+                 created=True, source=None):
+        self.namespace, self.name, self.labels, self.spec = namespace, name, labels, spec
+        self.node_name = node_name
+        self.terminating = terminating
+        self.source = source
+        self.terms = spec.resolved_terms(namespace, labels, created)
+        self.class_key = (namespace, tuple(sorted(labels.items())))
+
+    @property
+    def key(self):
+        return "%s/%s" % (self.namespace, self.name)
+
+    @classmethod
+    def parse(cls, obj, created=True, source=None):
+        """Parse a Pod object; None for terminal (Succeeded/Failed) pods."""
+        meta, name = metadata(obj, "Pod")
+        phase = _mapping(obj.get("status"), "status").get("phase")
+        if phase in ("Succeeded", "Failed"):
+            return None
+        ns = meta.get("namespace") or DEFAULT_NAMESPACE
+        labels = parse_labels(meta.get("labels"), "metadata.labels")
+        spec = PodSpecInfo(obj.get("spec"))
+        return cls(ns, name, labels, spec, node_name=spec.node_name,
+                   terminating=bool(meta.get("deletionTimestamp")), created=created,
+                   source=source)

@@ -1,0 +1,70 @@
+"""Schedule pods one at a time, as kube-scheduler does: filter, score, pick, bind."""
+from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
+
+GT_LT_NOTE = ("pod %s uses Gt/Lt in a pod (anti-)affinity label selector: a hwaffinity "
+              "extension (the Gt/Lt proposal) that plain Kubernetes rejects")
+
+
+def pod_notes(pod):
+    """What a person should know about how this pod's spec is read."""
+    notes = []
+    if pod.spec.uses_extension:
+        notes.append(GT_LT_NOTE % pod.key)
+    if pod.spec.required_node is not None:
+        for err in pod.spec.required_node.errors:
+            notes.append("pod %s: a required node selector term never matches, as in "
+                         "kube-scheduler: %s" % (pod.key, err))
+    return notes
+
+
+class Placement:
+    __slots__ = ("pod", "node", "domain", "reasons")
+
+    def __init__(self, pod, node, domain, reasons):
+        self.pod, self.node, self.domain, self.reasons = pod, node, domain, reasons
+
+
+class Plan:
+    def __init__(self, placements, topology_key, notes):
+        self.placements, self.topology_key, self.notes = placements, topology_key, notes
+
+    @property
+    def complete(self):
+        return all(p.node is not None for p in self.placements)
+
+    def domains(self):
+        """Topology value -> pods placed there, in scheduling order (values sorted)."""
+        out = {}
+        for p in self.placements:
+            if p.domain is not None:
+                out.setdefault(p.domain, []).append(p.pod.key)
+        return dict(sorted(out.items()))
+
+    def to_dict(self):
+        return {
+            "topologyKey": self.topology_key,
+            "placements": [{"pod": p.pod.key, "node": p.node, "domain": p.domain,
+                            "reasons": list(p.reasons)} for p in self.placements],
+            "domains": self.domains(),
+            "notes": list(self.notes),
+        }
+
+
+def plan(state, framework, pods, topology_key=DEFAULT_HOST_LABEL):
+    """Place PODS in order on STATE (mutated: placed pods are bound)."""
+    placements, notes = [], []
+    seen = set()
+    for pod in pods:
+        for note in pod_notes(pod):
+            if note not in seen:
+                seen.add(note)
+                notes.append(note)
+        ev = framework.evaluate(state, pod)
+        i = framework.select(state, ev)
+        if i is None:
+            placements.append(Placement(pod, None, None, [ev.summary()]))
+            continue
+        state.bind(pod, i)
+        node = state.nodes[i]
+        placements.append(Placement(pod, node.name, node.labels.get(topology_key), []))
+    return Plan(placements, topology_key, notes)

@@ -1,0 +1,81 @@
+"""NodeAffinity: nodeSelector AND required node affinity (+ addedAffinity), preferred score."""
+import numpy as np
+
+from tacker_hwaffinity.scheduling.plugins import Rejection, default_normalize
+
+NAME = "NodeAffinity"
+ERR_POD = "node(s) didn't match Pod's node affinity/selector"
+ERR_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
+ERR_CONFLICT = "pod affinity terms conflict"
+ERR_PREFILTER_ABSENT = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
+
+
+class NodeAffinity:
+    name = NAME
+
+    def __init__(self, added_required=None, added_preferred=()):
+        self.added_required = added_required  # selectors.NodeSelector or None
+        self.added_preferred = tuple(added_preferred)  # ((weight, NodeSelectorTerm), ...)
+        self._masks = {}
+
+    def _mask(self, state, key, predicate):
+        """Per-node boolean for a pod-spec-derived KEY, computed once per node set."""
+        got = self._masks.get((id(state), key))
+        if got is None:
+            got = np.fromiter((predicate(n) for n in state.nodes), dtype=bool,
+                              count=len(state.nodes))
+            self._masks[(id(state), key)] = got
+        return got
+
+    def prefilter_names(self, spec):
+        """Node names the pod can only go to (matchFields metadata.name In), or None."""
+        sel = spec.required_node
+        if sel is None or not spec.required_node_raw.get("nodeSelectorTerms"):
+            return None
+        names = None
+        for term in spec.required_node_raw.get("nodeSelectorTerms") or []:
+            term_names = None
+            for f in (term or {}).get("matchFields") or []:
+                if f.get("key") == "metadata.name" and f.get("operator") == "In":
+                    s = set(f.get("values") or [])
+                    term_names = s if term_names is None else term_names & s
+            if term_names is None:
+                return None
+            names = term_names if names is None else names | term_names
+        return names
+
+    def prefilter(self, cycle):
+        names = self.prefilter_names(cycle.pod.spec)
+        if names is not None and not names:
+            return ERR_CONFLICT
+        return None
+
+    def filter(self, cycle):
+        state, spec = cycle.state, cycle.pod.spec
+        code = np.zeros(len(state.nodes), dtype=np.int8)
+        if spec.node_selector or spec.required_node is not None:
+            sel, req = spec.node_selector, spec.required_node
+            ok = self._mask(state, ("pod", tuple(sorted(sel.items())),
+                                    None if req is None else req.sig),
+                            lambda n: all(n.labels.get(k) == v for k, v in sel.items())
+                            and (req is None or req.matches(n.labels, n.name)))
+            code[~ok] = 2
+        if self.added_required is not None:
+            added = self.added_required
+            code[~self._mask(state, ("added",), lambda n: added.matches(n.labels, n.name))] = 1
+        failed = code > 0
+        if not failed.any():
+            return None
+        return Rejection(failed, codes=code, table=((), (ERR_ENFORCED,), (ERR_POD,)))
+
+    def score(self, cycle):
+        state, spec = cycle.state, cycle.pod.spec
+        raw = np.zeros(len(state.nodes), dtype=np.int64)
+        for w, term in spec.preferred_node + self.added_preferred:
+            raw += w * self._mask(state, ("pref", term.sig),
+                                  lambda n, t=term: t.matches(n.labels, n.name))
+        return raw
+
+    @staticmethod
+    def normalize(raw, feasible):
+        return default_normalize(raw, feasible)

@@ -1,0 +1,210 @@
+"""KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1) -> Framework.
+
+The first profile's plugin sets are merged with the v1 defaults exactly as
+kube-scheduler does (defaults live under ``multiPoint``; an extension
+point's ``disabled`` list, ``'*'`` included, removes them there; plugins
+enabled at a specific point override their multiPoint entry and come
+first). Plugins we do not model are accepted and reported in ``notes``.
+"""
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.scheduling import selectors
+from tacker_hwaffinity.scheduling.framework import Framework
+from tacker_hwaffinity.scheduling.model import parse_preferred_node_terms
+from tacker_hwaffinity.scheduling.plugins import basic
+from tacker_hwaffinity.scheduling.plugins.interpod import InterPodAffinity
+from tacker_hwaffinity.scheduling.plugins.nodeaffinity import NodeAffinity
+
+API_VERSION = "kubescheduler.config.k8s.io/v1"
+# kube-scheduler's v1 default plugins, in order, with their score weights.
+DEFAULT_MULTIPOINT = (
+    ("SchedulingGates", 0), ("PrioritySort", 0), ("NodeUnschedulable", 0), ("NodeName", 0),
+    ("TaintToleration", 3), ("NodeAffinity", 2), ("NodePorts", 0), ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", 0), ("NodeVolumeLimits", 0), ("VolumeBinding", 0),
+    ("VolumeZone", 0), ("PodTopologySpread", 2), ("InterPodAffinity", 2),
+    ("DefaultPreemption", 0), ("NodeResourcesBalancedAllocation", 1), ("ImageLocality", 1),
+    ("DefaultBinder", 0))
+OTHER_IN_TREE = ("DynamicResources", "NodeResourcesLeastAllocated", "NodeResourcesMostAllocated",
+                 "RequestedToCapacityRatio", "EBSLimits", "GCEPDLimits", "AzureDiskLimits",
+                 "CinderLimits", "NodeLabel", "ServiceAffinity", "SelectorSpread",
+                 "NodePreferAvoidPods")
+KNOWN_PLUGINS = {name for name, _ in DEFAULT_MULTIPOINT} | set(OTHER_IN_TREE)
+# Extension points each modelled plugin implements (what we model of it).
+MODELLED_FILTERS = ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
+                    "NodeResourcesFit", "InterPodAffinity")
+MODELLED_SCORES = ("NodeAffinity", "InterPodAffinity")
+NOT_MODELLED_SCORES = ("TaintToleration", "NodeResourcesFit", "PodTopologySpread",
+                       "NodeResourcesBalancedAllocation", "ImageLocality")
+EXTENSION_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore",
+                    "score", "reserve", "permit", "preBind", "bind", "postBind", "multiPoint")
+_TOP_FIELDS = {"apiVersion", "kind", "parallelism", "leaderElection", "clientConnection",
+               "healthzBindAddress", "metricsBindAddress", "debuggingConfiguration",
+               "enableProfiling", "enableContentionProfiling", "percentageOfNodesToScore",
+               "podInitialBackoffSeconds", "podMaxBackoffSeconds", "profiles", "extenders",
+               "delayCacheUntilActive"}
+_PROFILE_FIELDS = {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}
+
+
+def _check_fields(raw, allowed, field):
+    if not isinstance(raw, dict):
+        raise InputError("expected a mapping", field=field)
+    unknown = sorted(map(str, set(raw) - allowed))
+    if unknown:
+        raise InputError("unknown field %s (expected one of %s)"
+                         % (", ".join(unknown), ", ".join(sorted(allowed))),
+                         field="%s.%s" % (field, unknown[0]) if field else unknown[0])
+
+
+def _plugin_list(raw, field, with_weight):
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise InputError("expected a list of plugins", field=field)
+    out = []
+    for i, p in enumerate(raw):
+        f = "%s[%d]" % (field, i)
+        _check_fields(p, {"name", "weight"} if with_weight else {"name"}, f)
+        name = p.get("name")
+        if not isinstance(name, str) or not name:
+            raise InputError("plugin needs a name", field=f + ".name")
+        if name != "*" and name not in KNOWN_PLUGINS:
+            raise InputError("plugin %r does not exist in kube-scheduler's registry" % name,
+                             field=f + ".name")
+        w = p.get("weight", 0)
+        if not isinstance(w, int) or isinstance(w, bool) or w < 0:
+            raise InputError("weight must be a non-negative integer", field=f + ".weight")
+        out.append((name, w))
+    return out
+
+
+class Profile:
+    """Which modelled plugins run, in which order, with which weights and args."""
+
+    def __init__(self, raw=None, source=None):
+        self.source = source
+        self.notes = []
+        self.hard_weight, self.ignore_existing_preferred = 1, False
+        self.added_required, self.added_preferred = None, ()
+        points = {}
+        profile = {}
+        try:
+            if raw is not None:
+                profile = self._parse_top(raw)
+            plugins = profile.get("plugins") or {}
+            _check_fields(plugins, set(EXTENSION_POINTS), "profiles[0].plugins")
+            for ep in EXTENSION_POINTS:
+                pset = plugins.get(ep) or {}
+                f = "profiles[0].plugins.%s" % ep
+                _check_fields(pset, {"enabled", "disabled"}, f)
+                points[ep] = (_plugin_list(pset.get("enabled"), f + ".enabled", True),
+                              [n for n, _ in _plugin_list(pset.get("disabled"), f + ".disabled",
+                                                          False)])
+            self._parse_plugin_config(profile.get("pluginConfig"))
+        except InputError as e:
+            raise e.located(source=source, obj="KubeSchedulerConfiguration")
+        multipoint = _merge(DEFAULT_MULTIPOINT, *points["multiPoint"])
+        self.filters = [n for n, _ in _expand(multipoint, points["filter"], MODELLED_FILTERS)]
+        self.scores = _expand(multipoint, points["score"], MODELLED_SCORES)
+        explicit = {n for ep in ("multiPoint", "score") for n, _ in points[ep][0]}
+        for name, _ in _expand(multipoint, points["score"], NOT_MODELLED_SCORES):
+            if name in explicit:
+                self.notes.append("score plugin %s is enabled but not modelled" % name)
+
+    def _parse_top(self, raw):
+        _check_fields(raw, _TOP_FIELDS, "")
+        if raw.get("apiVersion") != API_VERSION:
+            raise InputError("expected %s, got %r" % (API_VERSION, raw.get("apiVersion")),
+                             field="apiVersion")
+        if raw.get("kind") != "KubeSchedulerConfiguration":
+            raise InputError("expected KubeSchedulerConfiguration", field="kind")
+        if raw.get("extenders"):
+            self.notes.append("scheduler extenders are configured but not modelled")
+        profiles = raw.get("profiles") or [{}]
+        if not isinstance(profiles, list):
+            raise InputError("expected a list", field="profiles")
+        if len(profiles) > 1:
+            self.notes.append("only the first profile is used")
+        _check_fields(profiles[0], _PROFILE_FIELDS, "profiles[0]")
+        return profiles[0]
+
+    def _parse_plugin_config(self, raw):
+        if raw is None:
+            return
+        if not isinstance(raw, list):
+            raise InputError("expected a list", field="profiles[0].pluginConfig")
+        for i, pc in enumerate(raw):
+            f = "profiles[0].pluginConfig[%d]" % i
+            _check_fields(pc, {"name", "args"}, f)
+            args = pc.get("args") or {}
+            if pc.get("name") == "InterPodAffinity":
+                _check_fields(args, {"apiVersion", "kind", "hardPodAffinityWeight",
+                                     "ignorePreferredTermsOfExistingPods"}, f + ".args")
+                w = args.get("hardPodAffinityWeight", 1)
+                if not isinstance(w, int) or isinstance(w, bool) or not 0 <= w <= 100:
+                    raise InputError("must be an integer in the range 0-100",
+                                     field=f + ".args.hardPodAffinityWeight")
+                ign = args.get("ignorePreferredTermsOfExistingPods", False)
+                if not isinstance(ign, bool):
+                    raise InputError("expected true or false",
+                                     field=f + ".args.ignorePreferredTermsOfExistingPods")
+                self.hard_weight, self.ignore_existing_preferred = w, ign
+            elif pc.get("name") == "NodeAffinity":
+                _check_fields(args, {"apiVersion", "kind", "addedAffinity"}, f + ".args")
+                self._parse_added(args.get("addedAffinity"), f + ".args.addedAffinity")
+
+    def _parse_added(self, raw, field):
+        if raw is None:
+            return
+        _check_fields(raw, {"requiredDuringSchedulingIgnoredDuringExecution",
+                            "preferredDuringSchedulingIgnoredDuringExecution"}, field)
+        req = raw.get("requiredDuringSchedulingIgnoredDuringExecution")
+        if req is not None:
+            rf = field + ".requiredDuringSchedulingIgnoredDuringExecution"
+            sel = selectors.NodeSelector(req, rf)
+            if sel.errors or not isinstance(req, dict):
+                raise InputError(sel.errors[0] if sel.errors else "expected a node selector",
+                                 field=rf)
+            self.added_required = sel
+        self.added_preferred = parse_preferred_node_terms(
+            raw.get("preferredDuringSchedulingIgnoredDuringExecution"),
+            field + ".preferredDuringSchedulingIgnoredDuringExecution")
+
+    def framework(self):
+        interpod = InterPodAffinity(self.hard_weight, self.ignore_existing_preferred)
+        nodeaff = NodeAffinity(self.added_required, self.added_preferred)
+        plugins = {"NodeUnschedulable": basic.NodeUnschedulable(), "NodeName": basic.NodeName(),
+                   "TaintToleration": basic.TaintToleration(), "NodeAffinity": nodeaff,
+                   "NodeResourcesFit": basic.NodeResourcesFit(), "InterPodAffinity": interpod}
+        return Framework([plugins[n] for n in self.filters],
+                         [(plugins[n], w) for n, w in self.scores])
+
+
+def _merge(defaults, enabled, disabled):
+    """mergePluginSet: defaults minus disabled ('*' = all), overridden in place, then custom."""
+    custom = {n: (n, w) for n, w in enabled}
+    out, used = [], set()
+    if "*" not in disabled:
+        for name, w in defaults:
+            if name in disabled:
+                continue
+            if name in custom:
+                out.append(custom[name])
+                used.add(name)
+            else:
+                out.append((name, w))
+    out.extend(p for p in enabled if p[0] not in used)
+    return out
+
+
+def _expand(multipoint, point, implemented):
+    """Plugins (name, weight) of one extension point, among IMPLEMENTED, in upstream order."""
+    enabled, disabled = point
+    specific = [(n, w or 1) for n, w in enabled if n in implemented]
+    names = {n for n, _ in specific}
+    from_multi = []
+    if "*" not in disabled:
+        from_multi = [(n, w or 1) for n, w in multipoint
+                      if n in implemented and n not in disabled and n not in names]
+    multi_names = {n for n, _ in multipoint}
+    overrides = [p for p in specific if p[0] in multi_names]
+    others = [p for p in specific if p[0] not in multi_names]
+    return overrides + from_multi + others

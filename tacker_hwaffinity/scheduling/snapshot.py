@@ -1,0 +1,92 @@
+"""Load a cluster snapshot and workloads from files into scheduler objects."""
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.k8s.yamlio import load_objects
+from tacker_hwaffinity.scheduling import workloads
+from tacker_hwaffinity.scheduling.model import Namespace, Node, Pod, object_label
+from tacker_hwaffinity.scheduling.state import ClusterState
+
+CLUSTER_KINDS = ("Node", "Pod", "Namespace")
+
+
+def _located(fn, obj, source):
+    try:
+        return fn()
+    except InputError as e:
+        raise e.located(source=source, obj=object_label(obj))
+
+
+def _kind(obj, source):
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise InputError("object has no kind", source=source, obj=object_label(obj),
+                         field="kind")
+    return kind
+
+
+class Snapshot:
+    """Nodes, namespaces and bound pods, plus what was left out and why (``notes``)."""
+
+    def __init__(self, nodes, namespaces, pods, notes):
+        self.nodes, self.namespaces, self.pods, self.notes = nodes, namespaces, pods, notes
+
+    def state(self):
+        state = ClusterState(self.nodes, self.namespaces)
+        for pod in self.pods:
+            state.bind(pod, state.index[pod.node_name])
+        return state
+
+
+def load_cluster(paths):
+    nodes, namespaces, pods, notes = [], [], [], []
+    seen_nodes, pending, unknown_node, skipped = set(), 0, 0, {}
+    for obj, source in load_objects(paths):
+        kind = _kind(obj, source)
+        if kind == "Node":
+            node = _located(lambda: Node.parse(obj), obj, source)
+            if node.name in seen_nodes:
+                raise InputError("node %r is given twice" % node.name, source=source,
+                                 obj=object_label(obj))
+            seen_nodes.add(node.name)
+            nodes.append(node)
+        elif kind == "Namespace":
+            namespaces.append(_located(lambda: Namespace.parse(obj), obj, source))
+        elif kind == "Pod":
+            pod = _located(lambda: Pod.parse(obj, created=True, source=source), obj, source)
+            if pod is not None:
+                pods.append(pod)
+        elif kind in workloads.NON_WORKLOAD_KINDS or kind in workloads.WORKLOAD_KINDS:
+            skipped[kind] = skipped.get(kind, 0) + 1
+        else:
+            raise InputError("unknown kind %r in a cluster snapshot: expected %s"
+                             % (kind, ", ".join(CLUSTER_KINDS)), source=source,
+                             obj=object_label(obj), field="kind")
+    bound = []
+    for pod in pods:
+        if not pod.node_name:
+            pending += 1
+        elif pod.node_name not in seen_nodes:
+            unknown_node += 1
+        else:
+            bound.append(pod)
+    if pending:
+        notes.append("%d pending pod(s) in the snapshot are not bound and not planned" % pending)
+    if unknown_node:
+        notes.append("%d pod(s) are bound to nodes missing from the snapshot and are ignored"
+                     % unknown_node)
+    for kind, n in sorted(skipped.items()):
+        notes.append("%d %s object(s) in the cluster files are ignored (their pods are "
+                     "listed as Pods)" % (n, kind))
+    return Snapshot(nodes, namespaces, bound, notes)
+
+
+def load_workloads(paths):
+    """Pods to schedule, in file order, and notes on objects that create none."""
+    pods, notes = [], []
+    for obj, source in load_objects(paths):
+        kind = _kind(obj, source)
+        if kind in workloads.NON_WORKLOAD_KINDS:
+            notes.append("%s: %s creates no pods here and is not planned"
+                         % (source, object_label(obj)))
+            continue
+        pods.extend(_located(lambda: workloads.expand(obj, source), obj, source))
+    return pods, notes

@@ -1,0 +1,162 @@
+"""Cluster state for scheduling: nodes as arrays, bound pods as incremental counts.
+
+Everything a scheduling decision needs is kept per topology domain and
+updated when a pod is bound, the way kube-scheduler's PreFilter state
+counts topology pairs, so deciding for one pod costs O(distinct terms)
+plus a few vector operations over the nodes, not O(pods x nodes).
+"""
+import numpy as np
+
+from tacker_hwaffinity.scheduling.selectors import NOTHING
+
+UNCHECKED = -1  # allocatable not given for a resource: it is not checked
+
+# Kinds of an existing pod's terms that act on incoming pods (symmetry).
+EXISTING_KINDS = ("required_anti", "required_affinity", "preferred_affinity", "preferred_anti")
+
+
+class Domains:
+    """The values of one node label: ``ids[i]`` is node i's value id, -1 if absent."""
+
+    __slots__ = ("key", "ids", "values", "present")
+
+    def __init__(self, key, nodes):
+        self.key = key
+        index = {}
+        ids = np.empty(len(nodes), dtype=np.int64)
+        for i, n in enumerate(nodes):
+            v = n.labels.get(key)
+            ids[i] = -1 if v is None else index.setdefault(v, len(index))
+        self.ids = ids
+        self.values = list(index)
+        self.present = ids >= 0
+
+    def __len__(self):
+        return len(self.values)
+
+    def spread(self, per_domain):
+        """Per-node array from a per-domain array (0 where a node lacks the key)."""
+        ext = np.zeros(len(self.values) + 1, dtype=per_domain.dtype)
+        ext[:-1] = per_domain
+        return ext[self.ids]
+
+
+class DomainCounts:
+    """How many bound pods matching MATCHER sit in each domain of one topology key."""
+
+    __slots__ = ("matcher", "domains", "counts", "total", "_cache")
+
+    def __init__(self, matcher, domains):
+        self.matcher, self.domains = matcher, domains
+        self.counts = np.zeros(len(domains), dtype=np.int64)
+        self.total = 0
+        self._cache = {}
+
+    def add(self, pod, node_index, ns_labels):
+        d = self.domains.ids[node_index]
+        if d < 0:
+            return
+        hit = self._cache.get(pod.class_key)
+        if hit is None:
+            hit = self._cache[pod.class_key] = self.matcher(pod, ns_labels)
+        if hit:
+            self.counts[d] += 1
+            self.total += 1
+
+
+class TermGroup:
+    """Bound pods' identical terms of one kind, counted per domain of the term's key."""
+
+    __slots__ = ("term", "kind", "domains", "counts", "total", "_match")
+
+    def __init__(self, term, kind, domains):
+        self.term, self.kind, self.domains = term, kind, domains
+        self.counts = np.zeros(len(domains), dtype=np.int64)
+        self.total = 0
+        self._match = {}
+
+    def matches(self, pod, ns_labels):
+        """Does this group's term select the incoming POD?"""
+        key = pod.class_key
+        hit = self._match.get(key)
+        if hit is None:
+            hit = self._match[key] = self.term.matches(pod.namespace, pod.labels, ns_labels)
+        return hit
+
+
+class ClusterState:
+    """Nodes, namespaces and bound pods, with the counts the plugins read."""
+
+    def __init__(self, nodes, namespaces=()):
+        self.nodes = list(nodes)
+        self.index = {n.name: i for i, n in enumerate(self.nodes)}
+        self.namespaces = {ns.name: ns for ns in namespaces}
+        n = len(self.nodes)
+        self.alloc = {r: np.array([node.allocatable.get(r, UNCHECKED) for node in self.nodes],
+                                  dtype=np.int64) for r in ("cpu", "memory", "pods")}
+        self.requested = {r: np.zeros(n, dtype=np.int64) for r in ("cpu", "memory")}
+        self.nonzero_requested = {r: np.zeros(n, dtype=np.int64) for r in ("cpu", "memory")}
+        self.pod_count = np.zeros(n, dtype=np.int64)
+        self.unschedulable = np.array([node.unschedulable for node in self.nodes], dtype=bool)
+        self.names_rank = np.argsort(np.argsort(np.array([x.name for x in self.nodes]), kind="stable"))
+        self.pods = []  # (pod, node index), in binding order
+        self._domains = {}
+        self._counts = {}
+        self._groups = {kind: {} for kind in EXISTING_KINDS}
+
+    def ns_labels(self, namespace):
+        ns = self.namespaces.get(namespace)
+        return ns.labels if ns is not None else {}
+
+    def domains(self, key):
+        d = self._domains.get(key)
+        if d is None:
+            d = self._domains[key] = Domains(key, self.nodes)
+        return d
+
+    def counts(self, sig, matcher, key):
+        """DomainCounts for MATCHER (identified by SIG) over topology KEY, kept up to date."""
+        ck = (sig, key)
+        c = self._counts.get(ck)
+        if c is None:
+            c = self._counts[ck] = DomainCounts(matcher, self.domains(key))
+            for pod, i in self.pods:
+                c.add(pod, i, self.ns_labels(pod.namespace))
+        return c
+
+    def groups(self, kind):
+        return self._groups[kind].values()
+
+    def bind(self, pod, node_index):
+        """Record POD as running on node NODE_INDEX and update every count."""
+        self.pods.append((pod, node_index))
+        self.pod_count[node_index] += 1
+        for r in ("cpu", "memory"):
+            self.requested[r][node_index] += pod.spec.requests[r]
+            self.nonzero_requested[r][node_index] += pod.spec.nonzero_requests[r]
+        ns_labels = self.ns_labels(pod.namespace)
+        for c in self._counts.values():
+            c.add(pod, node_index, ns_labels)
+        if not pod.spec.has_pod_affinity:
+            return
+        for kind in EXISTING_KINDS:
+            groups = self._groups[kind]
+            for term in pod.terms[kind]:
+                gk = (term.sig, term.weight)
+                g = groups.get(gk)
+                if g is None:
+                    g = groups[gk] = TermGroup(term, kind, self.domains(term.topology_key))
+                d = g.domains.ids[node_index]
+                if d >= 0:
+                    g.counts[d] += 1
+                    g.total += 1
+
+    def resolve_namespaces(self, term):
+        """Incoming-pod term with its namespaceSelector turned into names (PreFilter)."""
+        sel = term.ns_selector
+        if sel.nothing or sel.everything:
+            return term
+        names = set(term.namespaces)
+        names.update(ns.name for ns in self.namespaces.values() if sel.matches(ns.labels))
+        return term.with_namespaces(names, NOTHING)
+

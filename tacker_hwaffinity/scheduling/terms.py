@@ -1,0 +1,155 @@
+"""Pod (anti-)affinity terms: parsed once (``RawTerm``), resolved per pod (``AffinityTerm``).
+
+Resolution does what happens before kube-scheduler sees a term: the owning
+pod's namespace when neither ``namespaces`` nor ``namespaceSelector`` is
+given, and the API server's ``matchLabelKeys``/``mismatchLabelKeys`` merge.
+"""
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.k8s.validation import qualified_name_error
+from tacker_hwaffinity.scheduling import selectors
+
+_TERM_FIELDS = {"labelSelector", "namespaces", "topologyKey", "namespaceSelector",
+                "matchLabelKeys", "mismatchLabelKeys"}
+
+
+def _selector(raw, field):
+    try:
+        return selectors.parse_label_selector(raw, field)
+    except selectors.SelectorError as e:
+        raise InputError(e.message, field=e.field)
+
+
+def _string_list(raw, field):
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        raise InputError("expected a list of strings", field=field)
+    return tuple(raw)
+
+
+class AffinityTerm:
+    """A resolved term: who it selects (namespaces x labels) and its topology key."""
+
+    __slots__ = ("selector", "namespaces", "ns_selector", "topology_key", "weight", "sig",
+                 "field")
+
+    def __init__(self, selector, namespaces, ns_selector, topology_key, weight, field):
+        self.selector, self.namespaces = selector, frozenset(namespaces)
+        self.ns_selector, self.topology_key = ns_selector, topology_key
+        self.weight, self.field = weight, field
+        self.sig = (selector.sig, tuple(sorted(self.namespaces)), ns_selector.sig, topology_key)
+
+    def matches(self, namespace, labels, ns_labels):
+        """Does a pod in NAMESPACE with LABELS match (NS_LABELS: its namespace's labels)?"""
+        if namespace not in self.namespaces and not self.ns_selector.matches(ns_labels):
+            return False
+        return self.selector.matches(labels)
+
+    def with_namespaces(self, names, ns_selector):
+        return AffinityTerm(self.selector, names, ns_selector, self.topology_key,
+                            self.weight, self.field)
+
+    def describe(self):
+        sel = ("<nil: matches no pod>" if self.selector.nothing else
+               ", ".join("%s %s %s" % (r.key, r.to_dict()["operator"], list(r.values))
+                         for r in self.selector.requirements) or "<all pods>")
+        return sel
+
+
+class RawTerm:
+    """A ``PodAffinityTerm`` (or weighted term) as written in the spec."""
+
+    __slots__ = ("selector", "namespaces", "ns_selector", "ns_selector_raw", "topology_key",
+                 "weight", "match_label_keys", "mismatch_label_keys", "field")
+
+    @classmethod
+    def parse(cls, raw, field, weighted):
+        self = cls()
+        if not isinstance(raw, dict):
+            raise InputError("expected a mapping", field=field)
+        self.weight = None
+        if weighted:
+            unknown = set(raw) - {"weight", "podAffinityTerm"}
+            if unknown:
+                raise InputError("unknown field(s) %s" % ", ".join(sorted(map(str, unknown))),
+                                 field=field)
+            w = raw.get("weight")
+            if not isinstance(w, int) or isinstance(w, bool) or not 1 <= w <= 100:
+                raise InputError("weight must be an integer in 1..100, got %r" % (w,),
+                                 field=field + ".weight")
+            self.weight = w
+            field = field + ".podAffinityTerm"
+            raw = raw.get("podAffinityTerm")
+            if not isinstance(raw, dict):
+                raise InputError("expected a pod affinity term (a mapping)", field=field)
+        unknown = set(raw) - _TERM_FIELDS
+        if unknown:
+            raise InputError("unknown field(s) %s" % ", ".join(sorted(map(str, unknown))),
+                             field=field)
+        self.field = field
+        tk = raw.get("topologyKey")
+        err = "must be non-empty" if tk in (None, "") else qualified_name_error(tk)
+        if err:
+            raise InputError("invalid topologyKey %r: %s" % (tk, err), field=field + ".topologyKey")
+        self.topology_key = tk
+        self.selector = _selector(raw.get("labelSelector"), field + ".labelSelector")
+        self.namespaces = _string_list(raw.get("namespaces"), field + ".namespaces")
+        self.ns_selector_raw = raw.get("namespaceSelector")
+        self.ns_selector = _selector(self.ns_selector_raw, field + ".namespaceSelector")
+        if self.ns_selector.uses_extension():
+            raise InputError("Gt/Lt are not supported in namespaceSelector",
+                             field=field + ".namespaceSelector")
+        self.match_label_keys = _string_list(raw.get("matchLabelKeys"), field + ".matchLabelKeys")
+        self.mismatch_label_keys = _string_list(raw.get("mismatchLabelKeys"),
+                                                field + ".mismatchLabelKeys")
+        for attr in ("matchLabelKeys", "mismatchLabelKeys"):
+            for i, k in enumerate(self.match_label_keys if attr == "matchLabelKeys"
+                                  else self.mismatch_label_keys):
+                err = qualified_name_error(k)
+                if err:
+                    raise InputError("invalid label key %r: %s" % (k, err),
+                                     field="%s.%s[%d]" % (field, attr, i))
+        both = set(self.match_label_keys) & set(self.mismatch_label_keys)
+        if both:
+            raise InputError("%s listed in both matchLabelKeys and mismatchLabelKeys"
+                             % ", ".join(sorted(both)), field=field + ".mismatchLabelKeys")
+        return self
+
+    def uses_extension(self):
+        return self.selector.uses_extension()
+
+    def resolve(self, namespace, labels, created):
+        """The term of a pod in NAMESPACE with LABELS.
+
+        CREATED: the pod came from a live cluster, where the API server has
+        already merged matchLabelKeys into the selector (merging again adds
+        nothing). Otherwise the merge is done here, with the API server's
+        validation.
+        """
+        if not self.namespaces and self.ns_selector_raw is None:
+            names = (namespace,)
+        else:
+            names = self.namespaces
+        selector = self.selector
+        if not selector.nothing and (self.match_label_keys or self.mismatch_label_keys):
+            selector = self._merge(labels, created)
+        return AffinityTerm(selector, names, self.ns_selector, self.topology_key,
+                            self.weight, self.field)
+
+    def _merge(self, labels, created):
+        existing = {r.key for r in self.selector.requirements}
+        have = {r.signature() for r in self.selector.requirements}
+        reqs = list(self.selector.requirements)
+        for op, keys in ((selectors.IN, self.match_label_keys),
+                         (selectors.NOT_IN, self.mismatch_label_keys)):
+            for k in keys:
+                if not created and op == selectors.IN and k in existing:
+                    raise InputError("key %r is in both matchLabelKeys and labelSelector" % k,
+                                     field=self.field + ".matchLabelKeys")
+                if k not in labels:
+                    continue
+                r = selectors.Requirement(k, op, [labels[k]])
+                if r.signature() not in have:
+                    reqs.append(r)
+                    have.add(r.signature())
+        return selectors.LabelSelector(reqs)

@@ -1,0 +1,140 @@
+"""Expand workload objects into the pods their controllers would create.
+
+Names and controller labels follow the controllers: Deployment pods
+``<name>-<pod-template-hash>-<5 chars>`` with label ``pod-template-hash``;
+ReplicaSet ``<name>-<5 chars>``; StatefulSet ``<name>-<ordinal>`` with
+``statefulset.kubernetes.io/pod-name`` and ``apps.kubernetes.io/pod-index``;
+Job ``<name>-<5 chars>`` (Indexed: ``<name>-<index>-<5 chars>``) with the
+``job-name``/``controller-uid`` labels. Random parts are derived from the
+object so that a plan is reproducible.
+"""
+import hashlib
+import json
+
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.scheduling.model import (
+    DEFAULT_NAMESPACE, Pod, PodSpecInfo, metadata, parse_labels)
+from tacker_hwaffinity.scheduling.selectors import SelectorError, parse_label_selector
+
+WORKLOAD_KINDS = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "Job")
+# Kinds that may sit beside workloads in a manifest set and create no pods to plan.
+NON_WORKLOAD_KINDS = frozenset((
+    "Service", "PodDisruptionBudget", "ConfigMap", "Secret", "ServiceAccount", "Role",
+    "RoleBinding", "ClusterRole", "ClusterRoleBinding", "NetworkPolicy", "Ingress",
+    "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "Namespace",
+    "HorizontalPodAutoscaler", "LimitRange", "ResourceQuota", "PriorityClass",
+    "CustomResourceDefinition", "Endpoints", "EndpointSlice", "Event", "Lease",
+    "ControllerRevision", "DaemonSet", "CronJob", "Node"))
+_SAFE = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand alphabet
+
+
+def _fnv32a(data):
+    h = 0x811c9dc5
+    for b in data:
+        h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
+    return h
+
+
+def _safe_encode(text):
+    return "".join(_SAFE[ord(c) % len(_SAFE)] for c in text)
+
+
+def template_hash(template):
+    """pod-template-hash style: FNV-32a of the template, safe-encoded."""
+    return _safe_encode(str(_fnv32a(json.dumps(template, sort_keys=True).encode())))
+
+
+def _suffix(*parts):
+    digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
+    return "".join(_SAFE[b % len(_SAFE)] for b in digest[:5])
+
+
+def _int_field(spec, name, default, field):
+    v = spec.get(name, default)
+    if v is None:
+        v = default
+    if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+        raise InputError("expected a non-negative integer", field=field)
+    return v
+
+
+def _template(obj, ns):
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        raise InputError("expected a mapping", field="spec")
+    tpl = spec.get("template")
+    if not isinstance(tpl, dict):
+        raise InputError("the controller has no pod template", field="spec.template")
+    tmeta = tpl.get("metadata") or {}
+    if not isinstance(tmeta, dict):
+        raise InputError("expected a mapping", field="spec.template.metadata")
+    labels = parse_labels(tmeta.get("labels"), "spec.template.metadata.labels")
+    if "selector" in spec:
+        try:
+            sel = parse_label_selector(spec.get("selector"), "spec.selector")
+        except SelectorError as e:
+            raise InputError(e.message, field=e.field)
+        if sel.uses_extension():
+            raise InputError("Gt/Lt are not allowed in a controller selector",
+                             field="spec.selector")
+        if not sel.matches(labels):
+            raise InputError("selector does not match template labels", field="spec.selector")
+    info = PodSpecInfo(tpl.get("spec"), "spec.template.spec.")
+    return spec, tpl, labels, info
+
+
+def expand(obj, source=None):
+    """The pods OBJ creates, in creation order (a Pod yields itself)."""
+    kind = obj.get("kind")
+    meta, name = metadata(obj, kind if isinstance(kind, str) else "object")
+    ns = meta.get("namespace") or DEFAULT_NAMESPACE
+    if kind == "Pod":
+        pod = Pod.parse(obj, created=False, source=source)
+        return [pod] if pod is not None else []
+    spec, tpl, labels, info = _template(obj, ns)
+    replicas = _int_field(spec, "replicas", 1, "spec.replicas")
+
+    def make(pod_name, extra):
+        return Pod(ns, pod_name, dict(labels, **extra), info, created=False, source=source)
+
+    if kind == "Deployment":
+        h = template_hash(tpl)
+        return [make("%s-%s-%s" % (name, h, _suffix(ns, name, h, i)), {"pod-template-hash": h})
+                for i in range(replicas)]
+    if kind == "ReplicaSet":
+        return [make("%s-%s" % (name, _suffix(ns, name, i)), {}) for i in range(replicas)]
+    if kind == "StatefulSet":
+        ordinals = spec.get("ordinals") or {}
+        start = _int_field(ordinals if isinstance(ordinals, dict) else {}, "start", 0,
+                           "spec.ordinals.start")
+        rev = "%s-%s" % (name, template_hash(tpl))
+        return [make("%s-%d" % (name, i),
+                     {"statefulset.kubernetes.io/pod-name": "%s-%d" % (name, i),
+                      "apps.kubernetes.io/pod-index": str(i),
+                      "controller-revision-hash": rev})
+                for i in range(start, start + replicas)]
+    if kind == "Job":
+        parallelism = _int_field(spec, "parallelism", 1, "spec.parallelism")
+        completions = spec.get("completions")
+        if completions is not None:
+            completions = _int_field(spec, "completions", 1, "spec.completions")
+            parallelism = min(parallelism, completions)
+        uid = meta.get("uid") or _uid(ns, name)
+        job_labels = {"batch.kubernetes.io/controller-uid": uid, "controller-uid": uid,
+                      "batch.kubernetes.io/job-name": name, "job-name": name}
+        indexed = spec.get("completionMode") == "Indexed"
+        pods = []
+        for i in range(parallelism):
+            if indexed:
+                extra = dict(job_labels, **{"batch.kubernetes.io/job-completion-index": str(i)})
+                pods.append(make("%s-%d-%s" % (name, i, _suffix(uid, i)), extra))
+            else:
+                pods.append(make("%s-%s" % (name, _suffix(uid, i)), job_labels))
+        return pods
+    raise InputError("unknown kind %r: expected one of %s" % (kind, ", ".join(WORKLOAD_KINDS)),
+                     field="kind")
+
+
+def _uid(ns, name):
+    d = hashlib.sha256(("job/%s/%s" % (ns, name)).encode()).hexdigest()
+    return "%s-%s-%s-%s-%s" % (d[:8], d[8:12], d[12:16], d[16:20], d[20:32])
