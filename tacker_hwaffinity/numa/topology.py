@@ -7,10 +7,10 @@ Machine YAML (see doc/numa.md)::
     sockets:
       - id: 0
         nodes:
-          - {id: 0, cpus: 0-7,16-23, memory: 64Gi, die: 0}
+          - {id: 0, cpus: "0-7,16-23", memory: 64Gi, die: 0}
       - id: 1
         nodes:
-          - {id: 1, cpus: 8-15,24-31, memory: 64Gi}
+          - {id: 1, cpus: "8-15,24-31", memory: 64Gi}
     distances: [[10, 21], [21, 10]]   # optional; default 10 / 11 same socket / 21
     isolated: 4-5                     # optional (kernel isolcpus)
     offline: 31                       # optional
@@ -171,8 +171,12 @@ def machine_from_yaml(doc, source="machine"):
             raise _err("expected a non-empty list of NUMA nodes", source, f + ".nodes")
         for ni, n in enumerate(s["nodes"]):
             nf = "%s.nodes[%d]" % (f, ni)
-            if not isinstance(n, dict) or set(n) - {"id", "cpus", "memory", "die"}:
+            if not isinstance(n, dict):
                 raise _err("expected a mapping with id, cpus, memory, die", source, nf)
+            extra = set(n) - {"id", "cpus", "memory", "die"}
+            if extra:
+                raise _err("unknown fields %s (expected id, cpus, memory, die; quote CPU "
+                           "lists with commas inside {...})" % sorted(map(str, extra)), source, nf)
             nid = _int(n.get("id"), source, nf + ".id")
             die = _int(n.get("die"), source, nf + ".die", 0)
             cpus = _ids(n.get("cpus"), source, nf + ".cpus")
