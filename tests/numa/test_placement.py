@@ -1,0 +1,259 @@
+"""Pool scoring, ranking and grants (upstream TestAffinities and the reference's cases)."""
+import os
+
+import pytest
+import yaml
+from hypothesis import given, settings, strategies as st
+
+from tacker_hwaffinity.numa.placement import Placer, affinity_score
+from tacker_hwaffinity.numa.request import NORMAL, RESERVED, Request, request_for
+from tacker_hwaffinity.numa.subjects import Pod
+from tacker_hwaffinity.numa.topology import machine_from_yaml
+
+from .conftest import DATA
+
+CR = "cri-resource-manager.intel.com/"
+
+
+def server():
+    return machine_from_yaml(yaml.safe_load(open(os.path.join(DATA, "server.yaml"))))
+
+
+def quad(threads=2, memory="16Gi"):
+    """2 sockets x 2 NUMA nodes x 4 cores, no reserved or isolated CPUs."""
+    doc = {"threadsPerCore": threads, "sockets": [
+        {"id": s, "nodes": [{"id": 2 * s + k, "memory": memory,
+                             "cpus": "%d-%d,%d-%d" % (8 * s + 4 * k, 8 * s + 4 * k + 3,
+                                                      16 + 8 * s + 4 * k,
+                                                      16 + 8 * s + 4 * k + 3)}
+                            for k in (0, 1)]} for s in (0, 1)]}
+    return machine_from_yaml(doc)
+
+
+UPSTREAM_AFFINITIES = [   # upstream pools_test.go TestAffinities: (name, affinities, expected)
+    ("no affinities", {}, "NUMA node #2"),
+    ("affinity to NUMA node #1", {"NUMA node #1": 1}, "NUMA node #1"),
+    ("affinity to socket #1", {"socket #1": 1}, "socket #1"),
+    ("equal affinities to NUMA node #1, socket #1", {"socket #1": 1, "NUMA node #1": 1},
+     "NUMA node #1"),
+    ("equal affinities to NUMA node #1, NUMA node #3", {"NUMA node #1": 1, "NUMA node #3": 1},
+     "socket #1"),
+    ("double affinity to NUMA node #1 vs. #3", {"NUMA node #1": 2, "NUMA node #3": 1},
+     "socket #1"),
+    ("triple affinity to NUMA node #1 vs. #3", {"NUMA node #1": 3, "NUMA node #3": 1},
+     "NUMA node #1"),
+    ("double affinity to NUMA node #0,#3 vs. socket #1",
+     {"NUMA node #0": 2, "NUMA node #3": 2, "socket #1": 1}, "root"),
+    ("equal affinity to NUMA node #0,#3 vs. socket #1",
+     {"NUMA node #0": 1, "NUMA node #3": 1, "socket #1": 1}, "root"),
+    ("half the affinity to NUMA node #0,#3 vs. socket #1",
+     {"NUMA node #0": 1, "NUMA node #3": 1, "socket #1": 2}, "socket #1"),
+]
+
+
+@pytest.mark.parametrize("name,affinities,expected", UPSTREAM_AFFINITIES)
+def test_upstream_affinities(name, affinities, expected):
+    placer = Placer(server())
+    ids = {p.name: p.id for p in placer.pools}
+    req = Request(3, 0, False, NORMAL, 10000)
+    _, cands = placer.rank_pools(req, {ids[k]: w for k, w in affinities.items()})
+    assert cands[0].pool.name == expected
+
+
+def test_upstream_reserved_no_affinities():
+    placer = Placer(server())
+    _, cands = placer.rank_pools(Request(0, 0, False, RESERVED, 10000), {})
+    assert cands[0].pool.name == "NUMA node #0"      # holds the reserved CPU 0
+
+
+def test_score_dilution_reference_example():
+    placer = Placer(server())
+    ids = {p.name: p for p in placer.pools}
+    pa = {ids["NUMA node #1"].id: 1}
+    got = {n: affinity_score(p, pa) for n, p in ids.items()}
+    assert got == {"NUMA node #1": 1, "socket #1": 0.75, "root": 0.5625, "NUMA node #0": 0,
+                   "NUMA node #2": 0, "NUMA node #3": 0, "socket #0": 0}
+    pa = {ids["NUMA node #1"].id: -1}
+    assert affinity_score(ids["NUMA node #3"], pa) == 0 == affinity_score(ids["socket #0"], pa)
+    assert affinity_score(ids["root"], pa) == -0.5625
+
+
+def gpod(name, cpu="2", ns="default", annotations=None, memory="1Gi", containers=("c",)):
+    pod = Pod(name, ns, qosclass="Guaranteed", annotations=annotations or {})
+    for c in containers:
+        from tacker_hwaffinity.k8s.quantity import parse_quantity
+        mem = int(parse_quantity(memory))
+        milli = int(parse_quantity(cpu) * 1000)
+        pod.add_container(c, cpu_request=milli, cpu_limit=milli, mem_request=mem, mem_limit=mem)
+    return pod
+
+
+def place_all(placer, pods):
+    from tacker_hwaffinity.numa.affinity import pod_affinities
+    out = []
+    for pod in pods:
+        affs = pod_affinities(pod)
+        for c in pod.containers:
+            placer.set_affinities(c, affs.get(c.name, []))
+            out.append(placer.place(c))
+    return out
+
+
+def anti(target, weight=1):
+    return {CR + "anti-affinity": "c:\n- scope: {operator: AlwaysTrue}\n  match: "
+            "{key: pod/name, operator: Equals, values: [%s]}\n  weight: %d" % (target, weight)}
+
+
+def pull(target, weight=1):
+    return {CR + "affinity": "c:\n- scope: {operator: AlwaysTrue}\n  match: "
+            "{key: pod/name, operator: Equals, values: [%s]}\n  weight: %d" % (target, weight)}
+
+
+def test_anti_affinity_does_not_prefer_other_socket_over_sibling_numa():
+    placer = Placer(quad())
+    a, b = place_all(placer, [gpod("a"), gpod("b", annotations=anti("a"))])
+    assert a.grant.pool.name == "NUMA node #0"
+    # NUMA #1 is a sibling of #0 in socket 0; it scores 0 like the other socket's nodes
+    assert b.grant.pool.name == "NUMA node #1"
+    by = {s.pool.name: s.affinity for s in b.scores}
+    assert by["NUMA node #0"] == -1 and by["socket #0"] == -0.75 and by["root"] == -0.5625
+    assert by["NUMA node #1"] == by["NUMA node #2"] == by["socket #1"] == 0
+
+
+def test_affinity_pulls_into_same_numa_node():
+    placer = Placer(quad())
+    a, x, b = place_all(placer, [gpod("a"), gpod("x"), gpod("b", annotations=pull("a", 5))])
+    assert (a.grant.pool.name, x.grant.pool.name) == ("NUMA node #0", "NUMA node #1")
+    assert b.grant.pool.name == "NUMA node #0"
+
+
+def test_spread_targets_pull_into_parent():
+    placer = Placer(quad())
+    pods = [gpod("t1"), gpod("t2"), gpod("t3"), gpod("t4")]
+    ds = place_all(placer, pods)
+    where = {d.container.pod.name: d.grant.pool.name for d in ds}
+    socket1 = [n for n, p in where.items() if p in ("NUMA node #2", "NUMA node #3")]
+    ann = {CR + "affinity": "c:\n- scope: {operator: AlwaysTrue}\n  match: {key: pod/name, "
+                            "operator: In, values: [%s]}" % ", ".join(socket1)}
+    (d,) = place_all(placer, [gpod("b", annotations=ann)])
+    assert d.grant.pool.name == "socket #1"
+
+
+def test_order_matters():
+    first = place_all(Placer(quad()), [gpod("a"), gpod("b", annotations=pull("a"))])
+    second = place_all(Placer(quad()), [gpod("b", annotations=pull("a")), gpod("a")])
+    assert first[1].grant.pool is not None and first[1].pool_affinity
+    assert second[0].pool_affinity == {}        # its target was not placed yet
+
+
+def test_exclusive_whole_cores_and_shared_remainder():
+    placer = Placer(quad())
+    ds = place_all(placer, [gpod("g", "2")])
+    ex = ds[0].grant.exclusive
+    assert ex == {0, 16}                       # one whole core: CPU 0 and its sibling 16
+    be = Pod("be", qosclass="BestEffort")
+    be.add_container("c")
+    (d,) = place_all(placer, [be])
+    assert d.grant.exclusive == set() and placer.cpuset(d.grant).isdisjoint(ex)
+    assert placer.cpuset(d.grant) == d.grant.pool.sharable - ex
+    assert placer.memset(d.grant) == d.grant.pool.mem_nodes
+
+
+def test_three_cpus_take_a_core_and_a_half():
+    placer = Placer(quad())
+    (d,) = place_all(placer, [gpod("g", "3")])
+    ex = sorted(d.grant.exclusive)
+    assert len(ex) == 3 and {0, 16} <= set(ex)
+
+
+def test_fractional_guaranteed_requests():
+    r = request_for(gpod("g", "1500m").containers[0])
+    assert (r.full, r.fraction, r.isolate) == (1, 500, True)
+    r = request_for(gpod("g", "2500m").containers[0])
+    assert (r.full, r.fraction) == (0, 2500)
+    r = request_for(gpod("g", "500m").containers[0])
+    assert (r.full, r.fraction) == (0, 500)
+    r = request_for(gpod("g", "4").containers[0])
+    assert (r.full, r.fraction, r.isolate) == (4, 0, False)
+    r = request_for(gpod("k", "4", ns="kube-system").containers[0])
+    assert r.cpu_type == RESERVED
+
+
+def test_mixed_request_gets_exclusive_plus_shared():
+    placer = Placer(quad())
+    (d,) = place_all(placer, [gpod("m", "1500m")])
+    cs = placer.cpuset(d.grant)
+    assert len(d.grant.exclusive) == 1 and d.grant.portion == 500
+    assert d.grant.exclusive < cs and len(cs) > 1
+
+
+def test_isolated_cpu_preferred_for_single_cpu():
+    placer = Placer(server())
+    (d,) = place_all(placer, [gpod("one", "1")])
+    assert d.grant.exclusive <= placer.machine.isolated
+
+
+def test_kube_system_goes_to_root_and_reserved_cpus():
+    placer = Placer(server())
+    (d,) = place_all(placer, [gpod("dns", "100m", ns="kube-system")])
+    assert d.grant.pool.name == "root" and d.grant.cpu_type == RESERVED
+    assert placer.cpuset(d.grant) == {0}
+    placer = Placer(quad())      # no reserved CPUs: root pool, normal shared CPUs
+    (d,) = place_all(placer, [gpod("dns", "100m", ns="kube-system")])
+    assert d.grant.pool.name == "root" and d.grant.cpu_type == NORMAL
+
+
+def test_capacity_exhaustion_is_reported():
+    placer = Placer(quad())
+    # 7 of a node's 8 CPUs fit (upstream keeps capacity strictly above the request)
+    ds = place_all(placer, [gpod("big%d" % i, "7") for i in range(5)])
+    assert [d.error is None for d in ds] == [True, True, True, True, False]
+    assert "cannot allocate" in ds[-1].error
+
+
+def test_memory_filter():
+    placer = Placer(quad(memory="1Gi"))
+    (d,) = place_all(placer, [gpod("m", "1", memory="1536Mi")])
+    assert d.grant.pool.kind in ("socket", "root")
+    filtered = [s.pool.name for s in d.scores if not s.memory_ok]
+    assert sorted(filtered) == ["NUMA node #0", "NUMA node #1", "NUMA node #2", "NUMA node #3"]
+    (d,) = place_all(placer, [gpod("huge", "1", memory="64Gi")])
+    assert d.grant is None and "memory" in d.error
+
+
+def test_replay_rebuilds_the_same_state():
+    pods = [gpod("a"), gpod("b", annotations=anti("a")), gpod("c", annotations=pull("b", 3))]
+    one = Placer(quad())
+    place_all(one, pods)
+    two = Placer(quad())
+    place_all(two, pods[:2])
+    place_all(two, pods[2:])
+    assert [(d.grant.pool.name, d.grant.exclusive) for d in one.decisions] == \
+           [(d.grant.pool.name, d.grant.exclusive) for d in two.decisions]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["100m", "500m", "1", "1500m", "2", "3", "4"]),
+                          st.sampled_from(["Guaranteed", "Burstable", "BestEffort"]),
+                          st.integers(-3, 3), st.integers(0, 20)), min_size=1, max_size=25))
+def test_invariants_random_sequences(seq):
+    placer = Placer(quad())
+    pods = []
+    for i, (cpu, qos, w, target) in enumerate(seq):
+        ann = pull("p%d" % target, w) if w else {}
+        p = gpod("p%d" % i, cpu, annotations=ann)
+        p.qosclass = qos
+        pods.append(p)
+    ds = place_all(placer, pods)
+    taken = set()
+    for d in ds:
+        if d.grant is None:
+            assert d.error
+            continue
+        ex = d.grant.exclusive
+        assert not (ex & taken), "exclusive CPUs granted twice"
+        taken |= ex
+        assert placer.cpuset(d.grant) <= d.grant.pool.cpus
+        assert ex <= d.grant.pool.cpus
+    for p in placer.pools:
+        assert placer.allocatable_shared(p) >= 0
