@@ -29,7 +29,7 @@ def register(sub):
 
 def run(args):
     snapshot, profile, notes = load_inputs(args)
-    pods, wnotes = load_workloads(args.workloads)
+    pods, wnotes = load_workloads(args.workloads, snapshot)
     state = snapshot.state()
     result = planner.plan(state, profile.framework(), pods, args.topology_key)
     result.notes[:0] = notes + wnotes

@@ -16,6 +16,10 @@ DEFAULT_NAMESPACE = "default"
 DEFAULT_MILLI_CPU = 100
 DEFAULT_MEMORY = 200 * 1024 * 1024
 NS_NAME_LABEL = "kubernetes.io/metadata.name"
+CLUSTER_SCOPED_KINDS = frozenset(("Node", "Namespace", "ClusterRole", "ClusterRoleBinding",
+                                  "PersistentVolume", "StorageClass", "PriorityClass",
+                                  "CustomResourceDefinition", "KubeSchedulerConfiguration",
+                                  "object", "List"))
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
 
@@ -61,6 +65,8 @@ def object_label(obj):
     meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     name = meta.get("name") if isinstance(meta.get("name"), str) else "<unnamed>"
     ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
+    if not ns and kind not in CLUSTER_SCOPED_KINDS:
+        ns = DEFAULT_NAMESPACE
     return "%s %s" % (kind, "%s/%s" % (ns, name) if ns else name)
 
 

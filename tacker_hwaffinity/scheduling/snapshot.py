@@ -16,6 +16,8 @@ def _located(fn, obj, source):
 
 
 def _kind(obj, source):
+    if not isinstance(obj, dict):
+        raise InputError("expected a Kubernetes object (a mapping)", source=source)
     kind = obj.get("kind")
     if not isinstance(kind, str) or not kind:
         raise InputError("object has no kind", source=source, obj=object_label(obj),
@@ -37,9 +39,14 @@ class Snapshot:
 
 
 def load_cluster(paths):
+    return cluster_from_objects(load_objects(paths))
+
+
+def cluster_from_objects(objects):
+    """Snapshot from [(object, source name)]."""
     nodes, namespaces, pods, notes = [], [], [], []
     seen_nodes, pending, unknown_node, skipped = set(), 0, 0, {}
-    for obj, source in load_objects(paths):
+    for obj, source in objects:
         kind = _kind(obj, source)
         if kind == "Node":
             node = _located(lambda: Node.parse(obj), obj, source)
@@ -79,14 +86,29 @@ def load_cluster(paths):
     return Snapshot(nodes, namespaces, bound, notes)
 
 
-def load_workloads(paths):
-    """Pods to schedule, in file order, and notes on objects that create none."""
+def load_workloads(paths, snapshot=None):
+    return workloads_from_objects(load_objects(paths), snapshot)
+
+
+def workloads_from_objects(objects, snapshot=None):
+    """Pods to schedule, in file order, and notes on objects that create none.
+
+    A pod name given twice (or already in SNAPSHOT) is an error, as the API
+    server would refuse to create it.
+    """
     pods, notes = [], []
-    for obj, source in load_objects(paths):
+    seen = {p.key for p in snapshot.pods} if snapshot is not None else set()
+    for obj, source in objects:
         kind = _kind(obj, source)
         if kind in workloads.NON_WORKLOAD_KINDS:
             notes.append("%s: %s creates no pods here and is not planned"
                          % (source, object_label(obj)))
             continue
-        pods.extend(_located(lambda: workloads.expand(obj, source), obj, source))
+        for pod in _located(lambda: workloads.expand(obj, source), obj, source):
+            if pod.key in seen:
+                raise InputError("pod %s already exists (given twice, or already in the "
+                                 "cluster snapshot)" % pod.key, source=source,
+                                 obj=object_label(obj), field="metadata.name")
+            seen.add(pod.key)
+            pods.append(pod)
     return pods, notes

@@ -86,7 +86,10 @@ def _template(obj, ns):
 def expand(obj, source=None):
     """The pods OBJ creates, in creation order (a Pod yields itself)."""
     kind = obj.get("kind")
-    meta, name = metadata(obj, kind if isinstance(kind, str) else "object")
+    if kind not in WORKLOAD_KINDS:
+        raise InputError("unknown kind %r: expected one of %s"
+                         % (kind, ", ".join(WORKLOAD_KINDS)), field="kind")
+    meta, name = metadata(obj, kind)
     ns = meta.get("namespace") or DEFAULT_NAMESPACE
     if kind == "Pod":
         pod = Pod.parse(obj, created=False, source=source)
@@ -131,8 +134,7 @@ def expand(obj, source=None):
             else:
                 pods.append(make("%s-%s" % (name, _suffix(uid, i)), job_labels))
         return pods
-    raise InputError("unknown kind %r: expected one of %s" % (kind, ", ".join(WORKLOAD_KINDS)),
-                     field="kind")
+    raise AssertionError(kind)
 
 
 def _uid(ns, name):
