@@ -61,7 +61,7 @@ def render(placer):
             rows = (len(cols) + per_row - 1) // per_row
             threads = max(len(t) for t in cols) if cols else 1
             w = per_row * (CELL + GAP) + 2 * PAD
-            h = rows * (threads * (CELL + GAP) + GAP * 2) + 2 * PAD + 18
+            h = 22 + rows * (threads * (CELL + GAP) + GAP * 2) + PAD
             boxes.append((n, cols, per_row, threads, w, h))
             height = max(height, h)
         sw = sum(b[4] for b in boxes) + PAD * (len(boxes) + 1)
@@ -84,9 +84,10 @@ def render(placer):
         width = max(width, x + sw + PAD)
         y += height + 2 * PAD + 20 + PAD
     y += 6
-    parts.append(_text(PAD, y + 10, "containers (solid: exclusive CPUs; bar: shares "
-                       "the pool's shared CPUs; dashed border: isolated; R: reserved; "
-                       "x: offline)", 11))
+    legend = ("containers (solid: exclusive CPUs; bar: shares the pool's shared CPUs; "
+              "dashed border: isolated; R: reserved; x: offline)")
+    parts.append(_text(PAD, y + 10, legend, 11))
+    width = max(width, PAD * 2 + 6 * len(legend))
     y += 18
     for d in placer.decisions:
         c = d.container
