@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Run the whole test suite: installs what the tests need, then runs pytest.
+#
+#   bash tools/test.sh                  # everything (unit, NUMA, real control plane)
+#   bash tools/test.sh -m "not controlplane"   # without the control-plane tests
+#   bash tools/test.sh tests/unit -k interpod  # any pytest arguments
+#
+# What it installs, all cached OUTSIDE the checkout under
+# ${HWAFFINITY_CACHE:-$HOME/.cache/tacker-hwaffinity} and rebuilt when missing:
+#   - a virtualenv with this package and its test extras (from PyPI);
+#   - the Kubernetes control-plane binaries (tools/build-kube.sh, from Debian),
+#     unless the run excludes the control-plane tests.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "${here}"
+cache="${HWAFFINITY_CACHE:-${HOME}/.cache/tacker-hwaffinity}"
+python="${PYTHON:-python3}"
+key="$("${python}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')-$(sha256sum setup.cfg | cut -c1-12)"
+venv="${cache}/venv-${key}"
+
+log() { printf '[test] %s\n' "$*"; }
+
+if [ ! -x "${venv}/bin/python" ] || ! "${venv}/bin/python" -c 'import pytest, hypothesis, yaml, numpy' 2>/dev/null; then
+    log "creating ${venv}"
+    rm -rf "${venv}"
+    mkdir -p "${cache}"
+    "${python}" -m venv "${venv}"
+    "${venv}/bin/python" -m pip install -q --upgrade pip
+fi
+log "installing tacker-hwaffinity (editable) with test extras"
+"${venv}/bin/python" -m pip install -q -e ".[test]"
+
+case " $* " in
+    *"not controlplane"*) log "control-plane tests excluded: not building Kubernetes" ;;
+    *) bash tools/build-kube.sh ;;
+esac
+
+log "running pytest $*"
+set +e
+"${venv}/bin/python" -m pytest "$@"
+rc=$?
+set -e
+if [ "${rc}" -eq 5 ]; then
+    log "pytest collected no tests: failing"
+    exit 1
+fi
+exit "${rc}"
