@@ -1,0 +1,237 @@
+"""hwaffinity numa explain / plan end to end."""
+import json
+import os
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from tacker_hwaffinity.cli.main import main
+
+from .conftest import DATA
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SAMPLES = os.path.join(ROOT, "samples", "numa")
+PODS = os.path.join(SAMPLES, "pods.yaml")
+MACHINE = os.path.join(SAMPLES, "machine.yaml")
+
+
+def run(capsys, *argv):
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def write(tmp_path, name, text):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+POD = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: farm
+  uid: 11111111-2222
+  annotations:
+    cri-resource-manager.intel.com/affinity: |
+      peter:
+      - match: {key: name, operator: Equals, values: [sheep]}
+        weight: 5
+    cri-resource-manager.intel.com/anti-affinity: |
+      peter:
+      - match: {key: name, operator: Equals, values: [wolf]}
+        weight: 5
+spec:
+  containers:
+  - name: peter
+  - name: sheep
+  - name: wolf
+status:
+  qosClass: BestEffort
+  containerStatuses:
+  - name: sheep
+    containerID: containerd://abc123
+"""
+CLUSTER = """
+apiVersion: v1
+kind: Pod
+metadata: {name: other, namespace: team}
+spec:
+  containers:
+  - name: sheep
+"""
+
+
+def test_explain_json_schema(capsys, tmp_path):
+    rc, out, err = run(capsys, "numa", "explain", write(tmp_path, "p.yaml", POD), "-o", "json")
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert [c["container"] for c in rep["containers"]] == ["peter", "sheep", "wolf"]
+    peter = rep["containers"][0]
+    assert peter["pod"] == "default/farm" and peter["errors"] == []
+    assert peter["affinities"] == [
+        {"scope": {"key": "io.kubernetes.pod.name", "operator": "Equals", "values": ["farm"]},
+         "match": {"key": "name", "operator": "Equals", "values": ["sheep"]}, "weight": 5,
+         "source": "cri-resource-manager.intel.com/affinity"},
+        {"scope": {"key": "io.kubernetes.pod.name", "operator": "Equals", "values": ["farm"]},
+         "match": {"key": "name", "operator": "Equals", "values": ["wolf"]}, "weight": -5,
+         "source": "cri-resource-manager.intel.com/anti-affinity"}]
+    assert peter["effective"] == [{"pod": "default/farm", "container": "sheep", "weight": 5},
+                                  {"pod": "default/farm", "container": "wolf", "weight": -5}]
+    assert rep["containers"][1]["affinities"] == [] and rep["containers"][1]["effective"] == []
+
+
+def test_explain_subject_keys_from_objects(capsys, tmp_path):
+    pod = POD.replace("key: name, operator: Equals, values: [sheep]",
+                      "key: ':,:pod/uid,pod/qosclass,id', operator: Equals, "
+                      "values: ['11111111-2222:BestEffort:abc123']")
+    rc, out, _ = run(capsys, "numa", "explain", write(tmp_path, "p.yaml", pod), "-o", "json")
+    eff = json.loads(out)["containers"][0]["effective"]
+    assert {"pod": "default/farm", "container": "sheep", "weight": 5} in eff
+
+
+def test_explain_cluster_and_pod_scope_by_name(capsys, tmp_path):
+    pod = POD.replace("- match: {key: name, operator: Equals, values: [sheep]}",
+                      "- scope: {key: name, operator: Equals, values: [sheep]}\n"
+                      "        match: {operator: AlwaysTrue}")
+    rc, out, _ = run(capsys, "numa", "explain", write(tmp_path, "p.yaml", pod),
+                     "--cluster", write(tmp_path, "c.yaml", CLUSTER), "-o", "json")
+    assert rc == 0
+    eff = json.loads(out)["containers"][0]["effective"]
+    assert {"pod": "team/other", "container": "sheep", "weight": 5} in eff
+
+
+def test_explain_qos_computed_when_status_absent(capsys, tmp_path):
+    pod = """
+apiVersion: v1
+kind: Pod
+metadata:
+  name: q
+  annotations:
+    resource-policy.nri.io/affinity: |
+      a:
+      - match: {key: qosclass, operator: Equals, values: [Guaranteed]}
+spec:
+  containers:
+  - name: a
+    resources: {limits: {cpu: "1", memory: 1Gi}}
+  - name: b
+    resources: {limits: {cpu: "1", memory: 1Gi}}
+"""
+    rc, out, _ = run(capsys, "numa", "explain", write(tmp_path, "q.yaml", pod), "-o", "json")
+    assert json.loads(out)["containers"][0]["effective"] == [
+        {"pod": "default/q", "container": "b", "weight": 1}]
+
+
+def test_explain_annotation_error_per_container_exit_2(capsys, tmp_path):
+    bad = POD.replace("weight: 5\n    cri", "weigth: 5\n    cri")
+    rc, out, err = run(capsys, "numa", "explain", write(tmp_path, "p.yaml", bad), "-o", "json")
+    assert rc == 2
+    rep = json.loads(out)
+    for c in rep["containers"]:
+        assert len(c["errors"]) == 1 and "weigth" in c["errors"][0]
+        assert c["affinities"] == []
+    assert "p.yaml" in err and "Pod default/farm" in err and "container 'peter'" in err
+    assert "Traceback" not in err
+
+
+def test_explain_text(capsys):
+    rc, out, _ = run(capsys, "numa", "explain", PODS)
+    assert rc == 0
+    assert "demo/bench/memtier" in out and "+10  demo/redis-0/redis" in out
+
+
+@pytest.mark.parametrize("content,needle", [
+    ("kind: Pod\nmetadata: {name: x}\n", "spec.containers"),
+    ("kind: Service\nmetadata: {name: x}\nspec: {}\n", "kind"),
+    ("kind: Pod\nmetadata: {name: x, labels: {a: 1}}\nspec: {containers: [{name: c}]}\n",
+     "metadata.labels.a"),
+    ("kind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c}, {name: c}]}\n",
+     "duplicate container"),
+    ("kind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, resources: "
+     "{requests: {cpu: lots}}}]}\n", "resources.requests.cpu"),
+    ("a: [\n", "malformed YAML"),
+    ("kind: Pod\nmetadata: {name: x}\nstatus: {qosClass: Gold}\nspec: {containers: [{name: c}]}\n",
+     "status.qosClass"),
+])
+def test_bad_pod_files_exit_2_with_location(capsys, tmp_path, content, needle):
+    path = write(tmp_path, "bad.yaml", content)
+    rc, out, err = run(capsys, "numa", "explain", path)
+    assert rc == 2 and needle in err and "bad.yaml" in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_missing_file(capsys):
+    rc, _, err = run(capsys, "numa", "explain", "/nonexistent/p.yaml")
+    assert rc == 2 and "/nonexistent/p.yaml" in err
+
+
+def test_plan_json(capsys):
+    rc, out, err = run(capsys, "numa", "plan", "--machine", MACHINE, PODS, "-o", "json")
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert rep["machine"]["sockets"] == 2 and rep["machine"]["numaNodes"] == 4
+    assert [p["name"] for p in rep["pools"]][-1] == "root"
+    by = {(c["pod"], c["container"]): c for c in rep["containers"]}
+    redis, memtier = by[("demo/redis-0", "redis")], by[("demo/bench", "memtier")]
+    assert memtier["pool"] == redis["pool"]             # pulled next to redis
+    assert memtier["poolAffinity"][redis["pool"]] == 10
+    assert set(memtier["exclusiveCpus"].split(",")).isdisjoint(redis["exclusiveCpus"].split(","))
+    ranks = [s["rank"] for s in memtier["scores"]]
+    assert ranks == list(range(1, len(ranks) + 1))
+    assert memtier["scores"][0]["pool"] == memtier["pool"]
+
+
+def test_plan_text_and_svg(capsys):
+    rc, out, _ = run(capsys, "numa", "plan", "--machine", MACHINE, PODS)
+    assert rc == 0 and "demo/bench/memtier -> NUMA node #1" in out
+    rc, out, _ = run(capsys, "numa", "plan", "--machine", MACHINE, PODS, "-o", "svg")
+    assert rc == 0
+    svg = ET.fromstring(out)
+    assert svg.tag.endswith("svg")
+    texts = "".join(t.text or "" for t in svg.iter() if t.tag.endswith("text"))
+    assert "socket 1" in texts and "NUMA node 3" in texts and "demo/redis-0/redis" in texts
+
+
+def test_plan_same_pod_twice_is_an_error(capsys):
+    rc, _, err = run(capsys, "numa", "plan", "--machine", MACHINE, "--existing", PODS, PODS)
+    assert rc == 2 and "given twice" in err
+
+
+def test_plan_sysfs_root(capsys, sysfs, tmp_path):
+    root = sysfs("sysfs-2socket.txt")
+    ks = write(tmp_path, "ks.yaml", "kind: Pod\nmetadata: {name: dns, namespace: kube-system}\n"
+               "spec: {containers: [{name: c, resources: {requests: {cpu: 100m}}}]}\n")
+    rc, out, err = run(capsys, "numa", "plan", "--sysfs-root", root, "--reserved-cpus", "0",
+                       "--existing", PODS, ks, "-o", "json")
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert rep["machine"]["online"] == "0-30"
+    dns = rep["containers"][-1]
+    assert dns["pool"] == "root" and dns["cpus"] == "0" and dns["request"]["class"] == "reserved"
+    assert all(c["replayed"] for c in rep["containers"][:-1])
+
+
+def test_plan_capacity_failure_exit_1(capsys, tmp_path):
+    big = write(tmp_path, "big.yaml", "kind: Pod\nmetadata: {name: big}\nspec: {containers: "
+                "[{name: c, resources: {limits: {cpu: '500', memory: 1Gi}}}]}\n")
+    rc, out, err = run(capsys, "numa", "plan", "--machine", MACHINE, big)
+    assert rc == 1 and "NOT PLACED" in out and "default/big/c not placed" in err
+
+
+def test_plan_bad_machine(capsys, tmp_path):
+    m = write(tmp_path, "m.yaml", "sockets: []\n")
+    rc, _, err = run(capsys, "numa", "plan", "--machine", m, PODS)
+    assert rc == 2 and "m.yaml" in err and "sockets" in err
+    rc, _, err = run(capsys, "numa", "plan", "--sysfs-root", str(tmp_path), PODS)
+    assert rc == 2 and "no CPUs" in err
+
+
+def test_plan_annotation_error_exit_2_other_pods_placed(capsys, tmp_path):
+    bad = write(tmp_path, "bad.yaml", POD.replace("operator: Equals", "operator: Bogus", 1))
+    rc, out, err = run(capsys, "numa", "plan", "--machine", MACHINE, PODS, bad, "-o", "json")
+    assert rc == 2 and "unknown operator" in err
+    rep = json.loads(out)
+    assert all(c["pool"] for c in rep["containers"] if c["pod"] != "default/farm")
+    assert all(c["error"] for c in rep["containers"] if c["pod"] == "default/farm")
