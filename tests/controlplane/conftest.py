@@ -24,6 +24,13 @@ def pytest_configure(config):
 
 
 _RUN_DIR_KEY = pytest.StashKey[str]()
+_FIGURES_KEY = pytest.StashKey[str]()
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    figures = config.stash.get(_FIGURES_KEY, None)
+    if figures:
+        terminalreporter.write_line(figures)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -59,6 +66,14 @@ def control_plane(request):
     try:
         yield cp
     finally:
+        try:
+            request.config.stash[_FIGURES_KEY] = (
+                "control plane: start-up %.1f s; resident memory at the end %.0f MiB (%s)" % (
+                    cp.startup_seconds, cp.rss_bytes() / 2 ** 20,
+                    ", ".join("%s %.0f" % kv for kv in
+                              ((k, v / 2 ** 20) for k, v in cp.rss_by_component().items()))))
+        except Exception:  # noqa: BLE001 - figures are informative only
+            pass
         failed = request.session.testsfailed > failed_before
         cp.stop(keep_logs=failed)
         if failed:

@@ -44,7 +44,7 @@ class HarnessError(RuntimeError):
     pass
 
 
-class ApiError(HarnessError):
+class ApiError(RuntimeError):
     def __init__(self, method, path, status, body):
         self.method, self.path, self.status, self.body = method, path, status, body
         reason = body.get("message") if isinstance(body, dict) else body
@@ -301,7 +301,8 @@ def _descendants(pid):
 
 def wait_until(predicate, timeout, interval=0.2, what="condition"):
     """Poll ``predicate`` until it returns a truthy value; raise after
-    ``timeout`` seconds. Exceptions inside the predicate count as 'not yet'."""
+    ``timeout`` seconds. Exceptions inside the predicate count as 'not yet',
+    except HarnessError, which ends the wait at once."""
     deadline = time.monotonic() + timeout
     last = None
     while True:
@@ -309,6 +310,8 @@ def wait_until(predicate, timeout, interval=0.2, what="condition"):
             value = predicate()
             if value:
                 return value
+        except HarnessError:
+            raise                 # fatal (e.g. the process died): stop waiting
         except Exception as e:  # noqa: BLE001 - keep polling, report the last one
             last = e
         if time.monotonic() >= deadline:
@@ -432,6 +435,7 @@ class ControlPlane:
     def __init__(self, binaries, run_dir=None, log=print):
         self.bin = binaries
         self.run_dir = run_dir or tempfile.mkdtemp(prefix="hwaffinity-controlplane-")
+        os.makedirs(self.run_dir, mode=0o700, exist_ok=True)
         os.chmod(self.run_dir, 0o700)
         self.log_dir = os.path.join(self.run_dir, "logs")
         self.secret_dir = os.path.join(self.run_dir, "pki")
