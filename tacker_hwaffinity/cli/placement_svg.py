@@ -7,28 +7,23 @@ _PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#
             "#ff9da7", "#9c755f", "#bab0ac")
 
 
-def _workload(pod_key):
-    """Colour group of a pod: its name without the replica suffix."""
-    name = pod_key.split("/", 1)[1]
-    base = name.rsplit("-", 1)[0]
-    return base.rsplit("-", 1)[0] if base.count("-") and len(name.rsplit("-", 2)[-2]) >= 8 else base
-
-
 def render_svg(plan, state):
     key = plan.topology_key
     on_node = {}
     for p in plan.placements:
         if p.node:
-            on_node.setdefault(p.node, []).append(p.pod.key)
-    existing = {}
+            on_node.setdefault(p.node, []).append(p.pod)
+    existing = {}  # pods bound before the plan (STATE also holds the planned ones)
     for _pod, i in state.pods:
         existing[state.nodes[i].name] = existing.get(state.nodes[i].name, 0) + 1
+    for name, pods in on_node.items():
+        existing[name] -= len(pods)
     groups = {}
     for node in state.nodes:
         groups.setdefault(node.labels.get(key), []).append(node)
     order = sorted((v for v in groups if v is not None)) + ([None] if None in groups else [])
     colours, parts, y = {}, [], 40
-    width = 2 * _PAD + max(1, max((len(groups[v]) for v in order), default=1)) * (_W_NODE + _PAD)
+    width = 3 * _PAD + max(1, max((len(groups[v]) for v in order), default=1)) * (_W_NODE + _PAD)
     for value in order:
         nodes = groups[value]
         tallest = max(len(on_node.get(n.name, [])) for n in nodes)
@@ -48,12 +43,13 @@ def render_svg(plan, state):
                          % (x + 8, y + 50, escape(node.name),
                             escape(" (+%d existing pods)" % extra) if extra else ""))
             for k, pod in enumerate(on_node.get(node.name, [])):
-                c = colours.setdefault(_workload(pod), _PALETTE[len(colours) % len(_PALETTE)])
+                # replicas of one workload share their parsed template: one colour each
+                c = colours.setdefault(id(pod.spec), _PALETTE[len(colours) % len(_PALETTE)])
                 py = y + 58 + k * _H_POD
                 parts.append('<rect x="%d" y="%d" width="%d" height="%d" rx="3" fill="%s"/>'
                              % (x + 6, py, _W_NODE - 12, _H_POD - 3, c))
                 parts.append('<text x="%d" y="%d" font-size="11" fill="#fff">%s</text>'
-                             % (x + 10, py + 11, escape(pod.split("/", 1)[1][:34])))
+                             % (x + 10, py + 11, escape(pod.name[:34])))
         y += box_h + _PAD
     unplaced = [p.pod.key for p in plan.placements if p.node is None]
     if unplaced:
