@@ -47,7 +47,8 @@ def parse_labels(raw, field):
             raise InputError("invalid label key %r: %s" % (k, err), field=field)
         err = label_value_error(v)
         if err:
-            raise InputError("invalid value for label %r: %s" % (k, err), field="%s[%s]" % (field, k))
+            raise InputError("invalid value for label %r: %s" % (k, err),
+                             field="%s[%s]" % (field, k))
     return dict(labels)
 
 
@@ -238,7 +239,8 @@ class PodSpecInfo:
         sel = _mapping(spec.get("nodeSelector"), prefix + "nodeSelector")
         for k, v in sel.items():
             if not isinstance(v, str):
-                raise InputError("expected a string value", field="%snodeSelector[%s]" % (prefix, k))
+                raise InputError("expected a string value",
+                                 field="%snodeSelector[%s]" % (prefix, k))
         self.node_selector = sel
         self.tolerations = tuple(Toleration(t, "%stolerations[%d]" % (prefix, i))
                                  for i, t in enumerate(_list(spec.get("tolerations"),
@@ -265,7 +267,8 @@ class PodSpecInfo:
                 RawTerm.parse(item, "%s.%s[%d]" % (gfield, lst, i), weighted)
                 for i, item in enumerate(items))
         self.has_pod_affinity = any(self.raw_terms.values())
-        self.uses_extension = any(t.uses_extension() for ts in self.raw_terms.values() for t in ts)
+        self.uses_extension = any(t.uses_extension()
+                                  for ts in self.raw_terms.values() for t in ts)
         self._resolved = {}
 
     def _parse_node_affinity(self, raw, field):

@@ -54,15 +54,18 @@ class Requirement:
             raise SelectorError(vfield, "expected a list of strings")
         if op in (IN, NOT_IN):
             if not values:
-                raise SelectorError(vfield, "for 'In', 'NotIn' operators, values set can't be empty")
+                raise SelectorError(
+                    vfield, "for 'In', 'NotIn' operators, values set can't be empty")
         elif op == EQUALS:
             pass
         elif op in (EXISTS, DOES_NOT_EXIST):
             if values:
-                raise SelectorError(vfield, "values set must be empty for exists and does not exist")
+                raise SelectorError(
+                    vfield, "values set must be empty for exists and does not exist")
         elif op in (GT, LT):
             if len(values) != 1:
-                raise SelectorError(vfield, "for 'Gt', 'Lt' operators, exactly one value is required")
+                raise SelectorError(
+                    vfield, "for 'Gt', 'Lt' operators, exactly one value is required")
             if parse_int64(values[0]) is None:
                 raise SelectorError(vfield + "[0]", "for 'Gt', 'Lt' operators, the value must be "
                                     "an integer, got %r" % (values[0],))

@@ -98,7 +98,8 @@ class ClusterState:
         self.nonzero_requested = {r: np.zeros(n, dtype=np.int64) for r in ("cpu", "memory")}
         self.pod_count = np.zeros(n, dtype=np.int64)
         self.unschedulable = np.array([node.unschedulable for node in self.nodes], dtype=bool)
-        self.names_rank = np.argsort(np.argsort(np.array([x.name for x in self.nodes]), kind="stable"))
+        names = np.array([x.name for x in self.nodes])
+        self.names_rank = np.argsort(np.argsort(names, kind="stable"))
         self.pods = []  # (pod, node index), in binding order
         self._domains = {}
         self._counts = {}

@@ -110,7 +110,8 @@ def test_explicit_namespaces_replace_the_own_namespace():
 
 
 def test_empty_namespace_selector_means_all_namespaces():
-    existing = [pod("a", {"app": "a"}, ns="n-a", on="n1"), pod("b", {"app": "a"}, ns="n-b", on="n3")]
+    existing = [pod("a", {"app": "a"}, ns="n-a", on="n1"),
+                pod("b", {"app": "a"}, ns="n-b", on="n3")]
     incoming = pod("x", affinity=affinity(req_anti=[term("host", {"app": "a"}, ns_selector={})]))
     assert feasible(run(NODES, incoming, existing)) == ["n2", "n4"]
 

@@ -1,4 +1,4 @@
-"""Invariants (hypothesis) and loader fuzzing: no input gives anything but a result or InputError."""
+"""Invariants (hypothesis) and loader fuzzing: a result or InputError, never anything else."""
 import string
 
 import yaml

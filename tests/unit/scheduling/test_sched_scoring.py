@@ -13,13 +13,15 @@ NODES = [node("m1", {"region": "China"}), node("m2", {"region": "India"}),
 
 def test_preferred_affinity_scores_the_matching_domain():
     existing = [pod("e", {"security": "S1"}, on="m1")]
-    incoming = pod("x", affinity=affinity(pref_aff=[weighted(5, term("region", {"security": "S1"}))]))
+    incoming = pod("x", affinity=affinity(
+        pref_aff=[weighted(5, term("region", {"security": "S1"}))]))
     assert scores(run(NODES, incoming, existing), IPA) == {"m1": 100, "m2": 0, "m3": 0}
 
 
 def test_preferred_anti_affinity_is_negative_and_min_max_normalised():
     existing = [pod("e", {"security": "S1"}, on="m1")]
-    incoming = pod("x", affinity=affinity(pref_anti=[weighted(5, term("region", {"security": "S1"}))]))
+    incoming = pod("x", affinity=affinity(
+        pref_anti=[weighted(5, term("region", {"security": "S1"}))]))
     assert scores(run(NODES, incoming, existing), IPA) == {"m1": 0, "m2": 100, "m3": 100}
 
 
