@@ -56,10 +56,14 @@ class MapItems(list):
     """Mapping items as a list of (key Node, value Node)."""
 
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_RESOLVER = yaml.SafeLoader("")
+
+
 def parse(text):
     """Parse TEXT into a Node tree with yaml.v2 scalar rules; raise DecodeError."""
     try:
-        docs = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        docs = list(yaml.compose_all(text, Loader=_LOADER))
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         raise DecodeError("malformed YAML: %s" % (getattr(e, "problem", None) or e), mark=mark)
@@ -85,7 +89,7 @@ def _convert(node, text, depth, active):
     items = MapItems()
     merged = []
     for k, v in node.value:
-        if k.tag == "tag:yaml.org,2002:merge" or (k.style is None and k.value == "<<"):
+        if k.tag == "tag:yaml.org,2002:merge" or (not k.style and k.value == "<<"):
             merged.append(v)
             continue
         items.append((_convert(k, text, depth + 1, active), _convert(v, text, depth + 1, active)))
@@ -104,13 +108,13 @@ def _convert(node, text, depth, active):
 
 
 def _explicit_tag(node, text):
-    i = node.start_mark.index
-    return i < len(text) and text[i] == "!"
+    """A plain scalar whose tag differs from the one implicit resolution gives."""
+    return node.tag != _RESOLVER.resolve(yaml.ScalarNode, node.value, (True, False))
 
 
 def _scalar(node, text):
     v = node.value
-    if node.style is not None:
+    if node.style:          # quoted or block scalar (plain is None, or '' from libyaml)
         return v
     if _explicit_tag(node, text):
         tag = node.tag.rsplit(":", 1)[-1]

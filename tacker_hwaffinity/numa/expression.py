@@ -13,6 +13,7 @@ expression carries the flavour of the annotation prefix it came from:
 
 Joint keys, operators and the glob rules are the same in both flavours.
 """
+import functools
 import posixpath
 
 from tacker_hwaffinity.numa import glob
@@ -151,20 +152,30 @@ def clean_path(p):
 
 def resolve(subject, spec, flavor=CRIRM):
     """Resolve one key path against SUBJECT: (string value, found)."""
-    spec = clean_path(spec)
     if flavor == NRI:
-        obj = _resolve_nri(subject, spec)
+        obj = _resolve_nri(subject, _clean_cached(spec))
     else:
-        obj = _resolve_crirm(subject, spec)
+        obj = _resolve_crirm(subject, _crirm_ref(spec))
     if isinstance(obj, str):
         return obj, True
     return "", False
 
 
-def _resolve_crirm(subject, spec):
+@functools.lru_cache(maxsize=4096)
+def _clean_cached(spec):
+    return clean_path(spec)
+
+
+@functools.lru_cache(maxsize=4096)
+def _crirm_ref(spec):
+    spec = clean_path(spec)
     ref = spec.split("/")
     if len(ref) == 1 and "." in spec:
         ref = ["labels", spec]
+    return tuple(ref)
+
+
+def _resolve_crirm(subject, ref):
     obj = subject
     for key in ref:
         if isinstance(obj, str):

@@ -238,10 +238,12 @@ class Placer:
         exclusive = frozenset()
         if full > 0:
             iso = pool.isolated - self.used
+            group, budget = self._leaf_budget(pool)
             if req.isolate and len(iso) >= full:
-                exclusive = take_cpus(self.machine, iso, full)
+                exclusive = take_cpus(self.machine, iso, full, group)
             elif self.allocatable_shared(pool) > 1000 * full:
-                exclusive = take_cpus(self.machine, pool.sharable - self.used, full)
+                exclusive = take_cpus(self.machine, pool.sharable - self.used, full, group,
+                                      budget)
             else:
                 raise ValueError("%d exclusive CPUs wanted, %dm shared capacity left"
                                  % (full, self.allocatable_shared(pool)))
@@ -260,6 +262,25 @@ class Placer:
         grant = Grant(container, pool, cpu_type, exclusive, fraction, req.memory)
         self.grants[container] = grant
         return grant
+
+    def _leaf_budget(self, pool):
+        """Leaf of each CPU under POOL, and how many CPUs each leaf can give away
+        without overcommitting the shared CPU granted in it."""
+        leaf_of = self._leaf_of
+        if pool.is_leaf:
+            return (lambda c: leaf_of[c]), None
+        budget = {}
+        for x in self._subtree[pool.id]:
+            if x.is_leaf:
+                slack = 1000 * len(x.sharable - self.used) - self._sub(self.shared, x)
+                budget[x.id] = max(0, slack // 1000)
+        return (lambda c: leaf_of[c]), budget
+
+    @property
+    def _leaf_of(self):
+        if not hasattr(self, "_leaf_cache"):
+            self._leaf_cache = {c: p.id for p in self.pools if p.is_leaf for c in p.cpus}
+        return self._leaf_cache
 
     def cpuset(self, grant):
         """The container's current cpuset (shared sets shrink as exclusive CPUs go)."""
