@@ -86,12 +86,13 @@ def _warn(warnings):
 def run_explain(args):
     pods = _pods(args.pods)
     cluster = _pods(args.cluster)
-    rep = reportmod.explain(pods, cluster, args.colocate_pods, args.colocate_namespaces)
+    rep, sources, warnings = reportmod.explain(pods, cluster, args.colocate_pods,
+                                               args.colocate_namespaces)
     if args.output == "json":
         sys.stdout.write(json.dumps(rep, indent=2) + "\n")
     else:
-        sys.stdout.write(format_explain(rep))
-    _warn(rep["warnings"])
+        sys.stdout.write(format_explain(rep, sources))
+    _warn(warnings)
     bad = _report_errors([e for c in rep["containers"] for e in c["errors"]])
     return 2 if bad else 0
 
@@ -100,7 +101,7 @@ def _expr(e):
     return "<%s %s %s>" % (e["key"] or "''", e["operator"], ",".join(e["values"]))
 
 
-def format_explain(rep):
+def format_explain(rep, sources):
     out = []
     for c in rep["containers"]:
         out.append("%s/%s" % (c["pod"], c["container"]))
@@ -108,9 +109,9 @@ def format_explain(rep):
             out.append("  error: %s" % err)
         if not c["errors"]:
             out.append("  affinities:" if c["affinities"] else "  affinities: none")
-            for a in c["affinities"]:
+            for a, src in zip(c["affinities"], sources[(c["pod"], c["container"])]):
                 out.append("    %+5d  scope %s  match %s  [%s]" % (
-                    a["weight"], _expr(a["scope"]), _expr(a["match"]), a["source"]))
+                    a["weight"], _expr(a["scope"]), _expr(a["match"]), src))
             out.append("  effective:" if c["effective"] else "  effective: none")
             for e in c["effective"]:
                 out.append("    %+5d  %s/%s" % (e["weight"], e["pod"], e["container"]))

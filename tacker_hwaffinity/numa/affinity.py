@@ -38,8 +38,9 @@ class Affinity:
         self.source = source      # the annotation key it came from, or "implicit:<name>"
 
     def to_dict(self):
+        """The documented JSON shape: {scope, match, weight}."""
         return {"scope": self.scope.to_dict(), "match": self.match.to_dict(),
-                "weight": self.weight, "source": self.source}
+                "weight": self.weight}
 
     def __repr__(self):
         return "<%saffinity %r %r => %d>" % ("anti-" if self.weight < 0 else "",

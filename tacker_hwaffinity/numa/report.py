@@ -23,12 +23,17 @@ def unknown_container_warnings(pod, affs):
 
 
 def explain(pods, cluster_pods=(), colocate_pods=False, colocate_namespaces=False):
-    """Report for each container of PODS: affinities, effective affinity, errors."""
+    """Report for each container of PODS: affinities, effective affinity, errors.
+
+    Returns (report, sources, warnings): the report has exactly the documented
+    JSON shape; SOURCES maps (pod, container) to the annotation key of each
+    affinity (for the text form); WARNINGS are for stderr.
+    """
     known = list(pods) + [p for p in cluster_pods if p.ref not in {q.ref for q in pods}]
     everyone = [c for p in known for c in p.containers]
-    report = {"containers": [], "warnings": []}
+    report, sources, warnings = {"containers": []}, {}, []
     for pod, (affs, error) in _affinities_by_pod(pods).items():
-        report["warnings"].extend(unknown_container_warnings(pod, affs))
+        warnings.extend(unknown_container_warnings(pod, affs))
         for c in pod.containers:
             entry = {"pod": pod.ref, "container": c.name, "affinities": [], "effective": [],
                      "errors": [error] if error else []}
@@ -37,11 +42,12 @@ def explain(pods, cluster_pods=(), colocate_pods=False, colocate_namespaces=Fals
                 mine = mine + affmod.implicit_affinities(c, bool(mine), colocate_pods,
                                                          colocate_namespaces)
                 entry["affinities"] = [a.to_dict() for a in mine]
+                sources[(pod.ref, c.name)] = [a.source for a in mine]
                 eff = affmod.evaluate(mine, c, everyone)
                 entry["effective"] = [{"pod": c2.pod.ref, "container": c2.name, "weight": w}
                                       for c2, w in eff.items()]
             report["containers"].append(entry)
-    return report
+    return report, sources, warnings
 
 
 def plan(machine, pods, existing=(), **placer_opts):

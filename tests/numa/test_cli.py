@@ -67,16 +67,16 @@ def test_explain_json_schema(capsys, tmp_path):
     rc, out, err = run(capsys, "numa", "explain", write(tmp_path, "p.yaml", POD), "-o", "json")
     assert rc == 0, err
     rep = json.loads(out)
+    assert list(rep) == ["containers"]
     assert [c["container"] for c in rep["containers"]] == ["peter", "sheep", "wolf"]
     peter = rep["containers"][0]
+    assert list(peter) == ["pod", "container", "affinities", "effective", "errors"]
     assert peter["pod"] == "default/farm" and peter["errors"] == []
     assert peter["affinities"] == [
         {"scope": {"key": "io.kubernetes.pod.name", "operator": "Equals", "values": ["farm"]},
-         "match": {"key": "name", "operator": "Equals", "values": ["sheep"]}, "weight": 5,
-         "source": "cri-resource-manager.intel.com/affinity"},
+         "match": {"key": "name", "operator": "Equals", "values": ["sheep"]}, "weight": 5},
         {"scope": {"key": "io.kubernetes.pod.name", "operator": "Equals", "values": ["farm"]},
-         "match": {"key": "name", "operator": "Equals", "values": ["wolf"]}, "weight": -5,
-         "source": "cri-resource-manager.intel.com/anti-affinity"}]
+         "match": {"key": "name", "operator": "Equals", "values": ["wolf"]}, "weight": -5}]
     assert peter["effective"] == [{"pod": "default/farm", "container": "sheep", "weight": 5},
                                   {"pod": "default/farm", "container": "wolf", "weight": -5}]
     assert rep["containers"][1]["affinities"] == [] and rep["containers"][1]["effective"] == []
@@ -140,6 +140,7 @@ def test_explain_text(capsys):
     rc, out, _ = run(capsys, "numa", "explain", PODS)
     assert rc == 0
     assert "demo/bench/memtier" in out and "+10  demo/redis-0/redis" in out
+    assert "[cri-resource-manager.intel.com/anti-affinity]" in out
 
 
 @pytest.mark.parametrize("content,needle", [
@@ -160,6 +161,13 @@ def test_bad_pod_files_exit_2_with_location(capsys, tmp_path, content, needle):
     rc, out, err = run(capsys, "numa", "explain", path)
     assert rc == 2 and needle in err and "bad.yaml" in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+
+
+def test_unknown_container_names_warn(capsys, tmp_path):
+    pod = POD.replace("    cri-resource-manager.intel.com/affinity: |\n      peter:",
+                      "    cri-resource-manager.intel.com/affinity: |\n      petr:")
+    rc, out, err = run(capsys, "numa", "explain", write(tmp_path, "p.yaml", pod))
+    assert rc == 0 and "'petr'" in err and "warning" in err
 
 
 def test_missing_file(capsys):
