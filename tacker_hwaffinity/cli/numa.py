@@ -58,6 +58,8 @@ def register(subparsers):
                     help="containers already on the node, replayed first (repeatable)")
     pl.add_argument("--reserved-cpus", metavar="LIST",
                     help="CPUs reserved for kube-system (reserved class), e.g. 0-1")
+    pl.add_argument("--cgroup-driver", choices=("systemd", "cgroupfs"), default="systemd",
+                    help="kubelet cgroup driver, for the cgroup directory in the JSON output")
     pl.add_argument("--no-prefer-isolated", action="store_true",
                     help="do not prefer isolated CPUs for 1-CPU Guaranteed containers")
     _common(pl)
@@ -157,7 +159,8 @@ def run_plan(args):
                              source=p.source, obj="Pod " + p.ref)
         refs[p.ref] = p.source
     rep, placer = reportmod.plan(
-        machine, pods, existing, prefer_isolated=not args.no_prefer_isolated,
+        machine, pods, existing, cgroup_driver=args.cgroup_driver,
+        prefer_isolated=not args.no_prefer_isolated,
         colocate_pods=args.colocate_pods, colocate_namespaces=args.colocate_namespaces)
     if args.output == "json":
         sys.stdout.write(json.dumps(rep, indent=2) + "\n")

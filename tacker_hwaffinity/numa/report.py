@@ -1,6 +1,7 @@
 """Build explain and plan reports (plain data; the CLI prints them)."""
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.numa import affinity as affmod
+from tacker_hwaffinity.numa.cgroups import container_cgroup_dir
 from tacker_hwaffinity.numa.cpuset import format_list
 from tacker_hwaffinity.numa.placement import Placer
 
@@ -50,7 +51,7 @@ def explain(pods, cluster_pods=(), colocate_pods=False, colocate_namespaces=Fals
     return report, sources, warnings
 
 
-def plan(machine, pods, existing=(), **placer_opts):
+def plan(machine, pods, existing=(), cgroup_driver="systemd", **placer_opts):
     """Place the containers of EXISTING (replay) then PODS, in order; return (report, placer)."""
     placer = Placer(machine, **placer_opts)
     errors, warnings = [], []
@@ -66,7 +67,7 @@ def plan(machine, pods, existing=(), **placer_opts):
                 continue
             placer.set_affinities(c, affs.get(c.name, []))
             placer.place(c, replayed)
-    return plan_report(placer, warnings), placer
+    return plan_report(placer, warnings, cgroup_driver), placer
 
 
 def _failed(container, message, replayed):
@@ -74,7 +75,7 @@ def _failed(container, message, replayed):
     return Decision(container, error=message, replayed=replayed)
 
 
-def plan_report(placer, warnings=()):
+def plan_report(placer, warnings=(), cgroup_driver="systemd"):
     m = placer.machine
     rep = {"machine": {"name": m.name, "sockets": len(m.sockets()),
                        "numaNodes": len(m.cpu_nodes()), "cpus": len(m.cpus),
@@ -93,7 +94,7 @@ def plan_report(placer, warnings=()):
              "poolAffinity": {placer.pools[k].name: v for k, v in sorted(d.pool_affinity.items())},
              "scores": [s.to_dict() for s in sorted(d.scores, key=lambda s: (s.rank is None,
                                                                               s.rank or 0))],
-             "error": d.error}
+             "cgroup": container_cgroup_dir(c, cgroup_driver), "error": d.error}
         if d.grant:
             g = d.grant
             e.update(pool=g.pool.name, cpus=format_list(placer.cpuset(g)),

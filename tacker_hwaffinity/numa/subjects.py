@@ -70,10 +70,11 @@ class Container:
     """A container subject with the resources placement needs."""
 
     def __init__(self, pod, name, cid=None, tags=None, cpu_request=0, cpu_limit=0,
-                 mem_request=0, mem_limit=0):
+                 mem_request=0, mem_limit=0, runtime=None):
         self.pod = pod
         self.name = name
         self.id = cid
+        self.runtime = runtime              # "containerd", "cri-o", ... from containerID
         self.tags = dict(tags or {})
         self.cpu_request = cpu_request      # milli-CPU
         self.cpu_limit = cpu_limit          # milli-CPU, 0 if none
@@ -138,7 +139,8 @@ def _container_ids(status, source, obj):
         if not isinstance(cid, str):
             raise InputError("expected a string", source=source, obj=obj,
                              field="status.containerStatuses[%d].containerID" % i)
-        ids[st.get("name")] = cid.split("://", 1)[1] if "://" in cid else cid
+        runtime, sep, bare = cid.partition("://")
+        ids[st.get("name")] = (bare, runtime) if sep else (cid, None)
     return ids
 
 
@@ -194,8 +196,9 @@ def pod_from_object(obj, source=None):
             req, lim = qosmod.container_resources(c, field)
         except InputError as e:
             raise e.located(source, where)
+        cid, runtime = ids.get(c["name"], (None, None))
         pod.add_container(
-            c["name"], cid=ids.get(c["name"]),
+            c["name"], cid=cid, runtime=runtime,
             cpu_request=milli_value(req.get("cpu", 0)), cpu_limit=milli_value(lim.get("cpu", 0)),
             mem_request=quantity_value(req.get("memory", 0)),
             mem_limit=quantity_value(lim.get("memory", 0)))

@@ -243,3 +243,12 @@ def test_plan_annotation_error_exit_2_other_pods_placed(capsys, tmp_path):
     rep = json.loads(out)
     assert all(c["pool"] for c in rep["containers"] if c["pod"] != "default/farm")
     assert all(c["error"] for c in rep["containers"] if c["pod"] == "default/farm")
+
+
+def test_plan_reports_cgroup_dirs(capsys, tmp_path):
+    rc, out, err = run(capsys, "numa", "plan", "--machine", MACHINE, "-o", "json",
+                       "--cgroup-driver", "cgroupfs", write(tmp_path, "p.yaml", POD))
+    assert rc == 0, err
+    by = {c["container"]: c for c in json.loads(out)["containers"]}
+    assert by["sheep"]["cgroup"] == "kubepods/besteffort/pod11111111-2222/abc123"
+    assert by["peter"]["cgroup"] is None          # no container id yet
