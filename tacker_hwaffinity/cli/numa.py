@@ -56,8 +56,11 @@ def register(subparsers):
     pl.add_argument("pods", nargs="+", metavar="POD.yaml", help="pods to place, in order")
     pl.add_argument("--existing", action="append", default=[], metavar="PODS.yaml",
                     help="containers already on the node, replayed first (repeatable)")
-    pl.add_argument("--reserved-cpus", metavar="LIST",
-                    help="CPUs reserved for kube-system (reserved class), e.g. 0-1")
+    pl.add_argument("--reserved-cpus", metavar="LIST|QTY",
+                    help="CPUs of the reserved class (kube-system): a CPU list such as 0-1, "
+                         "or a quantity with a unit such as 750m or 1.5 (that many CPUs, "
+                         "rounded up, lowest non-isolated ids first, as upstream's "
+                         "ReservedResources)")
     pl.add_argument("--cgroup-driver", choices=("systemd", "cgroupfs"), default="systemd",
                     help="kubelet cgroup driver, for the cgroup directory in the JSON output")
     pl.add_argument("--no-prefer-isolated", action="store_true",
@@ -138,7 +141,7 @@ def load_machine(args):
             raise e.located(root)
     if args.reserved_cpus is not None:
         try:
-            reserved = parse_list(args.reserved_cpus)
+            reserved = _reserved(args.reserved_cpus, machine)
         except ValueError as e:
             raise InputError(str(e), field="--reserved-cpus")
         if reserved - set(machine.cpus):
@@ -146,6 +149,19 @@ def load_machine(args):
                              field="--reserved-cpus")
         machine.reserved = frozenset(reserved)
     return machine
+
+
+def _reserved(text, machine):
+    text = text.strip()
+    if text.endswith("m") or "." in text:
+        import math
+        from tacker_hwaffinity.k8s.quantity import parse_quantity
+        count = math.ceil(parse_quantity(text))
+        pool = sorted(machine.online - machine.isolated)
+        if count > len(pool):
+            raise ValueError("%s is more than the %d usable CPUs" % (text, len(pool)))
+        return set(pool[:count])
+    return parse_list(text)
 
 
 def run_plan(args):

@@ -77,10 +77,11 @@ def discover(root="/sys"):
     if not cpu_dirs:
         raise InputError("no CPUs found (expected devices/system/cpu/cpuN directories)",
                          source=root)
+    numa = bool(_entries(node_base, _NODE_DIR))
     cpus = []
     for cid, d in cpu_dirs:
         online = _int(os.path.join(d, "online"), root, False, 1) != 0
-        nodes = [n for n, _ in _entries(d, _NODE_DIR)]
+        nodes = [n for n, _ in _entries(d, _NODE_DIR)] if numa else [0]
         node = nodes[0] if len(nodes) == 1 else None
         if not online:
             cpus.append(CPU(cid, online=False, node=node))

@@ -252,3 +252,27 @@ def test_plan_reports_cgroup_dirs(capsys, tmp_path):
     by = {c["container"]: c for c in json.loads(out)["containers"]}
     assert by["sheep"]["cgroup"] == "kubepods/besteffort/pod11111111-2222/abc123"
     assert by["peter"]["cgroup"] is None          # no container id yet
+
+
+def test_upstream_server_no_affinities_with_reserved_quantity(capsys, tmp_path):
+    """Upstream TestAffinities 'no affinities': full 3 CPUs, 750m reserved -> NUMA node #2."""
+    m = open(os.path.join(DATA, "server.yaml")).read().replace('reserved: "0"\n', "")
+    pod = write(tmp_path, "p.yaml", "kind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c,"
+                " resources: {limits: {cpu: '3', memory: 10k}}}]}\n")
+    rc, out, err = run(capsys, "numa", "plan", "--machine", write(tmp_path, "m.yaml", m),
+                       "--reserved-cpus", "750m", pod, "-o", "json")
+    assert rc == 0, err
+    rep = json.loads(out)
+    assert rep["machine"]["reserved"] == "0"
+    assert rep["containers"][0]["pool"] == "NUMA node #2"
+    rc, out, err = run(capsys, "numa", "plan", "--machine", MACHINE, "--reserved-cpus", "x", pod)
+    assert rc == 2 and "--reserved-cpus" in err
+
+
+def test_sysfs_without_numa_nodes(capsys, sysfs):
+    import shutil
+    root = sysfs("sysfs-1socket.txt")
+    shutil.rmtree(os.path.join(root, "devices/system/node"))
+    rc, out, err = run(capsys, "numa", "plan", "--sysfs-root", root, PODS, "-o", "json")
+    assert rc in (0, 1), err
+    assert json.loads(out)["machine"]["numaNodes"] == 1
