@@ -4,6 +4,8 @@ Machine YAML (see doc/numa.md)::
 
     name: two-socket            # optional
     threadsPerCore: 2           # optional, default 1: CPU n and n + N/2 are siblings
+    threadLayout: halves        # optional: "halves" (default, as above) or "adjacent"
+                                # (CPUs 2k and 2k+1 are siblings, as in QEMU guests)
     sockets:
       - id: 0
         nodes:
@@ -143,8 +145,8 @@ def _memory(value, source, field):
         raise _err(str(e), source, field)
 
 
-_TOP = {"kind", "apiVersion", "name", "threadsPerCore", "sockets", "distances", "isolated",
-        "offline", "reserved", "memoryNodes"}
+_TOP = {"kind", "apiVersion", "name", "threadsPerCore", "threadLayout", "sockets", "distances",
+        "isolated", "offline", "reserved", "memoryNodes"}
 
 
 def machine_from_yaml(doc, source="machine"):
@@ -160,6 +162,9 @@ def machine_from_yaml(doc, source="machine"):
     tpc = _int(doc.get("threadsPerCore"), source, "threadsPerCore", 1)
     if tpc < 1:
         raise _err("must be at least 1", source, "threadsPerCore")
+    layout = doc.get("threadLayout", "halves")
+    if layout not in ("halves", "adjacent"):
+        raise _err("expected halves or adjacent", source, "threadLayout")
     offline = _ids(doc.get("offline"), source, "offline")
     placement, nodes = {}, []
     for si, s in enumerate(sockets):
@@ -212,7 +217,11 @@ def machine_from_yaml(doc, source="machine"):
     n = len(placement)
     cpus = []
     for c, (sid, die, nid) in sorted(placement.items()):
-        if tpc > 1 and n % tpc == 0:
+        if tpc > 1 and layout == "adjacent":
+            sib = [c - c % tpc + k for k in range(tpc)]
+            if any(x not in placement for x in sib):
+                sib = [c]
+        elif tpc > 1 and n % tpc == 0:
             stride = n // tpc
             first = c % stride
             sib = [first + k * stride for k in range(tpc)]
