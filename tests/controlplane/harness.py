@@ -74,7 +74,9 @@ def find_binaries():
         if not os.access(path, os.X_OK):
             return None
         found[name] = path
-    etcd = shutil.which("etcd") or ("/usr/bin/etcd" if os.access("/usr/bin/etcd", os.X_OK) else None)
+    etcd = shutil.which("etcd")
+    if not etcd and os.access("/usr/bin/etcd", os.X_OK):
+        etcd = "/usr/bin/etcd"
     openssl = shutil.which("openssl")
     if not etcd or not openssl:
         return None
@@ -415,7 +417,8 @@ class FakeKubelet(threading.Thread):
             elif status.get("phase", "Pending") == "Pending":
                 now = now_rfc3339()
                 containers = pod["spec"].get("containers", [])
-                client.patch("/api/v1/namespaces/%s/pods/%s/status" % (ns, pname), {"status": {
+                status_path = "/api/v1/namespaces/%s/pods/%s/status" % (ns, pname)
+                client.request("PATCH", status_path, {"status": {
                     "phase": "Running", "hostIP": address, "podIP": address,
                     "startTime": now,
                     "conditions": [
@@ -425,7 +428,9 @@ class FakeKubelet(threading.Thread):
                         {"name": c["name"], "image": c.get("image", ""), "imageID": "",
                          "ready": True, "restartCount": 0, "started": True,
                          "state": {"running": {"startedAt": now}}}
-                        for c in containers]}}, kind="strategic")
+                        for c in containers]}},
+                    content_type="application/strategic-merge-patch+json",
+                    ok=(200, 404, 409))   # the pod may be going away meanwhile
 
 
 # --------------------------------------------------------------------------
@@ -456,7 +461,8 @@ class ControlPlane:
                "clusters": [{"name": "hwaffinity", "cluster": {
                    "server": self.server, "certificate-authority": self.pki.ca_crt}}],
                "users": [{"name": user, "user": cred}],
-               "contexts": [{"name": "hwaffinity", "context": {"cluster": "hwaffinity", "user": user}}],
+               "contexts": [{"name": "hwaffinity",
+                             "context": {"cluster": "hwaffinity", "user": user}}],
                "current-context": "hwaffinity"}
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
@@ -474,7 +480,7 @@ class ControlPlane:
                 raise HarnessError("%s exited with %s; log %s:\n%s" % (
                     comp.name, comp.proc.returncode, comp.log_path, comp.tail()))
             if client is not None:
-                status, body = client.request("GET", path, ok=None)
+                status, _ = client.request("GET", path, ok=None)
             else:
                 ctx = ssl.create_default_context()
                 ctx.check_hostname = False
@@ -483,7 +489,8 @@ class ControlPlane:
                 try:
                     conn.request("GET", path)
                     resp = conn.getresponse()
-                    status, body = resp.status, resp.read()
+                    status = resp.status
+                    resp.read()
                 finally:
                     conn.close()
             return status == 200
@@ -625,7 +632,8 @@ class ControlPlane:
         self.admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": name},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": name},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
                           "name": "hwaffinity:readers"}]}, ok=(201, 409))
 

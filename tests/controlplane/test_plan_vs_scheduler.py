@@ -10,7 +10,6 @@ rules leave one choice.
 """
 import collections
 import json
-import os
 import subprocess
 import sys
 
@@ -164,7 +163,8 @@ def test_plan_matches_real_scheduler(name, control_plane, host_nodes, namespace,
             w.create_and_wait(cp, obj)
         else:
             w.create(cp, obj)
-            selector = ",".join("%s=%s" % kv for kv in obj["spec"]["selector"]["matchLabels"].items())
+            match = obj["spec"]["selector"]["matchLabels"]
+            selector = ",".join("%s=%s" % kv for kv in match.items())
             real_pods += w.settle(cp, namespace, selector, obj["spec"]["replicas"])
     setup_names = {o["metadata"]["name"] for o in setup}
     real_pods += [p for p in cp.pods(namespace)
