@@ -56,3 +56,121 @@ def test_anti_affinities_keep_apart(capsys, tmp_path):
                       ("pod2c5", ("pod2c0", "pod2c2", "pod2c3"))):
         for o in others:
             assert nodes[a].isdisjoint(nodes[o]), (a, o, nodes)
+
+
+def cpus_of(capsys, tmp_path, text):
+    p = tmp_path / "pod.yaml"
+    p.write_text(text)
+    rc = main(["numa", "plan", "--machine", MACHINE, "--reserved-cpus", "750m",
+               str(p), "-o", "json"])
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    from tacker_hwaffinity.numa.cpuset import parse_list
+    return {c["container"]: parse_list(c["cpus"]) for c in json.loads(out)["containers"]}
+
+
+def nodes_of(cpus):
+    return {c // 4 for c in cpus}       # n4c16: 4 CPUs per NUMA node
+
+
+def disjoint(*sets):
+    return sum(len(s) for s in sets) == len(set().union(*sets))
+
+
+def burstable(name, count, req, lim):
+    ctrs = "".join("  - name: %sc%d\n    resources:\n      requests: {cpu: %s, memory: 100M}\n"
+                   "      limits: {cpu: %s, memory: 100M}\n" % (name, i, req, lim)
+                   for i in range(count))
+    return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\nspec:\n  containers:\n%s" % (
+        name, ctrs)
+
+
+def test_basic_placement_single_cpu_containers_spread(capsys, tmp_path):
+    """e2e test00 pod0."""
+    cpus = cpus_of(capsys, tmp_path, pod("pod0", 4))
+    assert all(len(c) == 1 for c in cpus.values())
+    assert disjoint(*cpus.values())
+    assert disjoint(*[nodes_of(c) for c in cpus.values()])
+
+
+def test_basic_placement_three_cpu_containers_spread(capsys, tmp_path):
+    """e2e test00 pod1: the fourth container lands in socket #0 but on node 0's CPUs."""
+    text = pod("pod1", 4).replace("cpu: 1,", "cpu: 3,")
+    cpus = cpus_of(capsys, tmp_path, text)
+    assert all(len(c) == 3 for c in cpus.values())
+    assert disjoint(*cpus.values())
+    assert disjoint(*[nodes_of(c) for c in cpus.values()])
+
+
+def test_basic_placement_burstable_spread(capsys, tmp_path):
+    """e2e test00 pod2: burstable 2/4 CPUs, one shared pool each."""
+    cpus = cpus_of(capsys, tmp_path, burstable("pod2", 4, 2, 4))
+    assert disjoint(*cpus.values())
+    assert disjoint(*[nodes_of(c) for c in cpus.values()])
+
+
+def _plan_cpus(capsys, tmp_path, text, *flags):
+    p = tmp_path / "pods.yaml"
+    p.write_text(text)
+    rc = main(["numa", "plan", "--machine", MACHINE, "--reserved-cpus", "750m", str(p),
+               "-o", "json"] + list(flags))
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    return {c["container"]: c["cpus"] for c in json.loads(out)["containers"]}
+
+
+def test_colocate_pods(capsys, tmp_path):
+    """e2e test00 pod4 with ColocatePods."""
+    text = pod("pod4", 4).replace("cpu: 1,", "cpu: 100m,")
+    cpus = _plan_cpus(capsys, tmp_path, text, "--colocate-pods")
+    assert cpus["pod4c1"] == cpus["pod4c2"] == cpus["pod4c3"] == cpus["pod4c0"]
+    spread = _plan_cpus(capsys, tmp_path, text)
+    assert len(set(spread.values())) == 4          # without it they spread
+
+
+def test_colocate_namespaces(capsys, tmp_path):
+    """e2e test00 pod5-7 with ColocateNamespaces."""
+    docs = []
+    for name, n in (("pod5", 1), ("pod6", 1), ("pod7", 2)):
+        docs.append(pod(name, n).replace("cpu: 1,", "cpu: 100m,").replace(
+            "  name: %s\n" % name, "  name: %s\n  namespace: test-ns\n" % name, 1))
+    cpus = _plan_cpus(capsys, tmp_path, "---\n".join(docs), "--colocate-namespaces")
+    assert cpus["pod6c0"] == cpus["pod7c0"] == cpus["pod7c1"] == cpus["pod5c0"]
+
+
+def test_mixed_allocations(capsys, tmp_path):
+    """e2e test07 (first three steps): shared, mixed and large fractional requests."""
+    from tacker_hwaffinity.numa.cpuset import parse_list
+    docs = [pod("pod0", 2).replace("cpu: 1,", "cpu: 500m,"),
+            pod("pod1", 2).replace("cpu: 1,", "cpu: 1500m,"),
+            pod("pod2", 2).replace("cpu: 1,", "cpu: 2400m,")]
+    p = tmp_path / "pods.yaml"
+    out = {}
+    for step in range(1, 4):
+        p.write_text("---\n".join(docs[:step]))
+        rc = main(["numa", "plan", "--machine", MACHINE, "--reserved-cpus", "750m", str(p),
+                   "-o", "json"])
+        text, err = capsys.readouterr()
+        assert rc == 0, err
+        rep = json.loads(text)["containers"]
+        cpus = {c["container"]: parse_list(c["cpus"]) for c in rep}
+        mems = {c["container"]: parse_list(c["mems"]) for c in rep}
+        out[step] = (cpus, mems)
+    cpus, mems = out[1]
+    assert [len(m) for m in mems.values()] == [1, 1] and mems["pod0c0"] != mems["pod0c1"]
+    assert len(cpus["pod0c0"]) == len(cpus["pod0c1"]) == 4
+    cpus, mems = out[2]
+    assert all(len(m) == 1 for m in mems.values())
+    assert mems["pod1c0"] != mems["pod1c1"]
+    assert sorted([len(cpus["pod0c0"]), len(cpus["pod0c1"])]) == [3, 4]
+    assert len(cpus["pod1c0"]) == len(cpus["pod1c1"]) == 4
+    assert len(cpus["pod1c1"] - cpus["pod0c0"] - cpus["pod0c1"]) == 1
+    cpus, mems = out[3]
+    assert all(len(m) == 1 for m in mems.values())
+
+    def others(name):
+        return set().union(*[v for k, v in cpus.items() if k != name])
+    assert len(cpus["pod1c1"] - others("pod1c1")) == 1
+    assert len(cpus["pod2c0"]) == 3 and len(cpus["pod2c0"] - others("pod2c0")) == 3
+    assert len(cpus["pod2c1"]) == 4 and not (cpus["pod2c1"] - others("pod2c1"))
+    assert mems["pod2c1"] in (mems["pod0c0"], mems["pod0c1"])
