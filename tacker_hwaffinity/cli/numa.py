@@ -188,7 +188,7 @@ def run_plan(args):
     _warn(rep["warnings"])
     failed = [c for c in rep["containers"] if c["error"]]
     if _report_errors([c["error"] for c in failed
-                       if c["error"].startswith("affinity annotations: ")]):
+                       if c["error"].startswith(reportmod.BAD_ANNOTATION)]):
         return 2
     for c in failed:
         sys.stderr.write("hwaffinity numa: %s/%s not placed: %s\n"

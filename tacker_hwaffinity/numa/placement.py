@@ -203,7 +203,9 @@ class Placer:
         return pool_aff
 
     def place(self, container, replayed=False):
-        """Place CONTAINER; return its Decision (with .error when it cannot be placed)."""
+        """Place CONTAINER; return its Decision (with .error when it cannot be placed).
+
+        Raises InputError for a malformed preference annotation."""
         req = request_for(container, self.prefer_isolated, self.reserved_namespaces)
         if req.cpu_type == RESERVED and not self.root.reserved:
             req.cpu_type = NORMAL

@@ -6,6 +6,9 @@ from tacker_hwaffinity.numa.cpuset import format_list
 from tacker_hwaffinity.numa.placement import Placer
 
 
+BAD_ANNOTATION = "bad annotation: "
+
+
 def _affinities_by_pod(pods):
     """{pod: ({container name: [Affinity]}, error string or None)}."""
     out = {}
@@ -63,10 +66,13 @@ def plan(machine, pods, existing=(), cgroup_driver="systemd", **placer_opts):
         for c in pod.containers:
             if error:
                 errors.append(error)
-                placer._record(_failed(c, "affinity annotations: " + error, replayed))
+                placer._record(_failed(c, BAD_ANNOTATION + error, replayed))
                 continue
             placer.set_affinities(c, affs.get(c.name, []))
-            placer.place(c, replayed)
+            try:
+                placer.place(c, replayed)
+            except InputError as e:
+                placer._record(_failed(c, BAD_ANNOTATION + str(e), replayed))
     return plan_report(placer, warnings, cgroup_driver), placer
 
 

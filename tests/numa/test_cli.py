@@ -276,3 +276,11 @@ def test_sysfs_without_numa_nodes(capsys, sysfs):
     rc, out, err = run(capsys, "numa", "plan", "--sysfs-root", root, PODS, "-o", "json")
     assert rc in (0, 1), err
     assert json.loads(out)["machine"]["numaNodes"] == 1
+
+
+def test_plan_bad_preference_annotation_exit_2(capsys, tmp_path):
+    bad = write(tmp_path, "bad.yaml", "kind: Pod\nmetadata:\n  name: b\n  annotations:\n"
+                "    prefer-shared-cpus.resource-policy.nri.io/pod: 'sometimes'\n"
+                "spec: {containers: [{name: c, resources: {limits: {cpu: '1', memory: 1Gi}}}]}\n")
+    rc, out, err = run(capsys, "numa", "plan", "--machine", MACHINE, bad)
+    assert rc == 2 and "prefer-shared-cpus" in err and "bad.yaml" in err and "Pod default/b" in err

@@ -174,3 +174,38 @@ def test_mixed_allocations(capsys, tmp_path):
     assert len(cpus["pod2c0"]) == 3 and len(cpus["pod2c0"] - others("pod2c0")) == 3
     assert len(cpus["pod2c1"]) == 4 and not (cpus["pod2c1"] - others("pod2c1"))
     assert mems["pod2c1"] in (mems["pod0c0"], mems["pod0c1"])
+
+
+def annotated(name, cpu, annotations):
+    ann = "".join("    %s: %s\n" % kv for kv in annotations.items())
+    return ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  annotations:\n%sspec:\n"
+            "  containers:\n  - name: %sc0\n    resources:\n      requests: {cpu: %s, memory: 100M}\n"
+            "      limits: {cpu: %s, memory: 100M}\n" % (name, ann, name, cpu, cpu))
+
+
+def test_isolcpus_preferences(capsys, tmp_path):
+    """e2e test08-isolcpus with isolcpus=8,9."""
+    from tacker_hwaffinity.numa.cpuset import parse_list
+    m = tmp_path / "m.yaml"
+    m.write_text(open(MACHINE).read() + 'isolated: "8-9"\n')
+    key = "prefer-isolated-cpus.cri-resource-manager.intel.com/pod"
+
+    def run(*docs):
+        p = tmp_path / "pods.yaml"
+        p.write_text("---\n".join(docs))
+        rc = main(["numa", "plan", "--machine", str(m), "--reserved-cpus", "750m", str(p),
+                   "-o", "json"])
+        out, err = capsys.readouterr()
+        assert rc == 0, err
+        rep = json.loads(out)["containers"]
+        return ({c["container"]: parse_list(c["cpus"]) for c in rep},
+                {c["container"]: parse_list(c["mems"]) for c in rep})
+    cpus, mems = run(annotated("pod0", 1, {key: '"true"'}),
+                     annotated("pod1", 1, {key: '"false"'}),
+                     annotated("pod2", 1, {}))
+    assert cpus["pod0c0"] in ({8}, {9}) and mems["pod0c0"] == {2}
+    assert not cpus["pod1c0"] & {8, 9}
+    assert cpus["pod2c0"] in ({8}, {9}) and cpus["pod2c0"] != cpus["pod0c0"]
+    assert mems["pod2c0"] == {2}
+    cpus, _ = run(annotated("pod3", "2000m", {key: '"true"'}))
+    assert cpus["pod3c0"] == {8, 9}

@@ -257,3 +257,39 @@ def test_invariants_random_sequences(seq):
         assert ex <= d.grant.pool.cpus
     for p in placer.pools:     # a leaf is never overcommitted by a whole CPU
         assert placer.allocatable_shared(p) > -1000
+
+
+def _req(cpu, ann, ns="default", qos="Guaranteed"):
+    p = gpod("p", cpu, ns=ns, annotations=ann)
+    p.qosclass = qos
+    r = request_for(p.containers[0])
+    return (r.full, r.fraction, r.isolate, r.cpu_type)
+
+
+CRP = "cri-resource-manager.intel.com"
+NRP = "resource-policy.nri.io"
+
+
+@pytest.mark.parametrize("cpu,ann,expected", [
+    ("1", {}, (1, 0, True, NORMAL)),
+    ("1", {"prefer-isolated-cpus.%s/pod" % CRP: "false"}, (1, 0, False, NORMAL)),
+    ("1", {"prefer-shared-cpus.%s/container.c" % CRP: "true"}, (0, 1000, False, NORMAL)),
+    ("1", {"prefer-shared-cpus.%s/container.other" % CRP: "true"}, (1, 0, True, NORMAL)),
+    ("1500m", {"prefer-shared-cpus.%s" % NRP: "1"}, (0, 1500, False, NORMAL)),
+    ("2", {"prefer-isolated-cpus.%s/pod" % CRP: "true"}, (2, 0, True, NORMAL)),
+    ("2", {}, (2, 0, False, NORMAL)),
+    ("2", {"prefer-shared-cpus.%s/pod" % CRP: "True"}, (0, 2000, False, NORMAL)),
+    ("2400m", {}, (0, 2400, False, NORMAL)),
+    ("2400m", {"prefer-shared-cpus.%s/pod" % CRP: "false"}, (2, 400, False, NORMAL)),
+    ("1", {"prefer-reserved-cpus.%s/pod" % CRP: "true"}, (0, 1000, False, RESERVED)),
+])
+def test_cpu_preferences(cpu, ann, expected):
+    assert _req(cpu, ann) == expected
+
+
+def test_reserved_namespace_opt_out_and_bad_value():
+    assert _req("1", {}, ns="kube-system")[3] == RESERVED
+    assert _req("1", {"prefer-reserved-cpus.%s/pod" % CRP: "false"}, ns="kube-system")[3] == NORMAL
+    from tacker_hwaffinity.errors import InputError
+    with pytest.raises(InputError, match="prefer-isolated-cpus"):
+        _req("1", {"prefer-isolated-cpus.%s/pod" % CRP: "maybe"})
