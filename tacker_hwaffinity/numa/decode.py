@@ -30,6 +30,7 @@ _NAN = (".nan", ".NaN", ".NAN")
 _YAML_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 _GO_INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO]?[0-7]+|0[bB][01]+|[0-9]+)$")
 _MAX_DEPTH = 64
+_MAX_NODES = 100000       # bounds alias expansion ("billion laughs")
 INT32 = (-2 ** 31, 2 ** 31 - 1)
 
 
@@ -74,32 +75,37 @@ def parse(text):
         raise DecodeError("more than one YAML document", mark=docs[1].start_mark)
     if not docs:
         return Node(None, None)
-    return _convert(docs[0], text, 0, set())
+    return _convert(docs[0], text, 0, set(), [0])
 
 
-def _convert(node, text, depth, active):
+def _convert(node, text, depth, active, count):
     if depth > _MAX_DEPTH or id(node) in active:
         raise DecodeError("nesting too deep or recursive alias", mark=node.start_mark)
+    count[0] += 1
+    if count[0] > _MAX_NODES:
+        raise DecodeError("document too large (more than %d values after alias expansion)"
+                          % _MAX_NODES, mark=node.start_mark)
     mark = node.start_mark
     if isinstance(node, yaml.ScalarNode):
         return Node(_scalar(node, text), mark)
     active = active | {id(node)}
     if isinstance(node, yaml.SequenceNode):
-        return Node([_convert(n, text, depth + 1, active) for n in node.value], mark)
+        return Node([_convert(n, text, depth + 1, active, count) for n in node.value], mark)
     items = MapItems()
     merged = []
     for k, v in node.value:
         if k.tag == "tag:yaml.org,2002:merge" or (not k.style and k.value == "<<"):
             merged.append(v)
             continue
-        items.append((_convert(k, text, depth + 1, active), _convert(v, text, depth + 1, active)))
+        items.append((_convert(k, text, depth + 1, active, count),
+                      _convert(v, text, depth + 1, active, count)))
     for m in merged:     # merge keys never override explicit keys
         sources = m.value if isinstance(m, yaml.SequenceNode) else [m]
         have = {_key_string(k) for k, _ in items}
         for src in sources:
             if not isinstance(src, yaml.MappingNode):
                 raise DecodeError("merge key needs a mapping", mark=src.start_mark)
-            for k, v in _convert(src, text, depth + 1, active).value:
+            for k, v in _convert(src, text, depth + 1, active, count).value:
                 ks = _key_string(k)
                 if ks not in have:
                     items.append((k, v))

@@ -97,6 +97,7 @@ class Placer:
         self._subtree = [p.subtree() for p in self.pools]
         self._up = [[p] + list(p.ancestors()) for p in self.pools]
         self._affinities = {}
+        self._leaf_of = {c: p.id for p in self.pools if p.is_leaf for c in p.cpus}
 
     # -- capacities ---------------------------------------------------
     def _sub(self, arr, p):
@@ -216,18 +217,18 @@ class Placer:
             pool_aff = self.pool_affinity(container)
             scores, cands = self.rank_pools(req, pool_aff)
             if not cands:
-                return self._record(Decision(container, req, None, scores, pool_aff,
+                return self.record(Decision(container, req, None, scores, pool_aff,
                                              "no pool has %d bytes of free memory" % req.memory,
                                              replayed))
             pool = cands[0].pool
         try:
             grant = self.allocate(pool, req, container)
         except ValueError as e:
-            return self._record(Decision(container, req, None, scores, pool_aff,
+            return self.record(Decision(container, req, None, scores, pool_aff,
                                          "cannot allocate from %s: %s" % (pool.name, e), replayed))
-        return self._record(Decision(container, req, grant, scores, pool_aff, None, replayed))
+        return self.record(Decision(container, req, grant, scores, pool_aff, None, replayed))
 
-    def _record(self, d):
+    def record(self, d):
         self.decisions.append(d)
         return d
 
@@ -277,12 +278,6 @@ class Placer:
                 slack = 1000 * len(x.sharable - self.used) - self._sub(self.shared, x)
                 budget[x.id] = max(0, slack // 1000)
         return (lambda c: leaf_of[c]), budget
-
-    @property
-    def _leaf_of(self):
-        if not hasattr(self, "_leaf_cache"):
-            self._leaf_cache = {c: p.id for p in self.pools if p.is_leaf for c in p.cpus}
-        return self._leaf_cache
 
     def cpuset(self, grant):
         """The container's current cpuset (shared sets shrink as exclusive CPUs go)."""

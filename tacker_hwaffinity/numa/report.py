@@ -57,7 +57,7 @@ def explain(pods, cluster_pods=(), colocate_pods=False, colocate_namespaces=Fals
 def plan(machine, pods, existing=(), cgroup_driver="systemd", **placer_opts):
     """Place the containers of EXISTING (replay) then PODS, in order; return (report, placer)."""
     placer = Placer(machine, **placer_opts)
-    errors, warnings = [], []
+    warnings = []
     order = [(p, True) for p in existing] + [(p, False) for p in pods]
     parsed = _affinities_by_pod([p for p, _ in order])
     for pod, replayed in order:
@@ -65,14 +65,13 @@ def plan(machine, pods, existing=(), cgroup_driver="systemd", **placer_opts):
         warnings.extend(unknown_container_warnings(pod, affs))
         for c in pod.containers:
             if error:
-                errors.append(error)
-                placer._record(_failed(c, BAD_ANNOTATION + error, replayed))
+                placer.record(_failed(c, BAD_ANNOTATION + error, replayed))
                 continue
             placer.set_affinities(c, affs.get(c.name, []))
             try:
                 placer.place(c, replayed)
             except InputError as e:
-                placer._record(_failed(c, BAD_ANNOTATION + str(e), replayed))
+                placer.record(_failed(c, BAD_ANNOTATION + str(e), replayed))
     return plan_report(placer, warnings, cgroup_driver), placer
 
 

@@ -293,3 +293,20 @@ def test_fuzz_structured_documents(doc, flavor, sign):
             a.match.validate()
             a.scope.validate()
             assert -1000 <= a.weight <= 1000 and a.weight != 0
+
+
+def test_alias_bomb_is_refused():
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        lines.append("a%d: &a%d [%s]" % (i, i, ", ".join(["*a%d" % (i - 1)] * 10)))
+    with pytest.raises(DecodeError, match="too large"):
+        parse("\n".join(lines))
+
+
+def test_merge_keys():
+    text = "base: &b {key: name, operator: Exists}\nc:\n- match: {<<: *b}\n"
+    with pytest.raises(DecodeError):        # 'base' is not a list of affinities
+        parse(text)
+    (a,) = parse("c:\n- match: &m {key: name, operator: Exists}\n- match: {<<: *m, "
+                 "operator: NotExist}\n")["c"][1:]
+    assert (a.match.key, a.match.op) == ("name", "NotExist")
