@@ -8,7 +8,8 @@ every placement evaluates affinities against all placed containers. QoS mixes
 Guaranteed (exclusive CPUs), Burstable and BestEffort.
 
 Reports the per-container placement decision time (affinity evaluation, pool
-scoring and ranking, CPU grant): p50 / p99 / max, against the 5 ms p99 goal.
+scoring and ranking, CPU grant): p50 / p99 / max, against the 5 ms p99 goal,
+and separately the per-pod annotation parsing time (done once per pod).
 Bounded: exactly --containers containers, and it stops after --max-seconds.
 
     python benchmarks/bench_numa.py [--containers 200] [--rounds 5]
@@ -75,11 +76,13 @@ app:
     return pods
 
 
-def run_once(m, pods, deadline):
+def run_once(m, pods, deadline, parse_times):
     placer = Placer(m)
     times, failed = [], 0
     for pod in pods:
+        t0 = time.perf_counter()
         affs = pod_affinities(pod)
+        parse_times.append(time.perf_counter() - t0)
         for c in pod.containers:
             t0 = time.perf_counter()
             placer.set_affinities(c, affs.get(c.name, []))
@@ -112,19 +115,26 @@ def main(argv=None):
     pods = workload(args.containers)
     n = sum(len(p.containers) for p in pods)
     deadline = time.perf_counter() + args.max_seconds
-    all_times, failed = [], 0
+    all_times, parse_times, failed = [], [], 0
     for _ in range(args.rounds):
-        t, failed = run_once(m, pods, deadline)
+        t, failed = run_once(m, pods, deadline, parse_times)
         all_times.extend(t)
     ms = sorted(x * 1000 for x in all_times)
-    p99 = ms[min(len(ms) - 1, int(round(0.99 * (len(ms) - 1))))]
+    p99 = _p99(ms)
+    parse_ms = sorted(x * 1000 for x in parse_times)
     print("machine under test: nproc=%d, cpu=%s, python %s"
           % (os.cpu_count() or 0, cpu_model(), platform.python_version()))
     print("modelled machine: %s; %d pools" % (m.summary(), len(Placer(m).pools)))
     print("placed %d containers x %d rounds (%d not placed per round)" % (n, args.rounds, failed))
     print("placement decision: p50 %.3f ms, p99 %.3f ms, max %.3f ms (goal p99 < %.1f ms)"
           % (statistics.median(ms), p99, ms[-1], GOAL_P99_MS))
+    print("annotation parsing (once per pod, cached as upstream): p50 %.3f ms, p99 %.3f ms"
+          % (statistics.median(parse_ms), _p99(parse_ms)))
     return 0 if p99 < GOAL_P99_MS else 1
+
+
+def _p99(ms):
+    return ms[min(len(ms) - 1, int(round(0.99 * (len(ms) - 1))))]
 
 
 if __name__ == "__main__":
