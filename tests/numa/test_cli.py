@@ -4,6 +4,7 @@ import os
 import xml.etree.ElementTree as ET
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from tacker_hwaffinity.cli.main import main
 
@@ -284,3 +285,39 @@ def test_plan_bad_preference_annotation_exit_2(capsys, tmp_path):
                 "spec: {containers: [{name: c, resources: {limits: {cpu: '1', memory: 1Gi}}}]}\n")
     rc, out, err = run(capsys, "numa", "plan", "--machine", MACHINE, bad)
     assert rc == 2 and "prefer-shared-cpus" in err and "bad.yaml" in err and "Pod default/b" in err
+
+
+_leaf = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.text(max_size=6),
+                  st.sampled_from(["1", "500m", "1Gi", "Guaranteed", "c", "containerd://x"]))
+_obj = st.recursive(_leaf, lambda ch: st.one_of(
+    st.lists(ch, max_size=3),
+    st.dictionaries(st.sampled_from(["name", "containers", "resources", "requests", "limits",
+                                     "cpu", "memory", "labels", "annotations", "uid",
+                                     "qosClass", "containerStatuses", "containerID",
+                                     "namespace", "initContainers"]), ch, max_size=4)),
+    max_leaves=25)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.one_of(
+    st.fixed_dictionaries({"kind": st.just("Pod"), "metadata": _obj, "spec": _obj,
+                           "status": _obj}),
+    st.fixed_dictionaries({
+        "kind": st.just("Pod"),
+        "metadata": st.fixed_dictionaries({"name": st.just("p")}, optional={
+            "labels": _obj, "annotations": _obj, "uid": _leaf, "namespace": _leaf}),
+        "spec": st.fixed_dictionaries({"containers": st.lists(st.fixed_dictionaries(
+            {"name": st.sampled_from(["a", "b", "c"])}, optional={"resources": _obj}),
+            max_size=3)}, optional={"initContainers": _obj}),
+        "status": _obj})))
+def test_fuzz_pod_objects_only_input_errors(obj):
+    from tacker_hwaffinity.errors import InputError
+    from tacker_hwaffinity.numa.report import explain
+    from tacker_hwaffinity.numa.subjects import pod_from_object
+    try:
+        pod = pod_from_object(obj, "fuzz.yaml")
+    except InputError as e:
+        assert "fuzz.yaml" in str(e)
+        return
+    rep, _, _ = explain([pod])
+    assert len(rep["containers"]) == len(pod.containers)
