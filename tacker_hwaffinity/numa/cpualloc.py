@@ -11,35 +11,45 @@ CPU manager do), preferring:
 3. otherwise nodes with the most idle cores first;
 4. then single threads, those whose sibling is already taken first.
 
-When allocating in a pool above the leaves, BUDGET (leaf key -> CPUs) caps
-what each leaf can give without overcommitting the shared CPU already granted
-in it; when that cannot meet the request, each leaf may give one CPU more
-(an overcommit below one CPU), and only then is the cap dropped.
+When allocating in a pool above the leaves, BUDGET caps how many CPUs each
+pool under it can give without overcommitting the shared CPU already granted
+in it; PATH(cpu) names the pools a CPU belongs to (its leaf first). When the
+caps cannot meet the request each pool may give one CPU more (an overcommit
+below one CPU), and only then are the caps dropped.
 """
 
 
-def take_cpus(machine, free, count, group=None, budget=None):
+def take_cpus(machine, free, count, path=None, budget=None):
     """Choose COUNT CPUs from the set FREE; return a frozenset (raise ValueError if short).
 
-    GROUP maps a CPU to its leaf (default: its NUMA node); BUDGET optionally
-    caps the CPUs taken per leaf.
+    PATH maps a CPU to the keys of the pools it is in, its leaf first
+    (default: its NUMA node); BUDGET optionally caps the CPUs taken per key.
     """
     if count > len(free):
         raise ValueError("only %d free CPUs, %d wanted" % (len(free), count))
+    if path is None:
+        path = (lambda c: (machine.cpus[c].node,))
     if budget:
-        for extra in (0, 1):    # floor budget first; then up to one CPU more per leaf
-            capped = _take(machine, free, count, group,
+        for extra in (0, 1):    # caps first; then up to one CPU more per pool
+            capped = _take(machine, free, count, path,
                            {g: b + extra for g, b in budget.items()})
             if capped is not None:
                 return capped
-    return _take(machine, free, count, group, None)
+    return _take(machine, free, count, path, {})
 
 
-def _take(machine, free, count, group, budget):
+def _take(machine, free, count, path, cap):
     cpus = machine.cpus
-    group = group or (lambda c: cpus[c].node)
-    if budget:
-        free = {c for c in free if budget.get(group(c), count) > 0}
+    paths = {c: path(c) for c in free}
+
+    def room(c):
+        return min((cap.get(k, count) for k in paths[c]), default=count)
+
+    def take(c):
+        for k in paths[c]:
+            if k in cap:
+                cap[k] -= 1
+    free = {c for c in free if room(c) > 0}
     if count > len(free):
         return None
     cores = {}
@@ -47,18 +57,13 @@ def _take(machine, free, count, group, budget):
         cores.setdefault(cpus[c].core, []).append(c)
     idle = {}        # leaf -> [core thread lists] of idle cores
     for core, threads in cores.items():
-        sib = cpus[threads[0]].siblings
-        if len(threads) == len(sib):
-            idle.setdefault(group(threads[0]), []).append(sorted(threads))
+        if len(threads) == len(cpus[threads[0]].siblings):
+            idle.setdefault(paths[threads[0]][0], []).append(sorted(threads))
     for lst in idle.values():
         lst.sort()
-    cap = dict(budget) if budget else {}
-
-    def room(g):
-        return cap.get(g, count)
 
     def size(n):
-        return min(room(n), sum(len(t) for t in idle[n]))
+        return min(room(idle[n][0][0]), sum(len(t) for t in idle[n]))
     chosen = []
     fits = [(size(n), n) for n in idle if size(n) >= count]
     if fits:
@@ -67,19 +72,21 @@ def _take(machine, free, count, group, budget):
         order = sorted(idle, key=lambda n: (-size(n), n))
     for n in order:
         for threads in idle[n]:
-            if len(chosen) + len(threads) <= count and room(n) >= len(threads):
+            if len(chosen) + len(threads) <= count and room(threads[0]) >= len(threads):
+                for c in threads:
+                    take(c)
                 chosen.extend(threads)
-                cap[n] = room(n) - len(threads)
             if len(chosen) == count:
                 return frozenset(chosen)
     rest = sorted(free - set(chosen),
-                  key=lambda c: (len([s for s in cpus[c].siblings if s in free]), group(c), c))
+                  key=lambda c: (len([s for s in cpus[c].siblings if s in free]),
+                                 paths[c][0], c))
     for c in rest:
         if len(chosen) == count:
             break
-        if room(group(c)) > 0:
+        if room(c) > 0:
             chosen.append(c)
-            cap[group(c)] = room(group(c)) - 1
+            take(c)
     if len(chosen) < count:
         return None
     return frozenset(chosen)

@@ -241,11 +241,11 @@ class Placer:
         exclusive = frozenset()
         if full > 0:
             iso = pool.isolated - self.used
-            group, budget = self._leaf_budget(pool)
+            path, budget = self._budget(pool)
             if req.isolate and len(iso) >= full:
-                exclusive = take_cpus(self.machine, iso, full, group)
+                exclusive = take_cpus(self.machine, iso, full, path)
             elif self.allocatable_shared(pool) > 1000 * full:
-                exclusive = take_cpus(self.machine, pool.sharable - self.used, full, group,
+                exclusive = take_cpus(self.machine, pool.sharable - self.used, full, path,
                                       budget)
             else:
                 raise ValueError("%d exclusive CPUs wanted, %dm shared capacity left"
@@ -266,18 +266,20 @@ class Placer:
         self.grants[container] = grant
         return grant
 
-    def _leaf_budget(self, pool):
-        """Leaf of each CPU under POOL, and how many CPUs each leaf can give away
-        without overcommitting the shared CPU granted in it."""
+    def _budget(self, pool):
+        """Pools under POOL a CPU belongs to (leaf first), and how many CPUs each
+        can give away without overcommitting the shared CPU granted in it."""
+        up = self._up
         leaf_of = self._leaf_of
-        if pool.is_leaf:
-            return (lambda c: leaf_of[c]), None
+
+        def path(c):
+            leaf = leaf_of[c]
+            return (leaf,) + tuple(x.id for x in up[leaf][1:] if x.depth > pool.depth)
         budget = {}
-        for x in self._subtree[pool.id]:
-            if x.is_leaf:
-                slack = 1000 * len(x.sharable - self.used) - self._sub(self.shared, x)
-                budget[x.id] = max(0, slack // 1000)
-        return (lambda c: leaf_of[c]), budget
+        for x in self._subtree[pool.id][1:]:
+            slack = 1000 * len(x.sharable - self.used) - self._sub(self.shared, x)
+            budget[x.id] = max(0, slack // 1000)
+        return path, budget
 
     def cpuset(self, grant):
         """The container's current cpuset (shared sets shrink as exclusive CPUs go)."""

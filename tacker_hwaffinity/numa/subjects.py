@@ -129,7 +129,11 @@ def _str_map(value, source, obj, field):
 
 def _container_ids(status, source, obj):
     ids = {}
-    for i, st in enumerate((status or {}).get("containerStatuses") or []):
+    statuses = (status or {}).get("containerStatuses") or []
+    if not isinstance(statuses, list):
+        raise InputError("expected a list", source=source, obj=obj,
+                         field="status.containerStatuses")
+    for i, st in enumerate(statuses):
         if not isinstance(st, dict):
             raise InputError("expected a mapping", source=source, obj=obj,
                              field="status.containerStatuses[%d]" % i)
@@ -169,6 +173,9 @@ def pod_from_object(obj, source=None):
     if not isinstance(spec, dict) or not isinstance(spec.get("containers"), list):
         raise InputError("expected a list of containers", source=source, obj=where,
                          field="spec.containers")
+    if not isinstance(spec.get("initContainers") or [], list):
+        raise InputError("expected a list of containers", source=source, obj=where,
+                         field="spec.initContainers")
     try:
         qosclass = status.get("qosClass") or qosmod.pod_qos_class(obj)
     except InputError as e:
