@@ -209,9 +209,9 @@ main() {
     fi
     local b
     for b in "${BINARIES[@]}"; do
-        log "$(basename "${b}"): $("${BIN_DIR}/${b}" --version 2>&1 | head -n 1)"
+        log "$(basename "${b}"): $("${BIN_DIR}/${b}" --version 2>&1 | sed -n 1p)"
     done
-    log "etcd: $(etcd --version 2>/dev/null | head -n 1 || echo missing)"
+    log "etcd: $(etcd --version 2>/dev/null | sed -n 1p)"
     log "done in $(( $(date +%s) - t0 )) s; binaries in ${BIN_DIR}"
 }
 
