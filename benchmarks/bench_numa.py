@@ -31,7 +31,7 @@ GOAL_P99_MS = 5.0
 
 
 def machine():
-    sockets, cpu = [], 0
+    sockets = []
     ncores = 4 * 2 * 14
     for s in range(4):
         nodes = []

@@ -28,7 +28,8 @@ def take_cpus(machine, free, count, path=None, budget=None):
     if count > len(free):
         raise ValueError("only %d free CPUs, %d wanted" % (len(free), count))
     if path is None:
-        path = (lambda c: (machine.cpus[c].node,))
+        def path(c):
+            return (machine.cpus[c].node,)
     if budget:
         for extra in (0, 1):    # caps first; then up to one CPU more per pool
             capped = _take(machine, free, count, path,

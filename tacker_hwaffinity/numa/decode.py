@@ -215,8 +215,8 @@ def go_float32_string(f):
     return ("-" if neg else "") + out
 
 
-def _key_string(node):
-    v = node.value
+def _scalar_text(v):
+    """A YAML scalar as Go's decoder turns it into a string, or None for other values."""
     if isinstance(v, str):
         return v
     if isinstance(v, bool):
@@ -224,9 +224,17 @@ def _key_string(node):
     if isinstance(v, int):
         return str(v)
     if isinstance(v, float):
-        s = go_float32_string(v)
-        return {"+Inf": ".inf", "-Inf": "-.inf", "NaN": ".nan"}.get(s, s)
-    raise DecodeError("unsupported mapping key %s" % _kind(v), mark=node.mark)
+        return go_float32_string(v)
+    return None
+
+
+def _key_string(node):
+    s = _scalar_text(node.value)
+    if s is None:
+        raise DecodeError("unsupported mapping key %s" % _kind(node.value), mark=node.mark)
+    if isinstance(node.value, float):
+        s = {"+Inf": ".inf", "-Inf": "-.inf", "NaN": ".nan"}.get(s, s)
+    return s
 
 
 def _kind(v):
@@ -244,18 +252,12 @@ def _kind(v):
 
 
 def as_string(node, path):
-    v = node.value
-    if v is None:
+    if node.value is None:
         return ""
-    if isinstance(v, str):
-        return v
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        return go_float32_string(v)
-    raise DecodeError("expected a string, got %s" % _kind(v), path, node.mark)
+    s = _scalar_text(node.value)
+    if s is None:
+        raise DecodeError("expected a string, got %s" % _kind(node.value), path, node.mark)
+    return s
 
 
 def as_int32(node, path):

@@ -92,7 +92,8 @@ class Machine:
         return sorted({cpu.socket for cpu in self.cpus.values() if cpu.online})
 
     def dies(self, socket):
-        return sorted({cpu.die for cpu in self.cpus.values() if cpu.online and cpu.socket == socket})
+        return sorted({cpu.die for cpu in self.cpus.values()
+                       if cpu.online and cpu.socket == socket})
 
     def cpu_nodes(self):
         """NUMA nodes with online CPUs, by id."""

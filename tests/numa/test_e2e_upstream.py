@@ -179,7 +179,8 @@ def test_mixed_allocations(capsys, tmp_path):
 def annotated(name, cpu, annotations):
     ann = "".join("    %s: %s\n" % kv for kv in annotations.items())
     return ("apiVersion: v1\nkind: Pod\nmetadata:\n  name: %s\n  annotations:\n%sspec:\n"
-            "  containers:\n  - name: %sc0\n    resources:\n      requests: {cpu: %s, memory: 100M}\n"
+            "  containers:\n  - name: %sc0\n    resources:\n"
+            "      requests: {cpu: %s, memory: 100M}\n"
             "      limits: {cpu: %s, memory: 100M}\n" % (name, ann, name, cpu, cpu))
 
 

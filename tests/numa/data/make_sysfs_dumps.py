@@ -7,17 +7,7 @@ tests/numa/conftest.py expands a dump into a directory tree.
 """
 import os
 
-
-def fmt(ids):
-    ids = sorted(ids)
-    out, i = [], 0
-    while i < len(ids):
-        j = i
-        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-            j += 1
-        out.append(str(ids[i]) if i == j else "%d-%d" % (ids[i], ids[j]))
-        i = j + 1
-    return ",".join(out)
+from tacker_hwaffinity.numa.cpuset import format_list as fmt
 
 
 def dump(layout, threads, offline=(), isolated=(), with_die=True, mem_only=None, mem_kb=None):
