@@ -153,7 +153,9 @@ def resolve_plain(v):
     if v and (v[0].isdigit() or v[0] in "+-."):
         plain = v.replace("_", "")
         if _GO_INT.match(plain):
-            return _go_parse_int(plain)
+            n = _go_parse_int(plain)
+            if n is not None:
+                return n
         if _YAML_FLOAT.match(plain):
             try:
                 return float(plain)
@@ -163,6 +165,15 @@ def resolve_plain(v):
 
 
 def _go_parse_int(s):
+    """strconv.ParseInt(s, 0, 64) (then uint64, then float), or None when it fails,
+    as for '08': go-yaml then tries the text as a float."""
+    try:
+        return _go_parse_int_strict(s)
+    except ValueError:
+        return None
+
+
+def _go_parse_int_strict(s):
     sign = -1 if s[0] == "-" else 1
     s = s.lstrip("+-")
     low = s.lower()

@@ -310,3 +310,10 @@ def test_merge_keys():
     (a,) = parse("c:\n- match: &m {key: name, operator: Exists}\n- match: {<<: *m, "
                  "operator: NotExist}\n")["c"][1:]
     assert (a.match.key, a.match.op) == ("name", "NotExist")
+
+
+def test_leading_zero_non_octal_resolves_as_float_like_go_yaml():
+    # go-yaml: ParseInt("08", 0, 64) fails (not octal), ParseFloat gives 8
+    from tacker_hwaffinity.numa.decode import resolve_plain
+    assert resolve_plain("08") == 8.0 and isinstance(resolve_plain("08"), float)
+    assert resolve_plain("010") == 8 and isinstance(resolve_plain("010"), int)
