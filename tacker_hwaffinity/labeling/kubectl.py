@@ -1,0 +1,69 @@
+"""kubectl invocations as argument lists, and parsing of what kubectl prints.
+
+Labels are applied in ONE call for all nodes, with server-side apply of
+partial Node objects under our own field manager: idempotent, overwriting,
+and it prints the resulting nodes, so the labels are read back in the same
+round trip.
+"""
+import json
+
+FIELD_MANAGER = "tacker-hwaffinity"
+
+
+class KubectlOutputError(Exception):
+    """kubectl printed something that is not what was asked for."""
+
+
+def get_nodes():
+    return ["kubectl", "get", "nodes", "-o", "json"]
+
+
+def apply_labels(desired):
+    """(argv, stdin) that set DESIRED {node: {key: value}} on every node at once."""
+    items = [{"apiVersion": "v1", "kind": "Node",
+              "metadata": {"name": name, "labels": dict(labels)}}
+             for name, labels in sorted(desired.items())]
+    doc = {"apiVersion": "v1", "kind": "List", "items": items}
+    argv = ["kubectl", "apply", "--server-side", "--force-conflicts",
+            "--field-manager=" + FIELD_MANAGER, "-o", "json", "-f", "-"]
+    return argv, json.dumps(doc, sort_keys=True)
+
+
+def cordon(nodes):
+    return ["kubectl", "cordon"] + sorted(nodes)
+
+
+def drain(node, timeout, delete_emptydir_data=True, force=False):
+    argv = ["kubectl", "drain", node, "--ignore-daemonsets", "--timeout=%ds" % timeout]
+    if delete_emptydir_data:
+        argv.append("--delete-emptydir-data")
+    if force:
+        argv.append("--force")
+    return argv
+
+
+def delete_nodes(nodes):
+    return ["kubectl", "delete", "node", "--ignore-not-found", "--wait=false"] + sorted(nodes)
+
+
+def parse_nodes(text):
+    """Nodes from 'kubectl get nodes -o json' (or apply -o json): [(name, ips, labels)]."""
+    try:
+        doc = json.loads(text)
+    except ValueError as e:
+        raise KubectlOutputError("kubectl did not print JSON: %s" % e)
+    if not isinstance(doc, dict):
+        raise KubectlOutputError("kubectl printed %s, expected an object" % type(doc).__name__)
+    items = doc.get("items") if doc.get("kind", "").endswith("List") else [doc]
+    if not isinstance(items, list):
+        raise KubectlOutputError("kubectl printed a list without items")
+    out = []
+    for item in items:
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
+            raise KubectlOutputError("kubectl printed a node without metadata.name")
+        addrs = ((item.get("status") or {}).get("addresses")) or []
+        ips = [a.get("address") for a in addrs
+               if isinstance(a, dict) and a.get("type") == "InternalIP" and a.get("address")]
+        out.append((meta["name"], ips, meta.get("labels") or {}))
+    return out

@@ -1,0 +1,207 @@
+"""The driver's parameters: our ``hwaffinity_param`` block and the reference
+driver's ``k8s_cluster_installation_param`` (read so existing packages switch
+drivers without edits). Validated before anything changes; an error names the
+field. One declarative spec gives both the validator and the JSON schema.
+"""
+from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.k8s.validation import qualified_name_error
+
+BLOCK = "hwaffinity_param"
+REFERENCE_BLOCK = "k8s_cluster_installation_param"
+HOST_SOURCES = ("auto", "host", "hostId")
+ON_COLOCATION = ("warn", "fail")
+
+
+class F:
+    """One field: JSON type, default, description, and extra checks."""
+
+    def __init__(self, type_, default=None, doc="", enum=None, minimum=None, maximum=None,
+                 items=None, fields=None, secret=False, check=None):
+        self.type, self.default, self.doc, self.enum = type_, default, doc, enum
+        self.minimum, self.maximum, self.items, self.fields = minimum, maximum, items, fields
+        self.secret, self.check = secret, check
+
+
+def _label_key(value):
+    return qualified_name_error(value)
+
+
+_HOST_KEY_FIELDS = {
+    "known_hosts": F("string", doc="known_hosts lines for the target (OpenSSH format)"),
+    "host_key_fingerprints": F("array", items=F("string"), default=[],
+                               doc="accepted host key fingerprints, 'SHA256:...' as "
+                                   "ssh-keygen -lf prints them"),
+}
+_AUTH_FIELDS = {
+    "username": F("string", doc="login user (default: the reference block's master user)"),
+    "password": F("string", secret=True, doc="password (prefer private_key)"),
+    "private_key": F("string", secret=True, doc="private key, PEM/OpenSSH text"),
+    "private_key_passphrase": F("string", secret=True, doc="passphrase of private_key"),
+}
+SPEC = {
+    "label_keys": F("array", items=F("string", check=_label_key), default=[DEFAULT_HOST_LABEL],
+                    doc="node label keys set to the worker's compute host"),
+    "zone_label_key": F("string", check=_label_key,
+                        doc="node label key set to the worker's availability zone, e.g. "
+                            "topology.kubernetes.io/zone (unset: no zone label)"),
+    "host_source": F("string", default="auto", enum=HOST_SOURCES,
+                     doc="auto: OS-EXT-SRV-ATTR:host when the VIM user may see it, else "
+                         "hostId; host or hostId: forced"),
+    "on_colocation": F("string", default="warn", enum=ON_COLOCATION,
+                       doc="two workers on one compute host: warn, or fail the operation"),
+    "kubeconfig": F("string", secret=True,
+                    doc="reach the cluster through this kubeconfig instead of SSH"),
+    "ssh": F("object", fields=dict(_AUTH_FIELDS, **_HOST_KEY_FIELDS, **{
+        "host": F("string", doc="SSH target (default: the first master's ssh_cp address)"),
+        "port": F("integer", default=22, minimum=1, maximum=65535),
+        "insecure_ignore_host_key": F("boolean", default=False,
+                                      doc="accept any host key (explicit opt-out; logged)"),
+        "jump_host": F("object", fields=dict(_AUTH_FIELDS, **_HOST_KEY_FIELDS, **{
+            "host": F("string"), "port": F("integer", default=22, minimum=1, maximum=65535)})),
+        "connect_timeout": F("number", default=10, minimum=0.1, maximum=600),
+        "command_timeout": F("number", default=120, minimum=0.1, maximum=7200),
+        "retries": F("integer", default=3, minimum=0, maximum=20),
+    }), default={}),
+    "drain": F("object", default={}, fields={
+        "timeout": F("integer", default=300, minimum=1, maximum=86400,
+                     doc="seconds kubectl drain may take (PodDisruptionBudgets honoured)"),
+        "delete_emptydir_data": F("boolean", default=True),
+        "force": F("boolean", default=False, doc="also evict pods without a controller"),
+    }),
+}
+_NODE_FIELDS = {"aspect_id": F("string"), "ssh_cp_name": F("string"), "nic_cp_name": F("string"),
+                "username": F("string"), "password": F("string", secret=True)}
+
+
+def _json_type_ok(t, v):
+    if t == "string":
+        return isinstance(v, str)
+    if t == "boolean":
+        return isinstance(v, bool)
+    if t == "integer":
+        return isinstance(v, int) and not isinstance(v, bool)
+    if t == "number":
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if t == "array":
+        return isinstance(v, list)
+    return isinstance(v, dict)
+
+
+def _validate(spec, value, path, strict=True):
+    if not _json_type_ok(spec.type, value):
+        raise InputError("expected %s %s" % ("an" if spec.type[0] in "aeiou" else "a", spec.type),
+                         field=path)
+    if spec.enum and value not in spec.enum:
+        raise InputError("must be one of %s" % ", ".join(spec.enum), field=path)
+    if spec.minimum is not None and value < spec.minimum:
+        raise InputError("must be at least %s" % spec.minimum, field=path)
+    if spec.maximum is not None and value > spec.maximum:
+        raise InputError("must be at most %s" % spec.maximum, field=path)
+    if spec.check:
+        err = spec.check(value)
+        if err:
+            raise InputError("invalid %r: %s" % (value, err), field=path)
+    if spec.type == "array":
+        return [_validate(spec.items, v, "%s[%d]" % (path, i)) for i, v in enumerate(value)]
+    if spec.type == "object":
+        return _validate_object(spec.fields, value, path, strict)
+    return value
+
+
+def _validate_object(fields, value, path, strict=True):
+    if strict:
+        unknown = sorted(set(value) - set(fields))
+        if unknown:
+            raise InputError("unknown field %s (expected one of %s)"
+                             % (unknown[0], ", ".join(sorted(fields))),
+                             field="%s.%s" % (path, unknown[0]))
+    out = {}
+    for name, spec in fields.items():
+        if name in value and value[name] is not None:
+            out[name] = _validate(spec, value[name], "%s.%s" % (path, name), strict)
+        elif spec.type == "object" and spec.default is not None:
+            out[name] = _validate_object(spec.fields, {}, "%s.%s" % (path, name), strict)
+        else:
+            out[name] = spec.default
+    return out
+
+
+def parse(additional_params, where="additionalParams"):
+    """Validated parameters: ``{"hwaffinity": {...}, "master": {...}, "worker": {...}}``."""
+    if additional_params is None:
+        additional_params = {}
+    if not isinstance(additional_params, dict):
+        raise InputError("expected an object", field=where)
+    ours = additional_params.get(BLOCK) or {}
+    if not isinstance(ours, dict):
+        raise InputError("expected an object", field="%s.%s" % (where, BLOCK))
+    params = _validate_object(SPEC, ours, "%s.%s" % (where, BLOCK))
+    if not params["label_keys"] and not params["zone_label_key"]:
+        raise InputError("at least one label key is needed",
+                         field="%s.%s.label_keys" % (where, BLOCK))
+    ssh = params["ssh"]
+    if ssh.get("insecure_ignore_host_key") and (ssh.get("known_hosts")
+                                                or ssh.get("host_key_fingerprints")):
+        raise InputError("insecure_ignore_host_key contradicts the host keys given",
+                         field="%s.%s.ssh.insecure_ignore_host_key" % (where, BLOCK))
+    ref = additional_params.get(REFERENCE_BLOCK) or {}
+    if not isinstance(ref, dict):
+        raise InputError("expected an object", field="%s.%s" % (where, REFERENCE_BLOCK))
+    roles = {}
+    for role in ("master_node", "worker_node"):
+        raw = ref.get(role) or {}
+        rpath = "%s.%s.%s" % (where, REFERENCE_BLOCK, role)
+        if not isinstance(raw, dict):
+            raise InputError("expected an object", field=rpath)
+        # the reference block carries installation fields we do not use: not strict
+        roles[role] = _validate_object(_NODE_FIELDS, raw, rpath, strict=False)
+    return {"hwaffinity": params, "master": roles["master_node"], "worker": roles["worker_node"]}
+
+
+def json_schema():
+    """JSON Schema (draft 2020-12) of the ``hwaffinity_param`` block."""
+    def conv(spec):
+        out = {"type": spec.type}
+        if spec.doc:
+            out["description"] = spec.doc
+        if spec.enum:
+            out["enum"] = list(spec.enum)
+        if spec.minimum is not None:
+            out["minimum"] = spec.minimum
+        if spec.maximum is not None:
+            out["maximum"] = spec.maximum
+        if spec.default is not None and spec.type != "object":
+            out["default"] = spec.default
+        if spec.secret:
+            out["writeOnly"] = True
+        if spec.type == "array":
+            out["items"] = conv(spec.items)
+        if spec.type == "object":
+            out["properties"] = {k: conv(v) for k, v in spec.fields.items()}
+            out["additionalProperties"] = False
+        return out
+    schema = conv(F("object", fields=SPEC, doc="tacker-hwaffinity MgmtDriver parameters"))
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = BLOCK
+    return schema
+
+
+def secrets(params):
+    """Every secret value in PARAMS, so adapters can keep them out of logs."""
+    found = []
+
+    def walk(spec_fields, values):
+        for name, spec in spec_fields.items():
+            v = values.get(name)
+            if v is None:
+                continue
+            if spec.secret and isinstance(v, str) and v:
+                found.append(v)
+            elif spec.type == "object":
+                walk(spec.fields, v)
+    walk(SPEC, params["hwaffinity"])
+    for role in ("master", "worker"):
+        if params[role].get("password"):
+            found.append(params[role]["password"])
+    return found
