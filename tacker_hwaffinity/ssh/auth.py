@@ -1,0 +1,124 @@
+"""Credentials: a private key (text, optional passphrase) or a password.
+
+Loading a key never lets the key text or the passphrase reach an exception
+message or a traceback: failures are re-raised ``from None`` with a message
+that names only the key's format.
+"""
+import io
+
+import paramiko
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
+
+from .errors import AuthenticationError, ConfigError
+from .hostkeys import fingerprint
+
+
+def _key_class(data, password):
+    """The paramiko class for key DATA (bytes), detected as paramiko's from_path does."""
+    try:
+        loaded = serialization.load_ssh_private_key(data, password=password)
+    except ValueError:
+        loaded = serialization.load_pem_private_key(data, password=password)
+    if isinstance(loaded, rsa.RSAPrivateKey):
+        return paramiko.RSAKey
+    if isinstance(loaded, ed25519.Ed25519PrivateKey):
+        return paramiko.Ed25519Key
+    if isinstance(loaded, ec.EllipticCurvePrivateKey):
+        return paramiko.ECDSAKey
+    raise ConfigError("private key: unsupported type %s (use RSA, ECDSA or Ed25519)"
+                      % type(loaded).__name__.lstrip("_"))
+
+
+def _format(text):
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return first if first.startswith("-----BEGIN ") and len(first) < 60 else "unrecognised text"
+
+
+class PrivateKey:
+    """A private key given as text (OpenSSH or PEM format), loaded at once."""
+
+    def __init__(self, text, passphrase=None):
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", "replace")
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigError("private key: empty")
+        pw = passphrase.encode("utf-8") if isinstance(passphrase, str) else passphrase
+        self._secrets = tuple(s for s in (passphrase, text) if s)
+        try:
+            cls = _key_class(text.encode("utf-8"), pw or None)
+            self.key = cls.from_private_key(io.StringIO(text), password=passphrase or None)
+        except ConfigError:
+            raise
+        except TypeError:
+            # cryptography: "Password was not given but private key is encrypted"
+            # or "Password was given but private key is not encrypted"
+            if pw:
+                self.key = None
+            else:
+                raise ConfigError("private key (%s) is encrypted and no passphrase was given"
+                                  % _format(text)) from None
+        except (ValueError, paramiko.SSHException, IndexError):
+            raise ConfigError("private key (%s) could not be loaded: wrong passphrase or not "
+                              "an RSA, ECDSA or Ed25519 key" % _format(text)) from None
+        if self.key is None:
+            # a passphrase was given for an unencrypted key: use the key as is
+            cls = _key_class(text.encode("utf-8"), None)
+            self.key = cls.from_private_key(io.StringIO(text))
+        self.key_type = self.key.get_name()
+        self.fingerprint = fingerprint(self.key.asbytes())
+
+    @property
+    def secrets(self):
+        return self._secrets
+
+    def authenticate(self, transport, username):
+        return transport.auth_publickey(username, self.key)
+
+    def describe(self):
+        return "public key %s %s" % (self.key_type, self.fingerprint)
+
+    def __repr__(self):
+        return "PrivateKey(%s %s)" % (self.key_type, self.fingerprint)
+
+
+class Password:
+    """A password. Prefer keys: a password is sent to whoever holds the host key."""
+
+    def __init__(self, password):
+        if not isinstance(password, str) or not password:
+            raise ConfigError("password: empty")
+        self._password = password
+
+    @property
+    def secrets(self):
+        return (self._password,)
+
+    def authenticate(self, transport, username):
+        # fallback: servers that allow only keyboard-interactive get the same password
+        return transport.auth_password(username, self._password, fallback=True)
+
+    def describe(self):
+        return "password"
+
+    def __repr__(self):
+        return "Password(***)"
+
+
+def authenticate(transport, username, credentials, where):
+    """Try CREDENTIALS in order on an open TRANSPORT; AuthenticationError when none works."""
+    tried = []
+    for cred in credentials:
+        tried.append(cred.describe())
+        try:
+            remaining = cred.authenticate(transport, username)
+        except paramiko.BadAuthenticationType as e:
+            tried[-1] += " (server allows only %s)" % ",".join(e.allowed_types or ["nothing"])
+            continue
+        except paramiko.AuthenticationException:
+            continue
+        if transport.is_authenticated():
+            return cred
+        tried[-1] += " (partial; server also wants %s)" % ",".join(remaining or [])
+    raise AuthenticationError("authentication as %r failed on %s; tried: %s"
+                              % (username, where, "; ".join(tried) or "no credentials"))
