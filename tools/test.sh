@@ -35,6 +35,10 @@ case " $* " in
     *"not controlplane"*) log "control-plane tests excluded: not building Kubernetes" ;;
     *) bash tools/build-kube.sh ;;
 esac
+case " $* " in
+    *"not openstack"*) log "OpenStack tests excluded: not building the OpenStack venv" ;;
+    *) bash tools/openstack-venv.sh ;;
+esac
 
 log "running pytest $*"
 set +e

@@ -1,0 +1,286 @@
+"""Real OpenStack Nova on loopback, with fake hypervisors: a test server.
+
+Run with the python of the venv built by ``tools/openstack-venv.sh`` (never
+import this into the pytest process: Nova monkey-patches with eventlet)::
+
+    <venv>/bin/python tests/openstack/fakecloud.py --computes 3
+
+One process holds the real Nova API (behind the real keystonemiddleware
+``authtoken`` + ``keystonecontext`` paste pipeline), conductor, scheduler and
+N ``nova-compute`` services (``compute1``..``computeN``) using a fake virt
+driver, plus real Placement (``openstack-placement``), all on sqlite and the
+``fake://`` oslo.messaging transport. It is built by calling Nova's own
+functional-test ``TestCase.setUp()`` by hand and is never torn down: stop the
+process (SIGTERM/SIGKILL).
+
+One eventlet WSGI server on ``127.0.0.1:<port>`` serves:
+
+* ``/identity`` a minimal fake Keystone v3 (``fakekeystone.py``);
+* ``/compute`` the Nova API (``/compute/v2.1``);
+* ``/image`` a tiny read-only fake Glance v2 backed by Nova's GlanceFixture.
+
+When ready it prints one line ``READY {json}`` on stdout; the JSON has
+``port``, ``auth_url``, ``compute_url``, ``image_url``, ``hosts``,
+``images`` ({name: id}), ``flavors`` ({name: id}), ``pid``.
+Logs go to stderr.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+_T0 = time.monotonic()
+
+# Importing nova.tests applies eventlet monkey patching first.
+import nova.tests  # noqa: E402,F401  (side effect: eventlet.monkey_patch())
+
+import eventlet  # noqa: E402
+import eventlet.wsgi  # noqa: E402
+import logging  # noqa: E402
+
+from keystonemiddleware import fixture as ksm_fixture  # noqa: E402
+from oslo_config import cfg  # noqa: E402
+
+from nova import context as nova_context  # noqa: E402
+from nova import objects  # noqa: E402
+from nova import test  # noqa: E402
+from nova.tests import fixtures as nova_fixtures  # noqa: E402
+from nova.tests.functional import fixtures as func_fixtures  # noqa: E402
+from nova.tests.functional import integrated_helpers  # noqa: E402
+from nova.virt import fake as fake_virt  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fakekeystone  # noqa: E402
+
+CONF = cfg.CONF
+LOG = logging.getLogger("fakecloud")
+
+# A named image for templates (Heat's glance.image constraint resolves names).
+CIRROS_ID = "c1a7b5c0-0d5e-4f51-9a8d-0c1f2a3b4c5d"
+CIRROS_NAME = "cirros"
+
+
+class HarnessFakeDriver(fake_virt.FakeDriver):
+    """Roomy fake hypervisor: capacity never limits the tests, policies do."""
+
+    vcpus = 64
+    memory_mb = 131072
+    local_gb = 10000
+
+
+def _load_driver(virtapi, compute_driver=None):
+    return HarnessFakeDriver(virtapi)
+
+
+class Cloud(test.TestCase, integrated_helpers.InstanceHelperMixin):
+    """Nova's functional-test environment, used as a long-lived server."""
+
+    REQUIRES_LOCKING = True
+
+    def __init__(self, computes):
+        super().__init__("runTest")
+        self.n_computes = computes
+
+    def runTest(self):  # pragma: no cover - never run as a test
+        pass
+
+    def setUp(self):
+        super().setUp()
+        venv_etc = os.path.join(sys.prefix, "etc", "nova", "api-paste.ini")
+        self.flags(api_paste_config=venv_etc, group="wsgi")
+        # Production default; "error" (the fixture's) turns a Nova
+        # response-schema bug on ERROR servers into HTTP 400.
+        self.flags(response_validation="warn", group="api")
+        self.flags(cpu_allocation_ratio=16.0, ram_allocation_ratio=1.5,
+                   disk_allocation_ratio=1.0)
+        for opt in ("instances", "cores", "ram", "server_groups", "server_group_members",
+                    "key_pairs", "metadata_items"):
+            self.flags(**{opt: -1, "group": "quota"})
+        self.flags(www_authenticate_uri="http://127.0.0.1/identity",
+                   group="keystone_authtoken")
+
+        self.useFixture(nova_fixtures.RealPolicyFixture())
+        self.glance = self.useFixture(nova_fixtures.GlanceFixture(self))
+        self.glance.create(None, dict(self.glance.image1, id=CIRROS_ID, name=CIRROS_NAME))
+        self.useFixture(nova_fixtures.NeutronFixture(self))
+        self.useFixture(func_fixtures.PlacementFixture())
+        self.authtoken = self.useFixture(ksm_fixture.AuthTokenFixture())
+        self.api_fixture = self.useFixture(
+            nova_fixtures.OSAPIFixture(api_version="v2.1", stub_keystone=False))
+
+        self.start_service("conductor")
+        self.start_service("scheduler")
+        self.stub_out("nova.virt.driver.load_compute_driver", _load_driver)
+        self.hosts = []
+        for i in range(1, self.n_computes + 1):
+            host = "compute%d" % i
+            self.start_service("compute", host=host)
+            self.hosts.append(host)
+
+
+# -- fake Glance ------------------------------------------------------------
+def _iso(value):
+    if hasattr(value, "strftime"):
+        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return value
+
+
+def _glance_v2(image, base):
+    out = {k: _iso(v) for k, v in image.items()
+           if k not in ("properties", "deleted", "deleted_at", "is_public", "location")}
+    for k, v in (image.get("properties") or {}).items():
+        out.setdefault(k, v)
+    out.setdefault("visibility", "public")
+    out.setdefault("tags", [])
+    out.setdefault("owner", None)
+    out["self"] = "/v2/images/%s" % image["id"]
+    out["file"] = "/v2/images/%s/file" % image["id"]
+    out["schema"] = "/v2/schemas/image"
+    return out
+
+
+IMAGE_SCHEMA = {
+    "name": "image",
+    "additionalProperties": {"type": "string"},
+    "properties": {
+        "id": {"type": "string"}, "name": {"type": ["null", "string"]},
+        "status": {"type": "string"}, "visibility": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "size": {"type": ["null", "integer"]}, "min_ram": {"type": "integer"},
+        "min_disk": {"type": "integer"}, "protected": {"type": "boolean"},
+        "container_format": {"type": ["null", "string"]},
+        "disk_format": {"type": ["null", "string"]},
+        "created_at": {"type": "string"}, "updated_at": {"type": "string"},
+        "owner": {"type": ["null", "string"]}, "self": {"type": "string"},
+        "file": {"type": "string"}, "schema": {"type": "string"},
+    },
+    "links": [{"href": "{self}", "rel": "self"}, {"href": "{file}", "rel": "enclosure"},
+              {"href": "{schema}", "rel": "describedby"}],
+}
+
+
+class FakeGlance:
+    def __init__(self, glance_fixture):
+        self.fixture = glance_fixture
+
+    def __call__(self, environ, start_response):
+        from urllib.parse import parse_qs
+        path = environ.get("PATH_INFO", "").rstrip("/")
+        base = "http://%s%s" % (environ.get("HTTP_HOST", ""), environ.get("SCRIPT_NAME", ""))
+        status, body = "404 Not Found", {"message": "not found"}
+        if environ["REQUEST_METHOD"] == "GET":
+            if path in ("", "/versions"):
+                status = "300 Multiple Choices" if path == "" else "200 OK"
+                body = {"versions": [{"id": "v2.16", "status": "CURRENT",
+                                      "links": [{"rel": "self", "href": base + "/v2/"}]}]}
+            elif path == "/v2/schemas/image":
+                status, body = "200 OK", IMAGE_SCHEMA
+            elif path == "/v2/schemas/images":
+                status, body = "200 OK", {"name": "images", "properties": {
+                    "images": {"type": "array", "items": IMAGE_SCHEMA}}}
+            elif path == "/v2/images":
+                query = parse_qs(environ.get("QUERY_STRING", ""))
+                images = [_glance_v2(i, base) for i in self.fixture.images.values()]
+                if "name" in query:
+                    names = set(query["name"])
+                    images = [i for i in images if i.get("name") in names]
+                if "id" in query:
+                    ids = set(query["id"])
+                    images = [i for i in images if i["id"] in ids]
+                status, body = "200 OK", {"images": images, "schema": "/v2/schemas/images",
+                                          "first": "/v2/images"}
+            elif path.startswith("/v2/images/"):
+                image = self.fixture.images.get(path.rsplit("/", 1)[1])
+                if image is not None:
+                    status, body = "200 OK", _glance_v2(image, base)
+        data = json.dumps(body).encode()
+        start_response(status, [("Content-Type", "application/json"),
+                                ("Content-Length", str(len(data)))])
+        return [data]
+
+
+class Dispatcher:
+    """Route by path prefix; the prefix moves from PATH_INFO to SCRIPT_NAME."""
+
+    def __init__(self, routes):
+        self.routes = routes
+
+    def __call__(self, environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        for prefix, app in self.routes:
+            if path == prefix or path.startswith(prefix + "/"):
+                environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + prefix
+                environ["PATH_INFO"] = path[len(prefix):]
+                return app(environ, start_response)
+        start_response("404 Not Found", [("Content-Type", "text/plain")])
+        return [b"unknown prefix; try /identity, /compute, /image\n"]
+
+
+class _LogWriter:
+    """eventlet.wsgi access log into the standard logger."""
+
+    def write(self, line):
+        LOG.info(line.rstrip())
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--computes", type=int, default=3)
+    parser.add_argument("--port", type=int, default=0, help="0: any free port")
+    parser.add_argument("--debug", action="store_true")
+    args = parser.parse_args(argv)
+
+    cloud = Cloud(args.computes)
+    cloud.setUp()
+
+    # Nova's StandardLogging captures logs in memory; also send them to stderr.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(
+        "%(asctime)s %(process)d %(levelname)s %(name)s %(message)s"))
+    handler.setLevel(logging.DEBUG if args.debug else logging.INFO)
+    logging.getLogger().addHandler(handler)
+
+    # Never reuse_port: a stale server would silently get half the requests.
+    sock = eventlet.listen(("127.0.0.1", args.port), reuse_port=False)
+    port = sock.getsockname()[1]
+    base = "http://127.0.0.1:%d" % port
+    cloud.flags(www_authenticate_uri=base + "/identity", group="keystone_authtoken")
+
+    keystone = fakekeystone.FakeKeystone(
+        services={
+            "identity": "/identity",
+            "compute": "/compute/v2.1",
+            "image": "/image",
+        },
+        on_token=lambda tid, tok: cloud.authtoken.add_token(tok, token_id=tid))
+    app = Dispatcher([
+        ("/identity", keystone),
+        ("/compute", cloud.api_fixture.app()),
+        ("/image", FakeGlance(cloud.glance)),
+    ])
+
+    ctxt = nova_context.get_admin_context()
+    flavors = {f.name: f.flavorid for f in objects.FlavorList.get_all(ctxt)}
+    info = {
+        "pid": os.getpid(),
+        "port": port,
+        "base_url": base,
+        "auth_url": base + "/identity/v3",
+        "compute_url": base + "/compute/v2.1",
+        "image_url": base + "/image",
+        "hosts": cloud.hosts,
+        "images": {CIRROS_NAME: CIRROS_ID},
+        "flavors": flavors,
+        "projects": fakekeystone.PROJECTS,
+        "startup_seconds": round(time.monotonic() - _T0, 2),
+    }
+    LOG.info("fakecloud ready in %.1f s on %s", time.monotonic() - _T0, base)
+    sys.stdout.write("READY %s\n" % json.dumps(info))
+    sys.stdout.flush()
+    eventlet.wsgi.server(sock, app, log=_LogWriter(), log_output=True,
+                         keepalive=True, socket_timeout=300, debug=False)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,332 @@
+"""Real Nova + Heat for tests: start, reach and stop them (pytest side).
+
+This module runs in the pytest process and imports nothing from Nova or
+Heat. The servers (``fakecloud.py``, ``fakeheat.py``) run as subprocesses
+with the python of the venv built by ``tools/openstack-venv.sh``, on free
+``127.0.0.1`` ports. See ``doc/openstack-harness.md``.
+
+Typical use outside the pytest fixtures::
+
+    cloud = OpenStackCloud(computes=3)
+    try:
+        cloud.start()            # Nova, Placement, fake Keystone/Glance
+        cloud.start_heat()       # optional: Heat API + engine
+        nova = cloud.nova("admin")
+        heat = cloud.heat("member")
+    finally:
+        cloud.stop(keep_logs=False)
+
+Users (password ``secret``, domain ``Default``):
+
+``admin``  roles admin, member, reader; default project ``admin``
+           (also admin in project ``demo``);
+``member`` (Keystone name ``demo``) roles member, reader in project ``demo``.
+"""
+import atexit
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+VENV_SCRIPT = os.path.join(REPO, "tools", "openstack-venv.sh")
+PASSWORD = "secret"
+DOMAIN = "Default"
+# harness user -> (Keystone user name, default project)
+USERS = {"admin": ("admin", "admin"), "member": ("demo", "demo")}
+DEFAULT_COMPUTES = int(os.environ.get("HWAFFINITY_OPENSTACK_COMPUTES", "3"))
+# novaclient's newest microversion (Nova 34 serves up to 2.104)
+NOVA_LATEST = "2.96"
+BUILD_HINT = ("the OpenStack test venv is missing and could not be built; run "
+              "`bash tools/openstack-venv.sh` (pip-installs nova, placement and heat "
+              "from PyPI into the cache) or set HWAFFINITY_OPENSTACK_PYTHON")
+
+
+class HarnessError(RuntimeError):
+    """A server did not start, died, or a wait timed out."""
+
+
+class VenvUnavailable(HarnessError):
+    """The openstack venv is not there and could not be built."""
+
+
+# --------------------------------------------------------------------------
+# The venv
+
+_PYTHON = None
+
+
+def openstack_python(build=True, timeout=900):
+    """Path of the python in the Nova/Heat venv.
+
+    ``$HWAFFINITY_OPENSTACK_PYTHON`` wins; otherwise runs
+    ``tools/openstack-venv.sh`` (a cache hit takes well under a second, a
+    cold build ~50 s). Raises :class:`VenvUnavailable` with the reason.
+    """
+    global _PYTHON
+    env_python = os.environ.get("HWAFFINITY_OPENSTACK_PYTHON")
+    if env_python:
+        if not os.access(env_python, os.X_OK):
+            raise VenvUnavailable("HWAFFINITY_OPENSTACK_PYTHON=%s is not executable"
+                                  % env_python)
+        return env_python
+    if _PYTHON:
+        return _PYTHON
+    if not build:
+        raise VenvUnavailable(BUILD_HINT)
+    try:
+        proc = subprocess.run(["bash", VENV_SCRIPT], capture_output=True, text=True,
+                              timeout=timeout, cwd=REPO)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise VenvUnavailable("%s (%s)" % (BUILD_HINT, exc)) from exc
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode != 0 or not lines or not os.access(lines[-1], os.X_OK):
+        tail = "\n".join(proc.stderr.strip().splitlines()[-15:])
+        raise VenvUnavailable("%s\n--- tools/openstack-venv.sh (exit %s) ---\n%s"
+                              % (BUILD_HINT, proc.returncode, tail))
+    _PYTHON = lines[-1]
+    return _PYTHON
+
+
+# --------------------------------------------------------------------------
+# Processes
+
+_LIVE = set()
+
+
+def _kill_group(proc, grace=10.0):
+    """SIGTERM the process group of ``proc``, then SIGKILL after ``grace``."""
+    if proc.poll() is None:
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+    _LIVE.discard(proc)
+
+
+@atexit.register
+def _kill_leftovers():
+    for proc in list(_LIVE):
+        _kill_group(proc, grace=2.0)
+
+
+class Server:
+    """One server subprocess: stdout -> ``<name>.out``, stderr -> ``<name>.log``."""
+
+    def __init__(self, name, argv, run_dir):
+        self.name = name
+        self.argv = argv
+        self.out_path = os.path.join(run_dir, name + ".out")
+        self.log_path = os.path.join(run_dir, name + ".log")
+        self.proc = None
+        self.info = None
+        self.startup_seconds = None
+
+    def start(self, timeout):
+        t0 = time.monotonic()
+        with open(self.out_path, "wb") as out, open(self.log_path, "wb") as err:
+            self.proc = subprocess.Popen(
+                self.argv, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                cwd=HERE, start_new_session=True,
+                env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        _LIVE.add(self.proc)
+        deadline = t0 + timeout
+        while True:
+            with open(self.out_path, "r", errors="replace") as f:
+                for line in f:
+                    if line.startswith("READY "):
+                        self.info = json.loads(line[len("READY "):])
+                        self.startup_seconds = time.monotonic() - t0
+                        return self.info
+            if self.proc.poll() is not None:
+                raise HarnessError("%s exited with code %s during start-up:\n%s"
+                                   % (self.name, self.proc.returncode, self.log_tail()))
+            if time.monotonic() > deadline:
+                self.stop()
+                raise HarnessError("%s not ready within %.0f s:\n%s"
+                                   % (self.name, timeout, self.log_tail()))
+            time.sleep(0.1)
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def rss_bytes(self):
+        """Resident memory of the process (0 once it has gone)."""
+        try:
+            with open("/proc/%d/status" % self.proc.pid) as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) * 1024
+        except (OSError, AttributeError):
+            pass
+        return 0
+
+    def log_tail(self, lines=40):
+        try:
+            with open(self.log_path, "r", errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self):
+        if self.proc is not None:
+            _kill_group(self.proc)
+
+
+# --------------------------------------------------------------------------
+# The cloud
+
+class OpenStackCloud:
+    """Nova (+ optional Heat) on loopback; see the module docstring."""
+
+    def __init__(self, computes=DEFAULT_COMPUTES, python=None, run_dir=None):
+        self.computes = computes
+        self._python = python
+        self.run_dir = run_dir or tempfile.mkdtemp(prefix="hwaffinity-openstack-")
+        self.cloud = None
+        self.heat_server = None
+
+    # -- lifecycle --------------------------------------------------------
+    def start(self, timeout=120):
+        """Start fakecloud (Nova, Placement, fake Keystone and Glance)."""
+        python = self._python or openstack_python()
+        self.cloud = Server("fakecloud", [python, os.path.join(HERE, "fakecloud.py"),
+                                          "--computes", str(self.computes)], self.run_dir)
+        self.cloud.start(timeout)
+        return self
+
+    def start_heat(self, timeout=120, action_retry_limit=0):
+        """Start fakeheat (Heat API + engine) against this cloud; idempotent."""
+        if self.heat_server is not None and self.heat_server.alive():
+            return self
+        if self.cloud is None:
+            raise HarnessError("start() the cloud before Heat")
+        python = self._python or openstack_python()
+        self.heat_server = Server("fakeheat", [
+            python, os.path.join(HERE, "fakeheat.py"),
+            "--identity-url", self.info["base_url"] + "/identity",
+            "--run-dir", os.path.join(self.run_dir, "heat"),
+            "--action-retry-limit", str(action_retry_limit)], self.run_dir)
+        self.heat_server.start(timeout)
+        return self
+
+    def stop(self, keep_logs=False):
+        """Stop every process started here; remove the run dir unless kept."""
+        for server in (self.heat_server, self.cloud):
+            if server is not None:
+                server.stop()
+        if not keep_logs:
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+
+    # -- facts ------------------------------------------------------------
+    @property
+    def info(self):
+        """The READY record of fakecloud (ports, URLs, hosts, images, flavors)."""
+        return self.cloud.info
+
+    @property
+    def auth_url(self):
+        """Keystone v3 URL, e.g. ``http://127.0.0.1:N/identity/v3``."""
+        return self.info["auth_url"]
+
+    @property
+    def hosts(self):
+        """Compute host names: ``["compute1", ..., "computeN"]``."""
+        return list(self.info["hosts"])
+
+    @property
+    def image(self):
+        """Id of the image named ``cirros``."""
+        return self.info["images"]["cirros"]
+
+    flavor = "m1.tiny"
+
+    @property
+    def heat_url(self):
+        return self.heat_server.info["url"] if self.heat_server else None
+
+    def project_id(self, name):
+        return self.info["projects"][name]
+
+    def log_paths(self):
+        return [s.log_path for s in (self.cloud, self.heat_server) if s is not None]
+
+    def startup_seconds(self):
+        return {s.name: s.startup_seconds for s in (self.cloud, self.heat_server)
+                if s is not None and s.startup_seconds is not None}
+
+    def rss_bytes(self):
+        return {s.name: s.rss_bytes() for s in (self.cloud, self.heat_server)
+                if s is not None}
+
+    # -- clients ----------------------------------------------------------
+    def credentials(self, user="admin", project=None):
+        """Keyword arguments for ``keystoneauth1.identity.v3.Password``."""
+        if user not in USERS:
+            raise ValueError("user must be one of %s" % sorted(USERS))
+        name, default_project = USERS[user]
+        return {"auth_url": self.auth_url, "username": name, "password": PASSWORD,
+                "project_name": project or default_project,
+                "user_domain_name": DOMAIN, "project_domain_name": DOMAIN}
+
+    def session(self, user="admin", project=None):
+        """A fresh keystoneauth1 Session (password auth, project scoped)."""
+        from keystoneauth1 import session as ks_session
+        from keystoneauth1.identity import v3
+        return ks_session.Session(auth=v3.Password(**self.credentials(user, project)),
+                                  timeout=60)
+
+    def nova(self, user="admin", version="2.1", project=None):
+        """python-novaclient Client; ``version="latest"`` means NOVA_LATEST."""
+        from novaclient import client as nova_client
+        return nova_client.Client(NOVA_LATEST if version == "latest" else version,
+                                  session=self.session(user, project))
+
+    def heat(self, user="admin", project=None):
+        """python-heatclient v1 Client (needs :meth:`start_heat`)."""
+        if self.heat_server is None:
+            raise HarnessError("Heat is not running: call start_heat() "
+                               "(or use the openstack_heat fixture)")
+        from heatclient import client as heat_client
+        return heat_client.Client("1", session=self.session(user, project))
+
+
+# --------------------------------------------------------------------------
+# Waiting
+
+def wait_for(predicate, timeout, interval=0.2, what="condition"):
+    """Call ``predicate()`` until it returns something truthy; return that."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise HarnessError("timed out after %.0f s waiting for %s" % (timeout, what))
+        time.sleep(interval)
+
+
+def wait_server(nova, server_id, timeout=60):
+    """Wait until a server leaves BUILD; returns the novaclient Server."""
+    def done():
+        server = nova.servers.get(server_id)
+        return server if server.status not in ("BUILD",) else None
+    return wait_for(done, timeout, what="server %s to leave BUILD" % server_id)
+
+
+def wait_stack(heat, stack_id, timeout=120):
+    """Wait until a stack's status is no longer ``*_IN_PROGRESS``."""
+    def done():
+        stack = heat.stacks.get(stack_id)
+        return None if stack.stack_status.endswith("_IN_PROGRESS") else stack
+    return wait_for(done, timeout, interval=0.5, what="stack %s" % stack_id)
