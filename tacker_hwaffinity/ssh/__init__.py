@@ -5,7 +5,7 @@ fingerprints); keys or passwords authenticate; commands are argument lists,
 each argument shell-quoted; every command has a deadline; secrets travel on
 stdin and never into logs or exception messages. See doc/ssh.md.
 """
-from .command import CommandResult, command_line
+from .command import STDIN_FILE, CommandResult, command_line, stdin_as_file
 from .errors import (AuthenticationError, CommandFailed, CommandTimeout, ConfigError,
                      ConnectError, ConnectionLost, HostKeyError, HostKeyMismatchError, SSHError,
                      UnknownHostKeyError)
@@ -19,5 +19,5 @@ __all__ = [
     "AuthenticationError", "CommandFailed", "CommandResult", "CommandTimeout", "ConfigError",
     "ConnectError", "ConnectionLost", "HostKeyError", "HostKeyMismatchError", "HostKeyPolicy",
     "RetryPolicy", "SSHError", "SSHSession", "SessionStats", "Target", "UnknownHostKeyError",
-    "command_line", "fingerprint",
+    "STDIN_FILE", "command_line", "fingerprint", "stdin_as_file",
 ]

@@ -6,10 +6,13 @@ whatever spaces, quotes, ``$(...)`` or ``;`` they hold. There is no API
 that takes a shell string.
 
 The deadline covers opening the channel, sending stdin and reading output.
-When it passes, the remote process group is sent SIGKILL through the SSH
-"signal" request (OpenSSH sshd honours it; others may ignore it) and the
-channel is closed: the caller stops waiting at once either way.
+When it passes, the remote process group is sent SIGTERM, then SIGKILL
+0.25 s later, through the SSH "signal" request, and the channel is closed:
+the caller stops waiting either way. OpenSSH honours the request only for
+non-root logins, so sessions also run commands under the remote ``timeout``
+utility (``with_remote_timeout``), which ends them a second later.
 """
+import math
 import os
 import select
 import shlex
@@ -44,6 +47,40 @@ def command_line(argv):
             raise ConfigError("command argument %d contains a NUL byte" % i)
         parts.append(shlex.quote(a))
     return " ".join(parts)
+
+
+STDIN_FILE = "@stdin-file@"
+# Saves stdin to a 0600 temp file, runs "$@" with each argument equal to $1 (the
+# placeholder) replaced by the file's path, removes the file on exit or signal.
+# The script is constant: the values only ever travel as quoted arguments.
+_STDIN_SCRIPT = (
+    "umask 077; f=$(mktemp) || exit 125; "
+    "trap 'rm -f \"$f\"' EXIT; trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 143' TERM; "
+    "cat > \"$f\" || exit 125; p=$1; shift; "
+    "for a do shift; if [ \"$a\" = \"$p\" ]; then set -- \"$@\" \"$f\"; "
+    "else set -- \"$@\" \"$a\"; fi; done; "
+    "\"$@\"")
+
+
+def with_remote_timeout(argv, timeout, kill_after=1):
+    """ARGV under the remote ``timeout`` utility (coreutils or busybox): SIGTERM
+    to the command's process group one second after the client's own deadline
+    (rounded up), SIGKILL KILL_AFTER seconds later. The client always gives up
+    first; this only makes sure nothing keeps running on the server. Needed
+    because OpenSSH refuses "signal" requests for root logins."""
+    secs = int(math.ceil(timeout)) + 1
+    return ["timeout", "-k", str(int(kill_after)), str(secs)] + list(argv)
+
+
+def stdin_as_file(argv, placeholder=STDIN_FILE):
+    """An argv that runs ARGV with every argument equal to PLACEHOLDER replaced
+    by the path of a private temporary file holding the command's stdin (for
+    tools that want a file, e.g. ``kubectl --kubeconfig``). The file is
+    removed when the command ends or is signalled (not after SIGKILL)."""
+    command_line(argv)
+    if placeholder not in argv:
+        raise ConfigError("stdin_as_file: no argument equals the placeholder %r" % placeholder)
+    return ["sh", "-c", _STDIN_SCRIPT, "sh", placeholder] + list(argv)
 
 
 @dataclass(frozen=True)
@@ -104,6 +141,17 @@ def send_signal(channel, name="KILL"):
     m.add_string(name)
     # paramiko has no public call for this request; Channel's own requests use the same path
     channel.transport._send_user_message(m)
+
+
+def _stop_remote(chan, grace=0.25):
+    """SIGTERM the remote process group (traps run: temp files go), SIGKILL
+    after GRACE seconds. Best effort: the channel is closed next anyway."""
+    try:
+        send_signal(chan, "TERM")
+        if not chan.status_event.wait(grace):
+            send_signal(chan, "KILL")
+    except Exception:  # noqa: BLE001 - the server may not support signals
+        pass
 
 
 def _drain(chan, out, err, sizes):
@@ -177,10 +225,7 @@ def execute(transport, argv, stdin=b"", deadline=None, max_output=MAX_OUTPUT):
             select.select([fd], [], [], wait)
         return chan.recv_exit_status(), b"".join(out), b"".join(err)
     except (Timeout, TooMuchOutput):
-        try:
-            send_signal(chan)
-        except Exception:  # noqa: BLE001 - best effort; closing the channel follows
-            pass
+        _stop_remote(chan)
         raise
     finally:
         chan.close()

@@ -62,16 +62,21 @@ class SSHSession:
     authentication step; COMMAND_TIMEOUT is the default per-command deadline;
     RETRY a ``RetryPolicy`` for connection set-up; KEEPALIVE (seconds) sends
     SSH keepalives so a dead peer is noticed on idle connections.
+    REMOTE_TIMEOUT runs each command under the server's ``timeout`` utility
+    so it cannot outlive its deadline there (argv[0] must then be a program,
+    not a shell builtin); RECONNECT allows one reconnect per command after a
+    drop between commands.
     """
 
     def __init__(self, target, jump=None, connect_timeout=10.0, command_timeout=120.0,
-                 retry=None, keepalive=None, reconnect=True):
+                 retry=None, keepalive=None, reconnect=True, remote_timeout=True):
         self.target, self.jump = target, jump
         self.connect_timeout = float(connect_timeout)
         self.command_timeout = float(command_timeout)
         self.retry = retry or RetryPolicy()
         self.keepalive = keepalive
         self.reconnect = reconnect
+        self.remote_timeout = remote_timeout
         self.stats = SessionStats()
         self._lock = threading.RLock()
         self._link = _Link()
@@ -228,7 +233,9 @@ class SSHSession:
             budget -= reconnected
             start = time.monotonic()
             try:
-                status, out, err = command.execute(transport, argv, data, start + timeout)
+                remote = (command.with_remote_timeout(argv, timeout) if self.remote_timeout
+                          else argv)
+                status, out, err = command.execute(transport, remote, data, start + timeout)
             except command.NotStarted as e:
                 self._drop(transport)
                 if budget > 0:
