@@ -1,0 +1,269 @@
+"""Load a VNF package or VNFD offline, the way Tacker's v1 path does.
+
+Tacker v1 (``vnflcm/utils._get_flavour_based_vnfd`` and ``_get_param_data``):
+
+1. looks through the package (YAML files at its root and one directory down)
+   for the deployment-flavour file whose
+   ``substitution_mappings.properties.flavour_id`` is the requested flavour;
+2. rewrites that file's imports to absolute paths;
+3. drops ``substitution_mappings.requirements``;
+4. parses the dict with ``ToscaTemplate(a_file=False, yaml_dict_tpl=...,
+   local_defs=...)``, ``local_defs`` mapping the SOL001 URLs to local files;
+5. uses the substitution node's properties (and its type's defaults) as the
+   parameters of ``TOSCATranslator``.
+
+We do the same with the package's own files: a URL import resolves to a file
+of the same name next to the importing file or in the flavour file's
+directory, or it is an error. Nothing is fetched.
+
+Accepted inputs: a CSAR (``.zip``/``.csar``), an unpacked package directory,
+a flavour file, a top VNFD next to its flavour files, or a plain template.
+"""
+import contextlib
+import dataclasses
+import os
+import tempfile
+import zipfile
+
+import yaml
+
+from tacker_hwaffinity.errors import InputError
+
+_URL_PREFIXES = ("http://", "https://", "ftp://")
+_YAML_EXT = (".yaml", ".yml")
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+@dataclasses.dataclass
+class Vnfd:
+    """A flavour ready for tosca-parser."""
+
+    path: str               # the file the topology comes from (for messages)
+    flavour: str            # None for a template without substitution_mappings
+    template: dict          # imports absolute, substitution requirements removed
+    local_defs: dict        # URL -> local file
+    parsed_params: dict
+
+
+def _read_yaml(path, field=None):
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = yaml.load(f, Loader=_Loader)
+    except OSError as e:
+        raise InputError("cannot read: %s" % (e.strerror or e), source=path)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = " at line %d" % (mark.line + 1) if mark else ""
+        raise InputError("not valid YAML%s: %s" % (where, getattr(e, "problem", e)),
+                         source=path, field=field)
+    return data
+
+
+def _flavour_of(data):
+    if not isinstance(data, dict):
+        return None
+    topo = data.get("topology_template")
+    subst = topo.get("substitution_mappings") if isinstance(topo, dict) else None
+    props = subst.get("properties") if isinstance(subst, dict) else None
+    return props.get("flavour_id") if isinstance(props, dict) else None
+
+
+def _package_yaml_files(root):
+    """YAML files at the root and one directory down, as Tacker scans them."""
+    found = []
+    for item in sorted(os.listdir(root)):
+        path = os.path.join(root, item)
+        if os.path.isdir(path):
+            found.extend(os.path.join(path, f) for f in sorted(os.listdir(path))
+                         if f.endswith(_YAML_EXT))
+        elif item.endswith(_YAML_EXT):
+            found.append(path)
+    return found
+
+
+def _pick_flavour(candidates, flavour, where):
+    """(path, data) of the flavour file among (path, data, flavour_id) triples."""
+    flavours = [c for c in candidates if c[2] is not None]
+    if not flavours:
+        raise InputError("no deployment flavour file (substitution_mappings.properties."
+                         "flavour_id) found", source=where)
+    if flavour is None:
+        ids = sorted({c[2] for c in flavours})
+        if len(ids) > 1:
+            raise InputError("several deployment flavours (%s); choose one with --flavour"
+                             % ", ".join(map(str, ids)), source=where, field="--flavour")
+        flavour = ids[0]
+    for path, data, fid in flavours:
+        if fid == flavour:
+            return path, data
+    raise InputError("no deployment flavour %r; the package has %s"
+                     % (flavour, ", ".join(sorted(str(c[2]) for c in flavours))),
+                     source=where, field="--flavour")
+
+
+def _is_url(uri):
+    return isinstance(uri, str) and uri.startswith(_URL_PREFIXES)
+
+
+def _import_uri(entry):
+    """(uri, setter) of one import entry; setter replaces the uri in place."""
+    if isinstance(entry, str):
+        return entry, None
+    if isinstance(entry, dict) and len(entry) == 1:
+        (name, value), = entry.items()
+        if isinstance(value, str):
+            return value, lambda new: entry.__setitem__(name, new)
+        if isinstance(value, dict) and isinstance(value.get("file"), str):
+            return value["file"], lambda new: value.__setitem__("file", new)
+    return None, None
+
+
+def _local_for_url(url, *dirs):
+    base = url.rstrip("/").rsplit("/", 1)[-1]
+    for d in dirs:
+        candidate = os.path.join(d, base)
+        if os.path.isfile(candidate):
+            return candidate
+    return None
+
+
+def _resolve_imports(path, data, flavour_dir):
+    """Absolute imports for the flavour file; local_defs for every URL import."""
+    local_defs = {}
+    seen = set()
+
+    def walk(file_path, imports, rewrite):
+        here = os.path.dirname(os.path.abspath(file_path))
+        if imports is None:
+            return
+        if not isinstance(imports, list):
+            raise InputError("imports must be a list", source=file_path, field="imports")
+        for index, entry in enumerate(imports):
+            uri, setter = _import_uri(entry)
+            if uri is None:
+                raise InputError("import #%d is neither a path nor a {name: path} entry"
+                                 % (index + 1), source=file_path, field="imports")
+            if _is_url(uri):
+                local = _local_for_url(uri, here, flavour_dir)
+                if local is None:
+                    raise InputError("import %s cannot be resolved offline; put %s next "
+                                     "to this file" % (uri, uri.rsplit("/", 1)[-1]),
+                                     source=file_path, field="imports")
+                local_defs[uri] = local
+                target = local
+            else:
+                target = os.path.normpath(os.path.join(here, uri))
+                if not os.path.isfile(target):
+                    raise InputError("import %s not found (looked for %s)" % (uri, target),
+                                     source=file_path, field="imports")
+                if rewrite:
+                    if setter is None:
+                        imports[index] = target
+                    else:
+                        setter(target)
+            if target not in seen:
+                seen.add(target)
+                sub = _read_yaml(target)
+                if isinstance(sub, dict):
+                    walk(target, sub.get("imports"), False)
+
+    walk(path, data.get("imports"), True)
+    return local_defs
+
+
+def _param_data(data):
+    """Tacker's ``_get_param_data`` without additional params, plus input defaults."""
+    params = {}
+    topo = data.get("topology_template") or {}
+    subst = topo.get("substitution_mappings") or {}
+    node_type = subst.get("node_type") if isinstance(subst, dict) else None
+    for node in (topo.get("node_templates") or {}).values():
+        if isinstance(node, dict) and node_type and node.get("type") == node_type:
+            params.update(node.get("properties") or {})
+    for imp in data.get("imports") or []:
+        uri, _ = _import_uri(imp)
+        if not uri or _is_url(uri) or not os.path.isfile(uri):
+            continue
+        types = (_read_yaml(uri) or {}).get("node_types") or {}
+        for key, prop in ((types.get(node_type) or {}).get("properties") or {}).items():
+            if not params.get(key) and isinstance(prop, dict):
+                params[key] = prop.get("default")
+    for name, spec in (topo.get("inputs") or {}).items():
+        if name not in params and isinstance(spec, dict) and "default" in spec:
+            params[name] = spec["default"]
+    return params
+
+
+def _prepare(path, data, flavour):
+    if not isinstance(data, dict) or not isinstance(data.get("topology_template"), dict):
+        raise InputError("not a TOSCA service template (no topology_template)", source=path)
+    flavour_dir = os.path.dirname(os.path.abspath(path))
+    local_defs = _resolve_imports(path, data, flavour_dir)
+    subst = data["topology_template"].get("substitution_mappings")
+    if isinstance(subst, dict):
+        subst.pop("requirements", None)
+    return Vnfd(path=path, flavour=flavour, template=data, local_defs=local_defs,
+                parsed_params=_param_data(data))
+
+
+def _from_directory(root, flavour, where):
+    candidates = []
+    for f in _package_yaml_files(root):
+        data = _read_yaml(f)
+        candidates.append((f, data, _flavour_of(data)))
+    path, data = _pick_flavour(candidates, flavour, where)
+    return _prepare(path, data, _flavour_of(data))
+
+
+def _from_file(path, flavour):
+    data = _read_yaml(path)
+    own = _flavour_of(data)
+    if own is not None:
+        if flavour is not None and flavour != own:
+            raise InputError("this file is deployment flavour %r, not %r" % (own, flavour),
+                             source=path, field="--flavour")
+        return _prepare(path, data, own)
+    topo = data.get("topology_template") if isinstance(data, dict) else None
+    if isinstance(topo, dict) and topo.get("node_templates") and flavour is None:
+        return _prepare(path, data, None)       # a plain template
+    # A top VNFD: its flavours are the files next to it.
+    folder = os.path.dirname(os.path.abspath(path))
+    candidates = []
+    for name in sorted(os.listdir(folder)):
+        f = os.path.join(folder, name)
+        if name.endswith(_YAML_EXT) and os.path.isfile(f):
+            d = data if os.path.samefile(f, path) else _read_yaml(f)
+            candidates.append((f, d, _flavour_of(d)))
+    found, found_data = _pick_flavour(candidates, flavour, path)
+    return _prepare(found, found_data, _flavour_of(found_data))
+
+
+def _extract(csar, into):
+    try:
+        with zipfile.ZipFile(csar) as z:
+            for member in z.namelist():
+                norm = os.path.normpath(member)
+                if os.path.isabs(norm) or norm.split(os.sep)[0] == "..":
+                    raise InputError("archive member %r escapes the package" % member,
+                                     source=csar)
+            z.extractall(into)
+    except zipfile.BadZipFile as e:
+        raise InputError("not a CSAR zip archive: %s" % e, source=csar)
+
+
+@contextlib.contextmanager
+def open_vnfd(path, flavour=None):
+    """Yield a :class:`Vnfd` for ``path``; temporary files live until exit."""
+    if not os.path.exists(path):
+        raise InputError("no such file or directory", source=path)
+    if os.path.isdir(path):
+        yield _from_directory(path, flavour, path)
+    elif zipfile.is_zipfile(path):
+        with tempfile.TemporaryDirectory(prefix="hwaffinity-csar-") as tmp:
+            _extract(path, tmp)
+            vnfd = _from_directory(tmp, flavour, path)
+            vnfd.path = os.path.join(path, os.path.relpath(vnfd.path, tmp))
+            yield vnfd
+    else:
+        yield _from_file(path, flavour)
