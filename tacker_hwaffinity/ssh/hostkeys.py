@@ -153,6 +153,14 @@ class HostKeyPolicy:
                     first.append(alg)
         return first + [a for a in offered if a not in first]
 
+    def probes(self, host, port):
+        """(key type, algorithms) to ask the server for one by one after its
+        first key matched nothing. Only when untyped fingerprints are all we
+        know: a 'SHA256:...' alone does not say which of the server's keys it is."""
+        if self._entries_for(host, port) or self._pinned_types or not self.fingerprints:
+            return []
+        return list(_ALGORITHMS.items())
+
     def verify(self, host, port, key_type, blob):
         """Accept the server key (KEY_TYPE, BLOB) for HOST:PORT, or raise a HostKeyError."""
         fp = fingerprint(blob)

@@ -11,16 +11,14 @@ because the command may have run. The context manager always closes both
 transports; a session that is garbage-collected unclosed closes them too.
 """
 import logging
-import socket
 import threading
 import time
 import weakref
 
 import paramiko
 
-from . import command
-from .auth import authenticate
-from .errors import (CommandFailed, CommandTimeout, ConnectError, ConnectionLost, SSHError)
+from . import command, connector
+from .errors import CommandFailed, CommandTimeout, ConnectError, ConnectionLost, SSHError
 from .redact import Redactor
 from .retry import RetryExhausted, RetryPolicy, call_with_retry
 from .stats import SessionStats
@@ -110,50 +108,10 @@ class SSHSession:
         """SHA256 fingerprint of the target's host key, once connected."""
         return self._link.fingerprint
 
-    def _open_one(self, target, sock=None):
-        where = target.where
-        if sock is None:
-            sock = socket.create_connection((target.host, target.port), self.connect_timeout)
-        try:
-            transport = paramiko.Transport(sock)
-        except BaseException:
-            sock.close()
-            raise
-        try:
-            transport.banner_timeout = self.connect_timeout
-            transport.handshake_timeout = self.connect_timeout
-            transport.auth_timeout = self.connect_timeout
-            opts = transport.get_security_options()
-            opts.key_types = target.host_keys.preferred_algorithms(
-                target.host, target.port, list(opts.key_types))
-            transport.start_client(timeout=self.connect_timeout)
-            key = transport.get_remote_server_key()
-            fp = target.host_keys.verify(target.host, target.port, key.get_name(), key.asbytes())
-            cred = authenticate(transport, target.username, target.credentials, where)
-            if self.keepalive:
-                transport.set_keepalive(int(self.keepalive))
-            LOG.debug("authenticated on %s with %s", where, cred.describe())
-            return transport, fp
-        except BaseException:
-            transport.close()
-            raise
-
     def _open_chain(self):
         with self._lock:
             self.stats.connect_attempts += 1
-        jump = None
-        try:
-            sock = None
-            if self.jump is not None:
-                jump, _ = self._open_one(self.jump)
-                sock = jump.open_channel("direct-tcpip", (self.target.host, self.target.port),
-                                         ("127.0.0.1", 0), timeout=self.connect_timeout)
-            transport, fp = self._open_one(self.target, sock)
-            return transport, jump, fp
-        except BaseException:
-            if jump is not None:
-                jump.close()
-            raise
+        return connector.open_chain(self.target, self.jump, self.connect_timeout, self.keepalive)
 
     def connect(self):
         """Connect (if not connected); returns self. Raises HostKeyError,
