@@ -50,8 +50,8 @@ def _check_names(rules, resources, parameters):
     params = {p.name for p in parameters}
     for rule in rules:
         if rule.scope == names.SCOPE_NODE and rule.name in taken:
-            raise InputError("the server group would be named %s, which is already the "
-                             "resource of %s; rename the policy"
+            raise InputError("the server group would be named %s, which is already a "
+                             "resource of the template (made from %s); rename the policy"
                              % (rule.name, taken[rule.name].nodetemplate.name),
                              obj='policy "%s"' % rule.name, field="name")
         if rule.scope == names.SCOPE_ZONE:

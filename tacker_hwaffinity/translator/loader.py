@@ -224,7 +224,10 @@ def _from_file(path, flavour):
             raise InputError("this file is deployment flavour %r, not %r" % (own, flavour),
                              source=path, field="--flavour")
         return _prepare(path, data, own)
-    topo = data.get("topology_template") if isinstance(data, dict) else None
+    if not isinstance(data, dict) or "tosca_definitions_version" not in data:
+        raise InputError("not a TOSCA service template (no tosca_definitions_version)",
+                         source=path)
+    topo = data.get("topology_template")
     if isinstance(topo, dict) and topo.get("node_templates") and flavour is None:
         return _prepare(path, data, None)       # a plain template
     # A top VNFD: its flavours are the files next to it.

@@ -1,0 +1,172 @@
+"""``hwaffinity translate`` and the offline package loader behind it."""
+import os
+import shutil
+import zipfile
+
+import pytest
+
+from tacker_hwaffinity.cli.main import main
+from translate_helpers import CASES, EXPECTED, K8S_PACKAGE, translate_file
+
+TOP = os.path.join(K8S_PACKAGE, "Definitions", "sample_kubernetes_top.vnfd.yaml")
+
+
+def _golden(case):
+    folder = os.path.join(EXPECTED, case)
+    return {name: open(os.path.join(folder, name)).read() for name in os.listdir(folder)}
+
+
+def _zip(folder, target, extra=None):
+    with zipfile.ZipFile(target, "w") as z:
+        for root, _, files in os.walk(folder):
+            for f in files:
+                full = os.path.join(root, f)
+                z.write(full, os.path.relpath(full, folder))
+        for name, text in (extra or {}).items():
+            z.writestr(name, text)
+    return str(target)
+
+
+def _run(capsys, *argv):
+    status = main(["translate"] + list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_csar_zip_writes_main_and_nested(tmp_path, capsys):
+    csar = _zip(K8S_PACKAGE, tmp_path / "k8s.csar")
+    out_dir = tmp_path / "hot"
+    status, out, err = _run(capsys, csar, "--flavour", "podaffinity", "-o", str(out_dir))
+    assert status == 0, err
+    assert err == ""
+    assert out.splitlines() == ["wrote %s" % (out_dir / n) for n in
+                                ("main.yaml", "master_instance.hot.yaml",
+                                 "worker_instance.hot.yaml")]
+    assert {p.name: p.read_text() for p in out_dir.iterdir()} == _golden("k8s_podaffinity")
+
+
+@pytest.mark.parametrize("source", [K8S_PACKAGE, TOP], ids=["directory", "top_vnfd"])
+def test_package_directory_and_top_vnfd(source):
+    assert translate_file(source, "podaffinity_shared") == _golden("k8s_podaffinity_shared")
+
+
+def test_flavour_file_needs_no_flavour_option():
+    df = os.path.join(K8S_PACKAGE, "Definitions", "sample_kubernetes_df_podaffinity.yaml")
+    assert translate_file(df) == _golden("k8s_podaffinity")
+
+
+def test_default_output_directory_is_cwd(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    status, out, _ = _run(capsys, os.path.join(CASES, "vdu_targets.yaml"))
+    assert status == 0
+    assert out == "wrote ./main.yaml\n"
+    assert (tmp_path / "main.yaml").read_text() == _golden("vdu_targets")["main.yaml"]
+
+
+def test_zone_parameters_without_default_are_noted(tmp_path, capsys):
+    status, _, err = _run(capsys, os.path.join(CASES, "zone_scope.yaml"), "-o", str(tmp_path))
+    assert status == 0
+    assert err == ("note: parameter zone_spread_zones has no default: give at least 3 "
+                   "distinct availability zones (members VDU1, VDU2, VDU3, in this order)\n")
+
+
+def _error(capsys, *argv):
+    status, out, err = _run(capsys, *argv)
+    assert status == 2 and out == ""
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def test_several_flavours_need_a_choice(capsys):
+    err = _error(capsys, K8S_PACKAGE)
+    assert "field --flavour: several deployment flavours (podaffinity, " \
+           "podaffinity_shared); choose one with --flavour" in err
+
+
+def test_unknown_flavour(capsys):
+    err = _error(capsys, K8S_PACKAGE, "--flavour", "simple")
+    assert "no deployment flavour 'simple'; the package has podaffinity, " \
+           "podaffinity_shared" in err
+
+
+def test_flavour_file_with_another_flavour(capsys):
+    df = os.path.join(K8S_PACKAGE, "Definitions", "sample_kubernetes_df_podaffinity.yaml")
+    err = _error(capsys, df, "--flavour", "podaffinity_shared")
+    assert "%s: field --flavour: this file is deployment flavour 'podaffinity'" % df in err
+
+
+def _copy_package(tmp_path):
+    target = tmp_path / "pkg"
+    shutil.copytree(K8S_PACKAGE, target)
+    return target
+
+
+def test_url_import_without_local_copy(tmp_path, capsys):
+    pkg = _copy_package(tmp_path)
+    os.remove(pkg / "Definitions" / "etsi_nfv_sol001_common_types.yaml")
+    # the flavour's own relative import of it is gone too
+    for df in (pkg / "Definitions").glob("sample_kubernetes_df_*.yaml"):
+        df.write_text(df.read_text().replace("  - etsi_nfv_sol001_common_types.yaml\n", ""))
+    types = pkg / "Definitions" / "sample_kubernetes_types.yaml"
+    types.write_text(types.read_text().replace("  - etsi_nfv_sol001_common_types.yaml\n", ""))
+    err = _error(capsys, str(pkg), "--flavour", "podaffinity")
+    assert "etsi_nfv_sol001_vnfd_types.yaml: field imports: import https://forge.etsi.org/" \
+           "rep/nfv/SOL001/raw/v2.6.1/etsi_nfv_sol001_common_types.yaml cannot be " \
+           "resolved offline" in err
+
+
+def test_missing_import(tmp_path, capsys):
+    pkg = _copy_package(tmp_path)
+    os.remove(pkg / "Definitions" / "sample_kubernetes_types.yaml")
+    err = _error(capsys, str(pkg), "--flavour", "podaffinity")
+    assert "sample_kubernetes_df_podaffinity.yaml: field imports: import " \
+           "sample_kubernetes_types.yaml not found" in err
+
+
+def test_invalid_yaml(tmp_path, capsys):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("topology_template: [unclosed\n")
+    err = _error(capsys, str(bad))
+    assert "%s: not valid YAML at line 2" % bad in err
+
+
+def test_not_a_template(tmp_path, capsys):
+    bad = tmp_path / "list.yaml"
+    bad.write_text("- just\n- a list\n")
+    err = _error(capsys, str(bad))
+    assert "%s: not a TOSCA service template" % bad in err
+
+
+def test_missing_path(tmp_path, capsys):
+    err = _error(capsys, str(tmp_path / "nope.zip"))
+    assert "nope.zip: no such file or directory" in err
+
+
+def test_archive_escaping_the_package(tmp_path, capsys):
+    csar = _zip(K8S_PACKAGE, tmp_path / "evil.zip", {"../outside.yaml": "a: 1\n"})
+    err = _error(capsys, csar, "--flavour", "podaffinity")
+    assert "archive member '../outside.yaml' escapes the package" in err
+
+
+def test_output_directory_that_is_a_file(tmp_path, capsys):
+    blocker = tmp_path / "out"
+    blocker.write_text("")
+    err = _error(capsys, os.path.join(CASES, "vdu_targets.yaml"), "-o", str(blocker))
+    assert "field --output-dir: cannot create directory" in err
+
+
+def test_tosca_parser_errors_are_one_line(tmp_path, capsys):
+    bad = tmp_path / "vnfd.yaml"
+    text = open(os.path.join(CASES, "vdu_targets.yaml")).read()
+    text = text.replace("../Definitions/", os.path.join(os.path.dirname(CASES),
+                                                        "Definitions") + "/")
+    bad.write_text(text.replace("num_virtual_cpu: 1", "num_virtual_cpu: 0"))
+    err = _error(capsys, str(bad))
+    assert "tosca-parser rejected the VNFD" in err and "num_virtual_cpu" in err
+
+
+def test_help_lists_translate(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["translate", "--help"])
+    assert info.value.code == 0
+    assert "VNFD_OR_CSAR" in capsys.readouterr().out
