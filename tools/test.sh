@@ -9,7 +9,10 @@
 # ${HWAFFINITY_CACHE:-$HOME/.cache/tacker-hwaffinity} and rebuilt when missing:
 #   - a virtualenv with this package and its test extras (from PyPI);
 #   - the Kubernetes control-plane binaries (tools/build-kube.sh, from Debian),
-#     unless the run excludes the control-plane tests.
+#     unless the run excludes the control-plane tests;
+#   - the OpenStack (Nova, Placement, Heat) venv (tools/openstack-venv.sh, from
+#     PyPI), unless the run excludes the openstack tests.
+# Debian packages the tests run (sshd) come from tools/install-test-packages.sh.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -30,6 +33,8 @@ if [ ! -x "${venv}/bin/python" ] || ! "${venv}/bin/python" -c 'import pytest, hy
 fi
 log "installing tacker-hwaffinity (editable) with test extras"
 "${venv}/bin/python" -m pip install -q -e ".[test]"
+
+bash tools/install-test-packages.sh
 
 case " $* " in
     *"not controlplane"*) log "control-plane tests excluded: not building Kubernetes" ;;
