@@ -154,6 +154,17 @@ def _stop_remote(chan, grace=0.25):
         pass
 
 
+def _dies(transport, settle=0.2):
+    """Whether TRANSPORT is dead or dies within SETTLE seconds (paramiko closes
+    the channels of a dying transport a moment before it marks itself inactive)."""
+    deadline = time.monotonic() + settle
+    while transport.is_active():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
 def _drain(chan, out, err, sizes):
     while chan.recv_ready():
         out.append(chan.recv(CHUNK))
@@ -194,27 +205,28 @@ def execute(transport, argv, stdin=b"", deadline=None, max_output=MAX_OUTPUT):
             chan.shutdown_write()
         fd = chan.fileno()
         while True:
-            if sent < len(data) and chan.send_ready():
+            if sent < len(data) and not chan.closed and chan.send_ready():
                 try:
                     sent += chan.send(data[sent:sent + CHUNK])
                 except socket.timeout:
                     pass
-                if sent == len(data):
+                except OSError:  # the channel closed: the command ended without all its stdin
+                    sent = len(data)
+                if sent == len(data) and not chan.closed:
                     chan.shutdown_write()
             _drain(chan, out, err, sizes)
             if max(sizes) > max_output:
                 raise TooMuchOutput()
             if chan.eof_received and not chan.recv_ready() and not chan.recv_stderr_ready():
                 r = remaining()
-                if chan.status_event.wait(r if r is None or r > 0 else 0):
-                    break
-                if not transport.is_active():
-                    raise Dropped()
-                raise Timeout(b"".join(out), b"".join(err))
-            if not transport.is_active() or chan.closed:
+                if not chan.status_event.wait(r if r is None or r > 0 else 0):
+                    raise Timeout(b"".join(out), b"".join(err))
+                break
+            if chan.closed:
+                # closed without EOF: by the server (still connected) or by a dead transport
                 _drain(chan, out, err, sizes)
-                if chan.exit_status_ready():
-                    break
+                break
+            if not transport.is_active():
                 raise Dropped()
             r = remaining()
             if r is not None and r <= 0:
@@ -223,7 +235,12 @@ def execute(transport, argv, stdin=b"", deadline=None, max_output=MAX_OUTPUT):
             if sent < len(data):
                 wait = min(wait, _POLL)
             select.select([fd], [], [], wait)
-        return chan.recv_exit_status(), b"".join(out), b"".join(err)
+        status = chan.recv_exit_status()
+        # paramiko reports -1 both for "killed by a signal" and for "the transport
+        # died before the exit status came": only the first leaves the transport up
+        if (status == -1 or not chan.eof_received) and _dies(transport):
+            raise Dropped()
+        return status, b"".join(out), b"".join(err)
     except (Timeout, TooMuchOutput):
         _stop_remote(chan)
         raise
