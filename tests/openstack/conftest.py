@@ -14,7 +14,11 @@ is marked ``openstack`` automatically.
 | ``openstack_cloud_factory`` | session | ``make(computes=3, heat=False)`` -> another,   |
 |                           |          | separate cloud (stopped at session end)         |
 | ``openstack_python``      | session  | path of the venv's python                       |
+| ``heat_validator``        | session  | ``osharness.validate_heat`` bound to the venv:  |
+|                           |          | ``(template, files=, environment=,              |
+|                           |          | parameters=) -> [error, ...]`` (no servers)     |
 """
+import functools
 import os
 
 import pytest
@@ -119,6 +123,16 @@ class _Clouds:
             cloud.stop(keep_logs=failed)
             if failed:
                 print("\nOpenStack server logs kept in %s" % cloud.run_dir)
+
+
+@pytest.fixture(scope="session")
+def heat_validator(openstack_python):
+    """Offline real-Heat validation: ``validate(template, files=None,
+    environment=None, parameters=None) -> list of error strings``; the
+    attribute ``.many(bundles)`` validates several in one process."""
+    validate = functools.partial(osharness.validate_heat, python=openstack_python)
+    validate.many = functools.partial(osharness.validate_heat_many, python=openstack_python)
+    return validate
 
 
 @pytest.fixture(scope="session")

@@ -5,6 +5,7 @@ The stack shape is what Tacker generates for a scalable VDU: an
 is a nested template with one ``OS::Nova::Server`` placed in the group
 through ``scheduler_hints``.
 """
+import os
 import uuid
 
 import pytest
@@ -13,47 +14,11 @@ import osharness
 
 pytestmark = pytest.mark.openstack
 
-MAIN = """
-heat_template_version: 2016-10-14
-parameters:
-  worker_count: {type: number, default: 3}
-  image: {type: string}
-resources:
-  srvgroup:
-    type: OS::Nova::ServerGroup
-    properties:
-      name: workers
-      policies: [anti-affinity]
-  worker_instance:
-    type: OS::Heat::AutoScalingGroup
-    properties:
-      min_size: 0
-      max_size: 10
-      desired_capacity: {get_param: worker_count}
-      resource:
-        type: worker.yaml
-        properties:
-          image: {get_param: image}
-          group: {get_resource: srvgroup}
-outputs:
-  group_id:
-    value: {get_resource: srvgroup}
-"""
-
-WORKER = """
-heat_template_version: 2016-10-14
-parameters:
-  image: {type: string}
-  group: {type: string}
-resources:
-  worker:
-    type: OS::Nova::Server
-    properties:
-      image: {get_param: image}
-      flavor: m1.tiny
-      networks: [{allocate_network: none}]
-      scheduler_hints: {group: {get_param: group}}
-"""
+TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
+with open(os.path.join(TEMPLATES, "asg_anti_affinity.yaml")) as f:
+    MAIN = f.read()
+with open(os.path.join(TEMPLATES, "worker.yaml")) as f:
+    WORKER = f.read()
 
 
 @pytest.fixture(scope="module")
