@@ -131,6 +131,7 @@ class Server:
         self.proc = None
         self.info = None
         self.startup_seconds = None
+        self.last_rss = 0
 
     def start(self, timeout):
         t0 = time.monotonic()
@@ -161,7 +162,9 @@ class Server:
         return self.proc is not None and self.proc.poll() is None
 
     def rss_bytes(self):
-        """Resident memory of the process (0 once it has gone)."""
+        """Resident memory now; once stopped, what it was just before."""
+        if not self.alive():
+            return self.last_rss
         try:
             with open("/proc/%d/status" % self.proc.pid) as f:
                 for line in f:
@@ -180,6 +183,8 @@ class Server:
 
     def stop(self):
         if self.proc is not None:
+            if self.alive():
+                self.last_rss = self.rss_bytes()
             _kill_group(self.proc)
 
 
