@@ -62,9 +62,12 @@ def _check_names(rules, resources, parameters):
                                  field="name")
 
 
-def apply(node_translator, resources):
-    """Complete ``resources`` (heat-translator's final list) for our rules."""
-    rules = rules_mod.collect(node_translator.tosca)
+def apply(node_translator, resources, kinds=None):
+    """Complete ``resources`` (heat-translator's final list) for our rules.
+
+    ``kinds`` is :func:`rules.rule_kinds` of the template's policies, if known.
+    """
+    rules = rules_mod.collect(node_translator.tosca, kinds)
     placeholders = [r for r in resources if isinstance(r, AffinityRulePlaceholder)]
     if not rules and not placeholders:
         return resources

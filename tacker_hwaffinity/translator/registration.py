@@ -40,7 +40,7 @@ def register():
         tnt = _modules()
         from tacker_hwaffinity.translator import extension
         from tacker_hwaffinity.translator.resources import BY_KIND, CLASSES
-        from tacker_hwaffinity.translator.rules import rule_kind
+        from tacker_hwaffinity.translator.rules import rule_kinds
 
         original = tnt.TranslateNodeTemplates.translate
         saved = {"translate": original, "types": {}}
@@ -49,11 +49,11 @@ def register():
             tnt.TOSCA_TO_HOT_TYPE[cls.toscatype] = cls
 
         def translate(self):
-            for policy in self.policies or []:
-                kind = rule_kind(policy)
+            kinds = rule_kinds(self.policies)
+            for toscatype, kind in kinds.items():
                 if kind is not None:
-                    tnt.TOSCA_TO_HOT_TYPE[policy.type] = BY_KIND[kind]
-            return extension.apply(self, original(self))
+                    tnt.TOSCA_TO_HOT_TYPE[toscatype] = BY_KIND[kind]
+            return extension.apply(self, original(self), kinds)
 
         translate.hwaffinity_original = original
         tnt.TranslateNodeTemplates.translate = translate

@@ -10,6 +10,8 @@ the policies or on what heat-translator did with the servers.
 Errors are :class:`InputError` with ``obj='policy "NAME"'`` and the field.
 """
 import dataclasses
+import re
+
 import yaml
 
 from tacker_hwaffinity.errors import InputError
@@ -39,6 +41,10 @@ class PlacementRule:
         return "AntiAffinityRule" if self.anti else "AffinityRule"
 
 
+_PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+_YAML_WORDS = {"y", "n", "yes", "no", "on", "off", "true", "false", "null"}
+
+
 def _err(policy, message, field):
     return InputError(message, obj='policy "%s"' % policy, field=field)
 
@@ -52,6 +58,8 @@ def plain_yaml(text):
     """
     if not isinstance(text, str) or not text:
         return False
+    if _PLAIN_NAME.match(text) and text.lower() not in _YAML_WORDS:
+        return True         # the usual identifier: no need to ask the emitter
     dumped = yaml.safe_dump(text, default_flow_style=True)
     try:
         return yaml.safe_load(dumped.replace("'", "")) == text
@@ -71,27 +79,53 @@ def rule_kind(policy):
     return None
 
 
-def collect(tosca):
+def rule_kinds(policies):
+    """{policy type name: 'anti' | 'affinity' | None}, one derivation walk per type."""
+    kinds = {}
+    for policy in policies or []:
+        if policy.type not in kinds:
+            kinds[policy.type] = rule_kind(policy)
+    return kinds
+
+
+class _Derivation:
+    """is_derived_from, asked once per (type, base): tosca-parser rebuilds the
+    parent type objects on every call."""
+
+    def __init__(self):
+        self._known = {}
+
+    def __call__(self, entity, base):
+        key = (entity.type, base)
+        if key not in self._known:
+            self._known[key] = entity.is_derived_from(base)
+        return self._known[key]
+
+
+def collect(tosca, kinds=None):
     """All (Anti)AffinityRule policies of ``tosca`` as validated PlacementRules.
 
+    ``kinds`` is :func:`rule_kinds` of the policies when the caller has it.
     Raises InputError for the first problem, checking policies in name order
     so the reported problem does not depend on how the VNFD lists them.
     """
     topo = tosca.topology_template
+    policies = topo.policies or []
+    if kinds is None:
+        kinds = rule_kinds(policies)
+    found = [p for p in policies if kinds.get(p.type)]
+    if not found:
+        return []
     groups = {g.name: g for g in (topo.groups or [])}
     nodes = {n.name: n for n in (tosca.nodetemplates or [])}
-    found = []
-    for policy in topo.policies or []:
-        kind = rule_kind(policy)
-        if kind is not None:
-            found.append((policy, kind))
-    rules = [_build(policy, kind == "anti", groups, nodes)
-             for policy, kind in sorted(found, key=lambda pk: pk[0].name)]
+    derived = _Derivation()
+    rules = [_build(policy, kinds[policy.type] == "anti", groups, nodes, derived)
+             for policy in sorted(found, key=lambda p: p.name)]
     check_overlaps(rules)
     return rules
 
 
-def _build(policy, anti, groups, nodes):
+def _build(policy, anti, groups, nodes, derived):
     name = policy.name
     if not plain_yaml(name):
         raise _err(name, "the policy name is used as a Heat resource name and must be "
@@ -106,7 +140,7 @@ def _build(policy, anti, groups, nodes):
     if scope not in (names.SCOPE_NODE, names.SCOPE_ZONE):
         raise _err(name, "scope %r is not supported; expected nfvi_node or zone"
                    % (scope,), "properties.scope")
-    members = _members(name, policy.targets, groups, nodes)
+    members = _members(name, policy.targets, groups, nodes, derived)
     soft, max_per_host, zones = _metadata(name, policy.entity_tpl.get("metadata"),
                                           anti, scope, len(members))
     return PlacementRule(name=name, policy_type=policy.type, anti=anti, scope=scope,
@@ -114,7 +148,7 @@ def _build(policy, anti, groups, nodes):
                          max_server_per_host=max_per_host, zones=zones)
 
 
-def _members(policy, targets, groups, nodes):
+def _members(policy, targets, groups, nodes, derived):
     if not targets:
         raise _err(policy, "no targets; list VDUs or PlacementGroups of VDUs", "targets")
     if not isinstance(targets, list):
@@ -122,9 +156,9 @@ def _members(policy, targets, groups, nodes):
     members = []
     for target in targets:
         if target in groups:            # groups win over nodes, as in tosca-parser
-            members.extend(_group_members(policy, groups[target], nodes))
+            members.extend(_group_members(policy, groups[target], nodes, derived))
         elif target in nodes:
-            members.append(_check_vdu(policy, nodes[target], "target %s" % target))
+            members.append(_check_vdu(policy, nodes[target], "target %s" % target, derived))
         else:
             raise _err(policy, "target %r is neither a group nor a node template"
                        % (target,), "targets")
@@ -132,9 +166,9 @@ def _members(policy, targets, groups, nodes):
     return unique
 
 
-def _group_members(policy, group, nodes):
+def _group_members(policy, group, nodes, derived):
     where = "target %s" % group.name
-    if not group.is_derived_from(names.PLACEMENT_GROUP):
+    if not derived(group, names.PLACEMENT_GROUP):
         raise _err(policy, "%s is a %s; group targets must be %s"
                    % (where, group.type, names.PLACEMENT_GROUP), "targets")
     description = (group.entity_tpl.get("properties") or {}).get("description")
@@ -151,14 +185,14 @@ def _group_members(policy, group, nodes):
         if node is None:
             raise _err(policy, "%s: member %r is not a node template" % (where, member),
                        "targets")
-        result.append(_check_vdu(policy, node, "%s: member %s" % (where, member)))
+        result.append(_check_vdu(policy, node, "%s: member %s" % (where, member), derived))
     return result
 
 
-def _check_vdu(policy, node, where):
-    if node.is_derived_from(names.VDU_COMPUTE):
+def _check_vdu(policy, node, where, derived):
+    if derived(node, names.VDU_COMPUTE):
         return node.name
-    if node.is_derived_from(names.VIRTUAL_LINK):
+    if derived(node, names.VIRTUAL_LINK):
         raise _err(policy, "%s is a VnfVirtualLink; affinity between virtual links has no "
                            "Heat/Nova equivalent, only Vdu.Compute members can be translated"
                    % where, "targets")
