@@ -70,8 +70,10 @@ build() {
     "${PYTHON}" -m venv "${venv}"
     pip_quiet install -q --upgrade pip
     log "pip install ${REQUIREMENTS[*]}"
-    pip_quiet install -q "${REQUIREMENTS[@]}" \
-        || die "pip install failed (network? PyPI reachable?); nothing cached"
+    if ! pip_quiet install -q "${REQUIREMENTS[@]}"; then
+        rm -rf "${venv}"
+        die "pip install failed (network? PyPI reachable?); nothing cached"
+    fi
     # The wheels install their data files (api-paste.ini, heat's
     # environment.d) under <venv>/etc, while the test fixtures look for
     # them next to the packages, as in a source tree.

@@ -19,7 +19,6 @@ is marked ``openstack`` automatically.
 |                           |          | parameters=) -> [error, ...]`` (no servers)     |
 """
 import functools
-import os
 
 import pytest
 
@@ -66,23 +65,11 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.write_line(line)
 
 
-def _ci():
-    return os.environ.get("CI", "").lower() in ("1", "true", "yes")
-
-
-def _unavailable(exc):
-    if _ci():
-        pytest.fail(str(exc), pytrace=False)
-    pytest.skip(str(exc))
-
-
 @pytest.fixture(scope="session")
 def openstack_python():
-    """Path of the python in the Nova/Heat venv (built on first use)."""
-    try:
-        return osharness.openstack_python()
-    except osharness.VenvUnavailable as exc:
-        _unavailable(exc)
+    """Path of the python in the Nova/Heat venv (built on first use). Without
+    it: fail under CI=true, skip with the reason otherwise."""
+    return osharness.python_or_skip()
 
 
 class _Clouds:
