@@ -49,8 +49,13 @@ class _Link:
 
 
 def _short(text):
+    """TEXT on one line, its middle elided past _SHOW characters (the end of a
+    wrapped command line is the part that tells what ran)."""
     text = " ".join(str(text).split())
-    return text if len(text) <= _SHOW else text[:_SHOW] + "..."
+    if len(text) <= _SHOW:
+        return text
+    head = _SHOW // 3
+    return text[:head] + " ... " + text[head - _SHOW:]
 
 
 class SSHSession:
