@@ -9,6 +9,7 @@ server proves that the right one is sent and accepted.
 import socket
 import subprocess
 import threading
+import time
 
 import paramiko
 import pytest
@@ -41,6 +42,9 @@ class _Server(paramiko.ServerInterface):
 
     @staticmethod
     def _reply(channel):
+        # paramiko sends the exec request's success reply after this check
+        # returns: answering first would look like a channel closed too early
+        time.sleep(0.2)
         channel.sendall(b"ran\n")
         channel.send_exit_status(0)
         channel.shutdown_write()
