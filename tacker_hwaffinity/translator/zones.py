@@ -13,12 +13,16 @@
 """
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.translator import names
+from tacker_hwaffinity.translator.rules import plain_yaml
 
 
 def parameter(rule):
     """(name, type, description, default, constraints) of the rule's parameter."""
     param = names.zones_parameter(rule.name, rule.anti)
-    members = ", ".join(rule.members)
+    # heat-translator strips quotes from the main template: name the members
+    # only when none of them would need quoting.
+    members = ", ".join(rule.members) if all(map(plain_yaml, rule.members)) else \
+        "see the VNFD"
     if rule.anti:
         n = len(rule.members)
         description = ("Distinct availability zones for the members of policy %s, "
