@@ -3,8 +3,8 @@
 Tests marked ``ssh`` use the session fixture ``sshd`` (one server for the
 whole run, on a free 127.0.0.1 port, stopped by pid in a finaliser). If sshd
 is missing or does not start, the tests fail when CI=true and are skipped
-otherwise, naming tools/install-test-packages.sh. sshd's log is kept when a
-test failed. Every test here is bounded by an alarm (TEST_SECONDS).
+otherwise, naming tools/install-test-packages.sh. sshd's config and log are
+kept when a test marked ssh failed. Every test here is bounded by an alarm (TEST_SECONDS).
 """
 import os
 import signal
@@ -19,6 +19,7 @@ MARKER = "ssh"
 TEST_SECONDS = 30
 _SERVER_KEY = pytest.StashKey[object]()
 _FIGURES_KEY = pytest.StashKey[dict]()
+_FAILED_KEY = pytest.StashKey[int]()  # failed tests marked ssh (not the whole session's)
 
 # Without paramiko the test modules cannot even be imported, and a collection
 # error would stop the whole run: collect only test_requirements.py, which
@@ -52,6 +53,7 @@ def pytest_runtest_makereport(item, call):
     report = outcome.get_result()
     server = item.session.stash.get(_SERVER_KEY, None)
     if report.failed and server is not None and item.get_closest_marker(MARKER):
+        item.session.stash[_FAILED_KEY] = item.session.stash.get(_FAILED_KEY, 0) + 1
         report.sections.append(("sshd", "log %s; last lines:\n%s"
                                 % (server.log_path, server.tail(15))))
 
@@ -93,11 +95,10 @@ def sshd(request):
         unavailable("sshd did not start (%s); config and log kept in %s" % (e, server.dir))
     request.session.stash[_SERVER_KEY] = server
     request.config.stash[_FIGURES_KEY]["start-up"] = "%.0f ms" % (server.startup_seconds * 1000)
-    failed_before = request.session.testsfailed
     try:
         yield server
     finally:
-        failed = request.session.testsfailed > failed_before
+        failed = request.session.stash.get(_FAILED_KEY, 0) > 0
         server.cleanup(keep_logs=failed)
         if failed:
             print("\nsshd config and log kept in %s" % server.dir)
