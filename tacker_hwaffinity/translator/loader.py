@@ -198,6 +198,13 @@ def _param_data(data):
 def _prepare(path, data, flavour):
     if not isinstance(data, dict) or not isinstance(data.get("topology_template"), dict):
         raise InputError("not a TOSCA service template (no topology_template)", source=path)
+    policies = data["topology_template"].get("policies")
+    if policies is not None and not isinstance(policies, list):
+        # The Tacker spec's own example writes a map; tosca-parser then fails
+        # with an AttributeError.
+        raise InputError("policies must be a list of one-entry maps (- name: {type: ...}), "
+                         "not a %s" % type(policies).__name__, source=path,
+                         field="topology_template.policies")
     flavour_dir = os.path.dirname(os.path.abspath(path))
     local_defs = _resolve_imports(path, data, flavour_dir)
     subst = data["topology_template"].get("substitution_mappings")

@@ -6,7 +6,8 @@ import zipfile
 import pytest
 
 from tacker_hwaffinity.cli.main import main
-from translate_helpers import CASES, EXPECTED, K8S_PACKAGE, translate_file
+from translate_helpers import (CASES, EXPECTED, K8S_PACKAGE, absolute_imports, load_yaml,
+                               translate_file, write_vnfd)
 
 TOP = os.path.join(K8S_PACKAGE, "Definitions", "sample_kubernetes_top.vnfd.yaml")
 
@@ -163,6 +164,17 @@ def test_tosca_parser_errors_are_one_line(tmp_path, capsys):
     bad.write_text(text.replace("num_virtual_cpu: 1", "num_virtual_cpu: 0"))
     err = _error(capsys, str(bad))
     assert "tosca-parser rejected the VNFD" in err and "num_virtual_cpu" in err
+
+
+def test_policies_as_a_map(tmp_path, capsys):
+    """The Tacker spec's example writes policies as a map; TOSCA wants a list."""
+    data = load_yaml(os.path.join(CASES, "vdu_targets.yaml"))
+    data = absolute_imports(data, CASES)
+    data["topology_template"]["policies"] = {
+        k: v for p in data["topology_template"]["policies"] for k, v in p.items()}
+    path = write_vnfd(tmp_path, data)
+    err = _error(capsys, path)
+    assert "%s: field topology_template.policies: policies must be a list" % path in err
 
 
 def test_help_lists_translate(capsys):
