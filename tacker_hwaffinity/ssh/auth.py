@@ -14,20 +14,27 @@ from .errors import AuthenticationError, ConfigError
 from .hostkeys import fingerprint
 
 
-def _key_class(data, password):
-    """The paramiko class for key DATA (bytes), detected as paramiko's from_path does."""
+_CLASSES = ((rsa.RSAPrivateKey, paramiko.RSAKey), (ed25519.Ed25519PrivateKey, paramiko.Ed25519Key),
+            (ec.EllipticCurvePrivateKey, paramiko.ECDSAKey))
+
+
+def _load(data, password):
+    """A paramiko key from DATA (bytes) in any format cryptography reads: OpenSSH,
+    PKCS#1, SEC1 or PKCS#8 PEM, encrypted or not. The key is re-serialised in
+    memory to the OpenSSH format, which paramiko reads for every key type."""
     try:
         loaded = serialization.load_ssh_private_key(data, password=password)
     except ValueError:
         loaded = serialization.load_pem_private_key(data, password=password)
-    if isinstance(loaded, rsa.RSAPrivateKey):
-        return paramiko.RSAKey
-    if isinstance(loaded, ed25519.Ed25519PrivateKey):
-        return paramiko.Ed25519Key
-    if isinstance(loaded, ec.EllipticCurvePrivateKey):
-        return paramiko.ECDSAKey
-    raise ConfigError("private key: unsupported type %s (use RSA, ECDSA or Ed25519)"
-                      % type(loaded).__name__.lstrip("_"))
+    for crypto_class, paramiko_class in _CLASSES:
+        if isinstance(loaded, crypto_class):
+            break
+    else:
+        raise ConfigError("private key: unsupported type %s (use RSA, ECDSA or Ed25519)"
+                          % type(loaded).__name__.lstrip("_"))
+    text = loaded.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption()).decode("ascii")
+    return paramiko_class.from_private_key(io.StringIO(text))
 
 
 def _format(text):
@@ -36,7 +43,8 @@ def _format(text):
 
 
 class PrivateKey:
-    """A private key given as text (OpenSSH or PEM format), loaded at once."""
+    """A private key given as text (OpenSSH or PEM format), loaded at once.
+    A passphrase given for an unencrypted key is ignored."""
 
     def __init__(self, text, passphrase=None):
         if isinstance(text, bytes):
@@ -45,26 +53,24 @@ class PrivateKey:
             raise ConfigError("private key: empty")
         pw = passphrase.encode("utf-8") if isinstance(passphrase, str) else passphrase
         self._secrets = tuple(s for s in (passphrase, text) if s)
+        data = text.encode("utf-8")
         try:
-            cls = _key_class(text.encode("utf-8"), pw or None)
-            self.key = cls.from_private_key(io.StringIO(text), password=passphrase or None)
+            try:
+                self.key = _load(data, pw or None)
+            except TypeError:
+                # cryptography: "Password was given but private key is not encrypted"
+                # (or "... not given but private key is encrypted", handled below)
+                if not pw:
+                    raise
+                self.key = _load(data, None)
         except ConfigError:
             raise
         except TypeError:
-            # cryptography: "Password was not given but private key is encrypted"
-            # or "Password was given but private key is not encrypted"
-            if pw:
-                self.key = None
-            else:
-                raise ConfigError("private key (%s) is encrypted and no passphrase was given"
-                                  % _format(text)) from None
-        except (ValueError, paramiko.SSHException, IndexError):
+            raise ConfigError("private key (%s) is encrypted and no passphrase was given"
+                              % _format(text)) from None
+        except (ValueError, paramiko.SSHException, IndexError, UnicodeError):
             raise ConfigError("private key (%s) could not be loaded: wrong passphrase or not "
                               "an RSA, ECDSA or Ed25519 key" % _format(text)) from None
-        if self.key is None:
-            # a passphrase was given for an unencrypted key: use the key as is
-            cls = _key_class(text.encode("utf-8"), None)
-            self.key = cls.from_private_key(io.StringIO(text))
         self.key_type = self.key.get_name()
         self.fingerprint = fingerprint(self.key.asbytes())
 

@@ -25,6 +25,8 @@ USER_KEYS = {
     "ecdsa": ("ecdsa", ["-b", "384"], ""),
     "rsa": ("rsa", ["-b", "2048"], ""),
     "rsa-pem": ("rsa", ["-b", "2048", "-m", "PEM"], ""),
+    "rsa-pkcs8": ("rsa", ["-b", "2048", "-m", "PKCS8"], ""),
+    "ecdsa-pem-passphrase": ("ecdsa", ["-m", "PEM"], "pem passphrase"),
     "ed25519-passphrase": ("ed25519", [], "correct horse battery staple"),
 }
 PRIVSEP_DIR = "/run/sshd"  # Debian's compiled-in privilege separation directory
