@@ -1,10 +1,11 @@
 """Install the extension into the loaded heat-translator, and take it out.
 
-Two changes to ``translator.hot.translate_node_templates`` (its documented
-extension point is the type map; nothing is copied or forked):
+Two changes to ``translator.hot.translate_node_templates``; nothing is
+copied or forked:
 
-1. ``TOSCA_TO_HOT_TYPE`` maps the SOL001 AntiAffinityRule and AffinityRule to
-   our placeholder classes (:mod:`resources`).
+1. ``TOSCA_TO_HOT_TYPE``, heat-translator's extension point, maps the
+   SOL001 AntiAffinityRule and AffinityRule to our placeholder classes
+   (:mod:`resources`).
 2. ``TranslateNodeTemplates.translate`` is wrapped. Before heat-translator
    runs, every policy type of the template derived from those two is mapped
    to the same class: heat-translator itself would fail with ``KeyError``
@@ -53,9 +54,12 @@ def register():
             for toscatype, kind in kinds.items():
                 if kind is not None:
                     tnt.TOSCA_TO_HOT_TYPE[toscatype] = BY_KIND[kind]
+                elif tnt.TOSCA_TO_HOT_TYPE.get(toscatype) in CLASSES:
+                    # An alias left by another template where this type name
+                    # meant a rule; here it does not.
+                    del tnt.TOSCA_TO_HOT_TYPE[toscatype]
             return extension.apply(self, original(self), kinds)
 
-        translate.hwaffinity_original = original
         tnt.TranslateNodeTemplates.translate = translate
         _saved = saved
         return True
