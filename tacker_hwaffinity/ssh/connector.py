@@ -72,6 +72,18 @@ def open_one(target, make_sock, timeout, keepalive=None):
         target.host, target.port, *first)
 
 
+def tcp(host, port, timeout):
+    """A TCP connection with Nagle's algorithm off: SSH requests are small
+    and each waits for its reply, so Nagle plus delayed ACKs would add ~40 ms
+    to many round trips (as OpenSSH, we set TCP_NODELAY)."""
+    sock = socket.create_connection((host, port), timeout)
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        pass
+    return sock
+
+
 def open_chain(target, jump, timeout, keepalive=None):
     """(transport to TARGET, transport to JUMP or None, target key fingerprint).
     Through JUMP, the target is reached over a direct-tcpip channel and its host
@@ -80,10 +92,10 @@ def open_chain(target, jump, timeout, keepalive=None):
     try:
         if jump is None:
             def make_sock():
-                return socket.create_connection((target.host, target.port), timeout)
+                return tcp(target.host, target.port, timeout)
         else:
-            jt, _ = open_one(jump, lambda: socket.create_connection(
-                (jump.host, jump.port), timeout), timeout, keepalive)
+            jt, _ = open_one(jump, lambda: tcp(jump.host, jump.port, timeout), timeout,
+                             keepalive)
 
             def make_sock():
                 return jt.open_channel("direct-tcpip", (target.host, target.port),
