@@ -6,6 +6,7 @@ is missing or does not start, the tests fail when CI=true and are skipped
 otherwise, naming tools/install-test-packages.sh. sshd's config and log are
 kept when a test marked ssh failed. Every test here is bounded by an alarm (TEST_SECONDS).
 """
+import atexit
 import os
 import signal
 import threading
@@ -88,6 +89,7 @@ def sshd(request):
     if sshd_mod.find("sshd") is None or sshd_mod.find("ssh-keygen") is None:
         unavailable(sshd_mod.HINT)
     server = sshd_mod.SSHServer()
+    atexit.register(server.stop)  # also when the finaliser never runs
     try:
         server.start(timeout=10)
     except Exception as e:  # noqa: BLE001 - reported with the log
@@ -100,6 +102,7 @@ def sshd(request):
     finally:
         failed = request.session.stash.get(_FAILED_KEY, 0) > 0
         server.cleanup(keep_logs=failed)
+        atexit.unregister(server.stop)
         if failed:
             print("\nsshd config and log kept in %s" % server.dir)
 
