@@ -28,14 +28,19 @@ def pod(name, count, affinities="", anti=""):
         "  annotations:\n    {}\n", "")
 
 
-def plan(capsys, tmp_path, text):
+def planned(capsys, tmp_path, text):
+    """The containers of 'hwaffinity numa plan -o json' for pod TEXT on the n4c16 machine."""
     p = tmp_path / "pod.yaml"
     p.write_text(text)
     rc = main(["numa", "plan", "--machine", MACHINE, "--reserved-cpus", "750m",
                str(p), "-o", "json"])
     out, err = capsys.readouterr()
     assert rc == 0, err
-    return {c["container"]: set(c["mems"].split(",")) for c in json.loads(out)["containers"]}
+    return json.loads(out)["containers"]
+
+
+def plan(capsys, tmp_path, text):
+    return {c["container"]: set(c["mems"].split(",")) for c in planned(capsys, tmp_path, text)}
 
 
 def test_no_affinities_spread_over_numa_nodes(capsys, tmp_path):
@@ -59,14 +64,8 @@ def test_anti_affinities_keep_apart(capsys, tmp_path):
 
 
 def cpus_of(capsys, tmp_path, text):
-    p = tmp_path / "pod.yaml"
-    p.write_text(text)
-    rc = main(["numa", "plan", "--machine", MACHINE, "--reserved-cpus", "750m",
-               str(p), "-o", "json"])
-    out, err = capsys.readouterr()
-    assert rc == 0, err
     from tacker_hwaffinity.numa.cpuset import parse_list
-    return {c["container"]: parse_list(c["cpus"]) for c in json.loads(out)["containers"]}
+    return {c["container"]: parse_list(c["cpus"]) for c in planned(capsys, tmp_path, text)}
 
 
 def nodes_of(cpus):
