@@ -4,7 +4,10 @@ Loading a key never lets the key text or the passphrase reach an exception
 message or a traceback: failures are re-raised ``from None`` with a message
 that names only the key's format.
 """
+import base64
+import binascii
 import io
+import struct
 
 import paramiko
 from cryptography.hazmat.primitives import serialization
@@ -35,6 +38,24 @@ def _load(data, password):
     text = loaded.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
                                 serialization.NoEncryption()).decode("ascii")
     return paramiko_class.from_private_key(io.StringIO(text))
+
+
+def _encrypted(text):
+    """Whether key TEXT is passphrase-protected (PEM headers, PKCS#8, or the
+    cipher name of an OpenSSH key). Older cryptography releases say only
+    "could not load" when the passphrase is missing."""
+    if "ENCRYPTED" in text:
+        return True
+    body = "".join(line for line in text.strip().splitlines()[1:-1])
+    try:
+        blob = base64.b64decode(body)
+    except (ValueError, binascii.Error):
+        return False
+    magic = b"openssh-key-v1\0"
+    if not blob.startswith(magic) or len(blob) < len(magic) + 4:
+        return False
+    n = struct.unpack(">I", blob[len(magic):len(magic) + 4])[0]
+    return blob[len(magic) + 4:len(magic) + 4 + n] != b"none"
 
 
 def _format(text):
@@ -69,6 +90,9 @@ class PrivateKey:
             raise ConfigError("private key (%s) is encrypted and no passphrase was given"
                               % _format(text)) from None
         except (ValueError, paramiko.SSHException, IndexError, UnicodeError):
+            if not pw and _encrypted(text):
+                raise ConfigError("private key (%s) is encrypted and no passphrase was given"
+                                  % _format(text)) from None
             raise ConfigError("private key (%s) could not be loaded: wrong passphrase or not "
                               "an RSA, ECDSA or Ed25519 key" % _format(text)) from None
         self.key_type = self.key.get_name()
