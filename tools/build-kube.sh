@@ -47,20 +47,7 @@ apt_update_once() {
 
 # Install the given Debian packages unless all of them are installed already.
 apt_install() {
-    local missing=() pkg
-    for pkg in "$@"; do
-        if ! dpkg-query -W -f='${Status}' "${pkg}" 2>/dev/null | grep -q 'install ok installed'; then
-            missing+=("${pkg}")
-        fi
-    done
-    if [ "${#missing[@]}" -eq 0 ]; then
-        log "Debian packages already installed: $*"
-        return 0
-    fi
-    [ "$(id -u)" -eq 0 ] || die "need root to install Debian packages: ${missing[*]}"
-    apt_update_once
-    log "apt-get install ${missing[*]}"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+    bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" "$@" || die "cannot install: $*"
 }
 
 # True when BIN_DIR holds every binary and each reports the expected version.

@@ -10,10 +10,6 @@ import pytest
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.ssh import STDIN_FILE, SSHSession, Target, stdin_as_file
 
-# the control-plane fixture lives in tests/controlplane/conftest.py (pytest puts
-# tests/ on sys.path for both packages); importing it makes it usable here
-from controlplane.conftest import control_plane  # noqa: F401
-
 pytestmark = [pytest.mark.ssh, pytest.mark.controlplane]
 
 
@@ -32,7 +28,7 @@ def _self_contained(kubeconfig_path):
     return json.dumps(cfg), cfg["users"][0]["user"]["client-key-data"]
 
 
-def test_label_a_node_with_kubectl_over_ssh(sshd, target, control_plane, caplog):  # noqa: F811
+def test_label_a_node_with_kubectl_over_ssh(sshd, target, control_plane, caplog):
     from controlplane import harness
     kubectl = harness.find_binaries()["kubectl"]
     node = "ssh-worker-" + uuid.uuid4().hex[:6]

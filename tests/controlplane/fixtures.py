@@ -2,6 +2,7 @@
 
 Opt-in: only tests marked ``controlplane`` may use these fixtures; the stack
 starts once per session, on first use. Deselect with ``-m "not controlplane"``.
+tests/conftest.py imports them, so every test directory shares one stack.
 """
 import os
 import uuid
