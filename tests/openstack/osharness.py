@@ -378,6 +378,12 @@ def validate_heat(template, files=None, environment=None, parameters=None,
 # --------------------------------------------------------------------------
 # Waiting
 
+def template(name):
+    """Text of tests/openstack/templates/NAME (the shared Tacker-style stack)."""
+    with open(os.path.join(HERE, "templates", name)) as f:
+        return f.read()
+
+
 def wait_for(predicate, timeout, interval=0.2, what="condition"):
     """Call ``predicate()`` until it returns something truthy; return that."""
     deadline = time.monotonic() + timeout

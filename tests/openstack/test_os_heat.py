@@ -5,7 +5,6 @@ The stack shape is what Tacker generates for a scalable VDU: an
 is a nested template with one ``OS::Nova::Server`` placed in the group
 through ``scheduler_hints``.
 """
-import os
 import uuid
 
 import pytest
@@ -14,11 +13,8 @@ import osharness
 
 pytestmark = pytest.mark.openstack
 
-TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
-with open(os.path.join(TEMPLATES, "asg_anti_affinity.yaml")) as f:
-    MAIN = f.read()
-with open(os.path.join(TEMPLATES, "worker.yaml")) as f:
-    WORKER = f.read()
+MAIN = osharness.template("asg_anti_affinity.yaml")
+WORKER = osharness.template("worker.yaml")
 
 
 @pytest.fixture(scope="module")

@@ -1,16 +1,14 @@
 """Offline HOT validation with the real Heat engine (heat_validate.py)."""
-import os
 
 import pytest
 import yaml
 
+import osharness
+
 pytestmark = pytest.mark.openstack
 
-TEMPLATES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "templates")
-with open(os.path.join(TEMPLATES, "asg_anti_affinity.yaml")) as f:
-    MAIN = f.read()
-with open(os.path.join(TEMPLATES, "worker.yaml")) as f:
-    WORKER = f.read()
+MAIN = osharness.template("asg_anti_affinity.yaml")
+WORKER = osharness.template("worker.yaml")
 PARAMS = {"image": "cirros"}
 
 CASES = {
