@@ -4,7 +4,6 @@ import re
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1123_SUBDOMAIN = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def qualified_name_error(key):
@@ -46,11 +45,3 @@ def label_value_error(value):
                 "and must start and end with an alphanumeric character")
     return None
 
-
-def is_dns1123_label(value):
-    return isinstance(value, str) and len(value) <= 63 and bool(_DNS1123_LABEL.match(value))
-
-
-def is_dns1123_subdomain(value):
-    return (isinstance(value, str) and len(value) <= 253
-            and bool(_DNS1123_SUBDOMAIN.match(value)))

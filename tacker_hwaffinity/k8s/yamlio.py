@@ -67,7 +67,7 @@ def parse_documents(text, source):
             continue
         if not isinstance(doc, dict):
             raise InputError("document %d is a %s, expected a Kubernetes object (a mapping)"
-                             % (i + 1, _type_name(doc)), source=source)
+                             % (i + 1, type_name(doc)), source=source)
         out.extend(_expand_list(doc, source))
     return out
 
@@ -82,7 +82,7 @@ def _expand_list(doc, source):
         for i, item in enumerate(items):
             if not isinstance(item, dict):
                 raise InputError("expected a Kubernetes object (a mapping), got a %s"
-                                 % _type_name(item), source=source, obj=kind,
+                                 % type_name(item), source=source, obj=kind,
                                  field="items[%d]" % i)
             out.extend(_expand_list(item, source))
         return out
@@ -99,11 +99,7 @@ def load_objects(paths):
     return out
 
 
-def _type_name(value):
+def type_name(value):
     return {dict: "mapping", list: "list", str: "string", bool: "boolean",
             int: "integer", float: "number"}.get(type(value), type(value).__name__)
 
-
-def type_name(value):
-    """Human name of a YAML value's type, for error messages."""
-    return _type_name(value)

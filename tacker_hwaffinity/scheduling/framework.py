@@ -55,14 +55,6 @@ class Evaluation:
                 return r.reasons(i)
         return []
 
-    def failing_plugin(self, i):
-        if self.prefilter_msg:
-            return self.prefilter_msg[0]
-        for f, r in zip(self.filters, self.rejections):
-            if r is not None and r.failed[i]:
-                return f.name
-        return None
-
     def summary(self):
         """kube-scheduler's FitError message for a pod no node can take."""
         msg = NO_NODE_AVAILABLE % len(self.state.nodes)
@@ -97,20 +89,18 @@ class Framework:
         prefilter_msg, absent = None, None
         for f in self.filters:
             pre = getattr(f, "prefilter", None)
-            if pre is not None:
-                msg = pre(cycle)
-                if msg:
-                    prefilter_msg = (f.name, msg)
-                    break
-            names = getattr(f, "prefilter_names", None)
-            if names is not None:
-                allowed = names(pod.spec)
-                if allowed is not None:
-                    absent = np.ones(len(state.nodes), dtype=bool)
-                    for name in allowed:
-                        j = state.index.get(name)
-                        if j is not None:
-                            absent[j] = False
+            if pre is None:
+                continue
+            msg, allowed = pre(cycle)
+            if msg:
+                prefilter_msg = (f.name, msg)
+                break
+            if allowed is not None:  # a PreFilterResult: only these nodes are filtered
+                absent = np.ones(len(state.nodes), dtype=bool)
+                for name in allowed:
+                    j = state.index.get(name)
+                    if j is not None:
+                        absent[j] = False
         rejections = [] if prefilter_msg else [f.filter(cycle) for f in self.filters]
         ev = Evaluation(state, pod, self.filters, rejections, prefilter_msg, absent)
         if score and ev.feasible.any():

@@ -49,12 +49,6 @@ class AffinityTerm:
         return AffinityTerm(self.selector, names, ns_selector, self.topology_key,
                             self.weight, self.field)
 
-    def describe(self):
-        sel = ("<nil: matches no pod>" if self.selector.nothing else
-               ", ".join("%s %s %s" % (r.key, r.to_dict()["operator"], list(r.values))
-                         for r in self.selector.requirements) or "<all pods>")
-        return sel
-
 
 class RawTerm:
     """A ``PodAffinityTerm`` (or weighted term) as written in the spec."""

@@ -3,7 +3,9 @@
 A filter plugin has ``name`` and ``filter(cycle)`` returning ``None`` (the
 plugin passes every node) or ``Rejection``. A score plugin has ``score(cycle)``
 returning raw int64 scores over all nodes, and ``normalize(raw, feasible)``.
-``prefilter(cycle)`` may return a message that makes every node fail.
+``prefilter(cycle)``, where a plugin has one, returns ``(message, names)``: a
+message makes every node fail; ``names`` (or None for all) are the only nodes
+kube-scheduler would run the filters on.
 """
 import numpy as np
 

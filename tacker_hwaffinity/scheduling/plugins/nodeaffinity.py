@@ -27,7 +27,8 @@ class NodeAffinity:
             self._masks[(id(state), key)] = got
         return got
 
-    def prefilter_names(self, spec):
+    @staticmethod
+    def _prefilter_names(spec):
         """Node names the pod can only go to (matchFields metadata.name In), or None."""
         sel = spec.required_node
         if sel is None or not spec.required_node_raw.get("nodeSelectorTerms"):
@@ -45,10 +46,11 @@ class NodeAffinity:
         return names
 
     def prefilter(self, cycle):
-        names = self.prefilter_names(cycle.pod.spec)
+        """(message making every node fail, or None; node names to filter, or None = all)."""
+        names = self._prefilter_names(cycle.pod.spec)
         if names is not None and not names:
-            return ERR_CONFLICT
-        return None
+            return ERR_CONFLICT, None
+        return None, names
 
     def filter(self, cycle):
         state, spec = cycle.state, cycle.pod.spec
