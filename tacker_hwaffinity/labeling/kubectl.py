@@ -33,8 +33,11 @@ def cordon(nodes):
     return ["kubectl", "cordon"] + sorted(nodes)
 
 
-def drain(node, timeout, delete_emptydir_data=True, force=False):
-    argv = ["kubectl", "drain", node, "--ignore-daemonsets", "--timeout=%ds" % timeout]
+def drain(nodes, timeout, delete_emptydir_data=True, force=False):
+    """Drain NODES (a name or names) in one kubectl call, through the eviction
+    API (PodDisruptionBudgets honoured), giving up after TIMEOUT seconds."""
+    nodes = [nodes] if isinstance(nodes, str) else sorted(nodes)
+    argv = ["kubectl", "drain"] + nodes + ["--ignore-daemonsets", "--timeout=%ds" % timeout]
     if delete_emptydir_data:
         argv.append("--delete-emptydir-data")
     if force:

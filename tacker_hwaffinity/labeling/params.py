@@ -51,7 +51,17 @@ SPEC = {
     "on_colocation": F("string", default="warn", enum=ON_COLOCATION,
                        doc="two workers on one compute host: warn, or fail the operation"),
     "kubeconfig": F("string", secret=True,
-                    doc="reach the cluster through this kubeconfig instead of SSH"),
+                    doc="reach the cluster through this kubeconfig (YAML or JSON text; kubectl "
+                        "runs where the driver runs) instead of SSH"),
+    "worker_vdus": F("array", items=F("string"), default=[],
+                     doc="OS::Nova::Server resources of the top stack that are workers too "
+                         "(VDUs that are not scaled; v1)"),
+    "openstack": F("object", default={}, fields={
+        "timeout": F("number", default=30, minimum=0.1, maximum=600,
+                     doc="seconds per Heat/Nova request"),
+        "retries": F("integer", default=2, minimum=0, maximum=10,
+                     doc="retries of a Heat/Nova read after a 5xx answer or no answer"),
+    }),
     "ssh": F("object", fields=dict(_AUTH_FIELDS, **_HOST_KEY_FIELDS, **{
         "host": F("string", doc="SSH target (default: the first master's ssh_cp address)"),
         "port": F("integer", default=22, minimum=1, maximum=65535),
@@ -62,6 +72,9 @@ SPEC = {
         "connect_timeout": F("number", default=10, minimum=0.1, maximum=600),
         "command_timeout": F("number", default=120, minimum=0.1, maximum=7200),
         "retries": F("integer", default=3, minimum=0, maximum=20),
+        "kubectl": F("string", default="kubectl", doc="kubectl program on the master"),
+        "kubeconfig_path": F("string", doc="kubeconfig file on the master (default: kubectl's "
+                                           "own, ~/.kube/config of the SSH user)"),
     }), default={}),
     "drain": F("object", default={}, fields={
         "timeout": F("integer", default=300, minimum=1, maximum=86400,
@@ -70,7 +83,8 @@ SPEC = {
         "force": F("boolean", default=False, doc="also evict pods without a controller"),
     }),
 }
-_NODE_FIELDS = {"aspect_id": F("string"), "ssh_cp_name": F("string"), "nic_cp_name": F("string"),
+_NODE_FIELDS = {"aspect_id": F("string"), "vdu_id": F("string"), "ssh_cp_name": F("string"),
+                "nic_cp_name": F("string"),
                 "username": F("string"), "password": F("string", secret=True)}
 
 

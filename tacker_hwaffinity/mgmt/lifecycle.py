@@ -1,0 +1,222 @@
+"""The hooks, the same for Tacker's v1 driver, its v2 script and the CLI.
+
+A ``Job`` says what Tacker asked (the hook, the parameters, the VIM, the
+stack or the VNFC servers, the scale/heal targets); ``run`` finds the
+workers (Heat and Nova: a constant number of reads), opens ONE connection to
+the cluster (SSH to a master, or a kubeconfig), does the hook's work through
+``mgmt.reconcile`` and returns the report stored in the VNF instance
+metadata. Every hook is idempotent: a retry re-reads the truth and converges.
+"""
+import dataclasses
+import datetime
+import logging
+
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.labeling import inventory
+from tacker_hwaffinity.mgmt import kube as kube_access
+from tacker_hwaffinity.mgmt import reconcile
+from tacker_hwaffinity.mgmt.reconcile import HookFailed
+
+LOG = logging.getLogger("tacker_hwaffinity.mgmt")
+ACTIVE = ("instantiate_end", "scale_start", "scale_end", "heal_start", "heal_end")
+NOTHING = {
+    "instantiate_start": "the workers do not exist yet",
+    "terminate_start": "the whole cluster goes; its nodes need no labels",
+    "terminate_end": "the cluster is gone",
+    "change_external_connectivity_start": "external connectivity does not move VMs",
+    "change_external_connectivity_end": "external connectivity does not move VMs",
+    "modify_information_start": "VNF information does not move VMs",
+    "modify_information_end": "VNF information does not move VMs",
+}
+
+
+@dataclasses.dataclass
+class Job:
+    hook: str
+    params: dict                      # labeling.params.parse() output
+    access: dict = None               # OpenStack credentials (openstack.auth)
+    stack_id: str = None              # v1: the VNF's top stack
+    worker_servers: list = None       # v2: the worker VNFCs' server ids
+    master_vnfcs: list = None         # v2: [(server id, VNFC stack id)] of the masters
+    removed_members: list = ()        # v1 scale-in: AutoScalingGroup member names
+    target_servers: list = ()         # heal / v2 scale-in: server ids
+    full_heal: bool = False           # heal of the whole VNF (no VNFC given)
+    kubeconfig: str = None            # a Kubernetes VIM, as kubeconfig text
+    scale_in: bool = True             # scale_start/scale_end: the request's type
+
+
+@dataclasses.dataclass
+class Inventory:
+    workers: list                     # plan.Worker
+    refs: list                        # inventory.ServerRef, same order
+    masters: list                     # plan.Worker of the masters
+    master_refs: list
+
+
+class Context:
+    """What one run talks to, made on first use (injectable for tests)."""
+
+    def __init__(self, job, openstack=None, connect_ssh=None):
+        self.job, self._openstack, self._connect_ssh = job, openstack, connect_ssh
+
+    @property
+    def openstack(self):
+        if self._openstack is None:
+            from tacker_hwaffinity.openstack import OpenStack, session
+            if not self.job.access:
+                raise InputError("no OpenStack VIM is given (vimConnectionInfo)")
+            o = self.job.params["hwaffinity"]["openstack"]
+            self._openstack = OpenStack(session(self.job.access, timeout=o["timeout"]),
+                                        region_name=self.job.access.get("region_name"),
+                                        retries=o["retries"])
+        return self._openstack
+
+
+def discover(ctx):
+    """The workers (and masters) with their addresses and hosts."""
+    job, os_ = ctx.job, ctx.openstack
+    worker, master, hw = job.params["worker"], job.params["master"], job.params["hwaffinity"]
+    problems = []
+    if job.worker_servers is not None:  # v2: VNFC server ids are given
+        refs = [inventory.ServerRef(s, s, None, s) for s in job.worker_servers]
+        mrefs = [inventory.ServerRef(s, s, st, s) for s, st in job.master_vnfcs or ()]
+    else:
+        if not job.stack_id:
+            raise InputError("the VNF instance has no Heat stack (instantiated_vnf_info."
+                             "instance_id)")
+        resources = os_.stack_resources(job.stack_id)
+        refs, mrefs = _refs(resources, worker, hw["worker_vdus"], "worker_node", problems), []
+        if master.get("aspect_id"):
+            mrefs = _refs(resources, master, [], "master_node", problems)
+    if problems:
+        raise HookFailed("; ".join(problems))
+    servers = os_.servers()
+    workers, missing = inventory.workers(servers, refs)
+    masters, _ = inventory.workers(servers, mrefs)
+    if missing:
+        raise HookFailed("Nova does not list the server(s) %s of the stack's workers"
+                         % ", ".join(r.server_id for r in missing))
+    return Inventory(workers, [r for r in refs if r not in missing], masters, mrefs)
+
+
+def _refs(resources, node, vdus, role, problems):
+    refs = []
+    if node.get("aspect_id"):
+        found = inventory.members(resources, node["aspect_id"])
+        if isinstance(found, str):
+            problems.append("k8s_cluster_installation_param.%s.aspect_id: %s" % (role, found))
+        else:
+            refs.extend(found)
+    found, absent = inventory.vdu_servers(resources, vdus)
+    refs.extend(found)
+    if absent:
+        problems.append("hwaffinity_param.worker_vdus: the stack has no server %s"
+                        % ", ".join(absent))
+    if not node.get("aspect_id") and not vdus:
+        problems.append("name the workers: k8s_cluster_installation_param.%s.aspect_id "
+                        "(scaled) or hwaffinity_param.worker_vdus (not scaled)" % role)
+    return refs
+
+
+def open_cluster(ctx, inv):
+    """One kubectl runner: a kubeconfig (parameter or Kubernetes VIM) or SSH."""
+    hw, job = ctx.job.params["hwaffinity"], ctx.job
+    kubeconfig = hw.get("kubeconfig") or job.kubeconfig
+    if kubeconfig:
+        return kube_access.LocalKubectl(kubeconfig, timeout=hw["ssh"]["command_timeout"])
+    return kube_access.SshKubectl(*_ssh(ctx, inv), kubeconfig_path=hw["ssh"].get(
+        "kubeconfig_path"))
+
+
+def _ssh(ctx, inv):
+    from tacker_hwaffinity.ssh import ConnectError, SSHSession
+    hw, master = ctx.job.params["hwaffinity"], ctx.job.params["master"]
+    ssh = hw["ssh"]
+    defaults = {"username": master.get("username"), "password": master.get("password")}
+    hosts = [ssh["host"]] if ssh.get("host") else _master_addresses(ctx, inv)
+    if not hosts:
+        raise HookFailed("no master to reach over SSH: set hwaffinity_param.ssh.host, or "
+                         "k8s_cluster_installation_param.master_node.aspect_id/ssh_cp_name")
+    failures = []
+    for host in hosts:
+        session = SSHSession.from_params(ssh, host=host, **defaults)
+        try:
+            return session.connect(), ssh["kubectl"]
+        except ConnectError as e:  # host key and authentication errors are final
+            failures.append(str(e))
+            session.close()
+    raise HookFailed("no master answered over SSH: " + "; ".join(failures))
+
+
+def _master_addresses(ctx, inv):
+    cp = ctx.job.params["master"].get("ssh_cp_name")
+    if not cp:
+        return [m.addresses[0] for m in inv.masters if m.addresses]
+    out = []
+    stacks = [r.member_stack for r in inv.master_refs if r.member_stack] or [ctx.job.stack_id]
+    for stack in stacks[:2]:  # the first master, and one more to fall back to
+        if not stack:
+            continue
+        attrs = (ctx.openstack.resource(stack, cp).get("attributes") or {})
+        ip = attrs.get("floating_ip_address") or next(
+            (f.get("ip_address") for f in attrs.get("fixed_ips") or () if f.get("ip_address")),
+            None)
+        if ip:
+            out.append(ip)
+    return out
+
+
+def _targets(job, inv):
+    members, servers = set(job.removed_members or ()), set(job.target_servers or ())
+    return [w for w, r in zip(inv.workers, inv.refs)
+            if r.member in members or w.server_id in servers]
+
+
+def run(job, log=LOG, openstack=None):
+    """Do JOB's hook; returns the report (a dict), or raises HookFailed/InputError."""
+    if job.hook not in ACTIVE:
+        log.info("%s: nothing to do for node labels (%s)", job.hook,
+                 NOTHING.get(job.hook, "not a labelling hook"))
+        return None
+    if job.hook in ("scale_start", "scale_end") and job.scale_in != (job.hook == "scale_start"):
+        log.info("%s of a scale %s: nothing to do for node labels", job.hook,
+                 "out" if job.hook == "scale_start" else "in")
+        return None
+    if job.hook == "heal_start" and job.full_heal:
+        log.info("heal_start of the whole VNF: the cluster is rebuilt; nothing to drain")
+        return None
+    ctx = Context(job, openstack)
+    inv = discover(ctx)
+    kube = open_cluster(ctx, inv)
+    try:
+        report = {"hook": job.hook, "at": _now()}
+        if job.hook == "scale_start":
+            report["removedNodes"] = reconcile.evict(kube, _targets(job, inv),
+                                                     job.params["hwaffinity"], log, delete=True)
+        elif job.hook == "heal_start":
+            report["drainedNodes"] = reconcile.evict(kube, _targets(job, inv),
+                                                     job.params["hwaffinity"], log, delete=False)
+        else:
+            if job.hook == "heal_end" and not job.full_heal:
+                report["uncordonedNodes"], _ = reconcile.uncordon(kube, _targets(job, inv), log)
+            p = reconcile.relabel(kube, inv.workers, job.params["hwaffinity"], log)
+            report.update({"hostSource": p.source, "workers": p.mapping(),
+                           "warnings": p.warnings})
+        report["openstackCalls"] = ctx.openstack.calls
+        return report
+    finally:
+        kube.close()
+
+
+EXPECTED = ("InputError", "HookFailed", "OpenStackError", "KubeAccessError", "SSHError")
+
+
+def reason(exc):
+    """A one-line reason for EXC: our own errors as they are, others named."""
+    if any(c.__name__ in EXPECTED for c in type(exc).__mro__):
+        return str(exc)
+    return "unexpected %s: %s" % (type(exc).__name__, exc)
+
+
+def _now():
+    return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

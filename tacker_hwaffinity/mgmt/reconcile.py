@@ -1,0 +1,118 @@
+"""The cluster-side use cases, over a kubectl runner (``mgmt.kube``).
+
+* ``relabel``: read the nodes (1 command), plan, apply every change in ONE
+  server-side apply that also prints the result, and check the labels read
+  back. Correct labels are applied even when some workers fail; the failure
+  then lists those workers and why.
+* ``evict``: cordon (1 command), drain (1 command for all nodes, PDBs
+  honoured, bounded) and, for scale-in, delete (1 command) the nodes of the
+  given workers. A node that drain could not empty is not deleted.
+* ``uncordon``: after heal, make the healed workers' nodes schedulable.
+"""
+from tacker_hwaffinity.labeling import kubectl, plan as planning
+
+
+class HookFailed(Exception):
+    """The hook could not do all of its job; the message lists what and why."""
+
+
+def _checked(kube, argv, stdin=None, timeout=None, what=None):
+    status, out, err = kube.run(argv, stdin=stdin, timeout=timeout)
+    if status != 0:
+        raise HookFailed("%s failed (%s, exit %d): %s" % (
+            what or " ".join(argv[:3]), kube.where, status, _tail(err) or "(no message)"))
+    return out
+
+
+def _tail(text, limit=600):
+    text = (text or "").strip()
+    return text if len(text) <= limit else "..." + text[-limit:]
+
+
+def read_nodes(kube):
+    out = _checked(kube, kubectl.get_nodes(), what="kubectl get nodes")
+    try:
+        return [planning.KubeNode(*n) for n in kubectl.parse_nodes(out)]
+    except kubectl.KubectlOutputError as e:
+        raise HookFailed("kubectl get nodes (%s): %s" % (kube.where, e)) from None
+
+
+def relabel(kube, workers, hw, log):
+    """Label WORKERS' nodes; returns the LabelPlan. Raises HookFailed listing
+    the workers it could not handle (after applying what is right)."""
+    p = planning.plan(workers, read_nodes(kube), hw)
+    changes = p.changes()
+    for w in p.warnings:
+        log.warning("%s", w)
+    if changes:
+        argv, stdin = kubectl.apply_labels(p.desired())
+        out = _checked(kube, argv, stdin=stdin, what="kubectl apply (labels)")
+        try:
+            after = {n[0]: n[2] for n in kubectl.parse_nodes(out)}
+        except kubectl.KubectlOutputError as e:
+            raise HookFailed("kubectl apply printed no nodes (%s): %s" % (kube.where, e)) \
+                from None
+        wrong = ["node %s: label %s is %r, expected %r" % (n, k, after.get(n, {}).get(k), v)
+                 for n, labels in sorted(p.desired().items()) for k, v in sorted(labels.items())
+                 if after.get(n, {}).get(k) != v]
+        if wrong:
+            raise HookFailed("labels read back differ from what was applied: "
+                             + "; ".join(wrong))
+        log.info("labelled %d node(s) %s: %s", len(changes), kube.where,
+                 ", ".join("%s %s" % (n, ",".join("%s=%s" % kv for kv in sorted(lv.items())))
+                           for n, lv in sorted(changes.items())))
+    else:
+        log.info("all %d worker node label(s) already correct", len(p.desired()))
+    for row in p.mapping():
+        log.info("worker %s (server %s) -> host %s (%s) -> node %s%s", row["worker"],
+                 row["server"], row["host"], row["hostSource"], row["node"],
+                 " ERROR: %s" % row["error"] if row["error"] else "")
+    if p.errors:
+        raise HookFailed("%d problem(s): %s" % (len(p.errors), "; ".join(p.errors)))
+    return p
+
+
+def nodes_of(workers, nodes):
+    """({worker name: node name}, [worker names with no node])."""
+    by_ip = {ip: n.name for n in nodes for ip in n.internal_ips}
+    found, missing = {}, []
+    for w in workers:
+        names = sorted({by_ip[a] for a in w.addresses if a in by_ip})
+        if names:
+            found[w.name] = names[0]
+        else:
+            missing.append(w.name)
+    return found, missing
+
+
+def evict(kube, workers, hw, log, delete):
+    """Cordon and drain (and, if DELETE, delete) the nodes of WORKERS."""
+    found, missing = nodes_of(workers, read_nodes(kube))
+    for name in missing:
+        log.info("worker %s has no Kubernetes node (already removed?): nothing to drain", name)
+    names = sorted(set(found.values()))
+    if not names:
+        return []
+    d = hw["drain"]
+    _checked(kube, kubectl.cordon(names), what="kubectl cordon %s" % " ".join(names))
+    argv = kubectl.drain(names, d["timeout"], d["delete_emptydir_data"], d["force"])
+    try:
+        _checked(kube, argv, timeout=d["timeout"] + 30,
+                 what="kubectl drain %s (timeout %d s; PodDisruptionBudgets honoured)"
+                 % (" ".join(names), d["timeout"]))
+    except HookFailed as e:
+        raise HookFailed("%s; the node(s) stay cordoned and were not deleted" % e) from None
+    log.info("drained %s", ", ".join(names))
+    if delete:
+        _checked(kube, kubectl.delete_nodes(names), what="kubectl delete node")
+        log.info("deleted node(s) %s", ", ".join(names))
+    return names
+
+
+def uncordon(kube, workers, log):
+    found, missing = nodes_of(workers, read_nodes(kube))
+    names = sorted(set(found.values()))
+    if names:
+        _checked(kube, ["kubectl", "uncordon"] + names, what="kubectl uncordon")
+        log.info("uncordoned %s", ", ".join(names))
+    return names, missing

@@ -1,0 +1,122 @@
+"""The reads the driver makes, each a plain GET through one keystone session.
+
+* Heat ``GET /stacks/{id}/resources?nested_depth=2``: every resource of the
+  stack and of its nested stacks down to the AutoScalingGroup members'
+  resources, in one call (plus the redirect Heat answers for a bare id);
+* Heat ``GET /stacks/{id}/resources/{name}``: one resource with its
+  attributes (a connection point's address);
+* Nova ``GET /servers/detail``: every server of the project, with addresses,
+  ``hostId`` and, when the VIM user may see it, ``OS-EXT-SRV-ATTR:host``;
+  followed page by page (``limit``/``marker``).
+
+So the number of calls does not grow with the number of workers (except one
+page per 1000 servers). Transient failures (connection refused or reset,
+timeouts, HTTP 5xx) are retried with backoff; the error then names the
+service, the request and the answer, never a token or password.
+"""
+import time
+import urllib.parse
+
+PAGE = 1000
+
+
+class OpenStackError(Exception):
+    """An OpenStack call failed (after retries)."""
+
+
+class OpenStack:
+    """Heat and Nova reads on SESSION (a keystoneauth1 Session)."""
+
+    def __init__(self, session, region_name=None, retries=2, backoff=0.5, interface="public"):
+        self.session, self.region_name = session, region_name
+        self.retries, self.backoff, self.interface = retries, backoff, interface
+        self.calls = 0  # HTTP requests answered (including token and redirects)
+        http = getattr(session, "session", None)
+        if http is not None and hasattr(http, "hooks"):
+            http.hooks.setdefault("response", []).append(self._count)
+
+    def _count(self, response, *args, **kwargs):
+        self.calls += 1
+        return response
+
+    def _get(self, service, name, path, expect_json=True):
+        from keystoneauth1 import exceptions as ks_exc
+        filt = {"service_type": service, "interface": self.interface}
+        if self.region_name:
+            filt["region_name"] = self.region_name
+        last = None
+        for attempt in range(self.retries + 1):
+            if attempt:
+                time.sleep(self.backoff * 2 ** (attempt - 1))
+            try:
+                resp = self.session.get(path, endpoint_filter=filt, raise_exc=False,
+                                        headers={"Accept": "application/json"})
+            except (ks_exc.ConnectFailure, ks_exc.ConnectTimeout, ks_exc.RequestTimeout,
+                    ks_exc.UnknownConnectionError) as e:
+                last = "no answer (%s)" % type(e).__name__
+                continue
+            except ks_exc.EndpointNotFound:
+                raise OpenStackError("%s: the service catalog has no %s endpoint%s" % (
+                    name, service, " in region %s" % self.region_name if self.region_name
+                    else "")) from None
+            except ks_exc.Unauthorized:
+                raise OpenStackError("%s: Keystone refused the VIM credentials" % name) from None
+            except ks_exc.ClientException as e:
+                raise OpenStackError("%s: %s" % (name, type(e).__name__)) from None
+            if resp.status_code >= 500:
+                last = "HTTP %d %s" % (resp.status_code, _message(resp))
+                continue
+            if resp.status_code >= 400:
+                raise OpenStackError("%s GET %s: HTTP %d %s" % (
+                    name, path, resp.status_code, _message(resp)))
+            try:
+                return resp.json()
+            except ValueError:
+                raise OpenStackError("%s GET %s: the answer is not JSON" % (name, path)) from None
+        raise OpenStackError("%s GET %s: %s (after %d attempts)" % (
+            name, path, last, self.retries + 1))
+
+    def stack_resources(self, stack_id, nested_depth=2):
+        """Every resource of STACK_ID down to NESTED_DEPTH (list of dicts)."""
+        path = "/stacks/%s/resources?nested_depth=%d" % (_quote(stack_id), nested_depth)
+        return self._get("orchestration", "Heat", path).get("resources") or []
+
+    def resource(self, stack_id, name):
+        """One resource of STACK_ID, with its attributes."""
+        path = "/stacks/%s/resources/%s" % (_quote(stack_id), _quote(name))
+        return self._get("orchestration", "Heat", path).get("resource") or {}
+
+    def servers(self):
+        """Every server of the project (``/servers/detail``, all pages)."""
+        out, marker = [], None
+        while True:
+            query = {"limit": PAGE}
+            if marker:
+                query["marker"] = marker
+            page = self._get("compute", "Nova", "/servers/detail?"
+                             + urllib.parse.urlencode(query)).get("servers") or []
+            out.extend(page)
+            if len(page) < PAGE:
+                return out
+            marker = page[-1]["id"]
+
+
+def _quote(value):
+    return urllib.parse.quote(str(value), safe="/")
+
+
+def _message(resp):
+    """The error message of an OpenStack error body (Heat, Nova or Neutron)."""
+    try:
+        body = resp.json()
+    except ValueError:
+        return (resp.reason or "").strip()
+    if isinstance(body, dict):
+        for v in body.values():
+            if isinstance(v, dict):
+                msg = v.get("message")
+                if msg:
+                    return "%s: %s" % (resp.reason or "", str(msg)[:300])
+        if isinstance(body.get("explanation"), str):
+            return "%s: %s" % (resp.reason or "", body["explanation"][:300])
+    return (resp.reason or "").strip()
