@@ -684,11 +684,12 @@ class ControlPlane:
         self.admin.request("DELETE", "/api/v1/namespaces/" + name, ok=(200, 202, 404))
 
     def add_node(self, name, labels=None, cpu="4", memory="8Gi", pods="110", wait=True,
-                 timeout=30):
-        """Create a kubelet-less Ready node with the given labels and let the
-        fake kubelet keep it alive; wait until it is schedulable."""
+                 timeout=30, address=None):
+        """Create a kubelet-less Ready node with the given labels (and InternalIP
+        ADDRESS, default 127.0.1.N) and let the fake kubelet keep it alive; wait
+        until it is schedulable."""
         index = len(self.nodes) + 1
-        address = "127.0.1.%d" % (index % 250 + 1)
+        address = address or "127.0.1.%d" % (index % 250 + 1)
         all_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                       "kubernetes.io/arch": "amd64"}
         all_labels.update(labels or {})
