@@ -208,6 +208,18 @@ def run(job, log=LOG, openstack=None):
         kube.close()
 
 
+def relabel(job, dry_run=False, log=LOG, openstack=None):
+    """``hwaffinity relabel``: the reconciliation of instantiate_end, for a
+    stack outside Tacker (e.g. after live migration). Returns the LabelPlan."""
+    ctx = Context(job, openstack)
+    inv = discover(ctx)
+    kube = open_cluster(ctx, inv)
+    try:
+        return reconcile.relabel(kube, inv.workers, job.params["hwaffinity"], log, dry_run)
+    finally:
+        kube.close()
+
+
 EXPECTED = ("InputError", "HookFailed", "OpenStackError", "KubeAccessError", "SSHError")
 
 

@@ -37,13 +37,16 @@ def read_nodes(kube):
         raise HookFailed("kubectl get nodes (%s): %s" % (kube.where, e)) from None
 
 
-def relabel(kube, workers, hw, log):
+def relabel(kube, workers, hw, log, dry_run=False):
     """Label WORKERS' nodes; returns the LabelPlan. Raises HookFailed listing
-    the workers it could not handle (after applying what is right)."""
+    the workers it could not handle (after applying what is right). DRY_RUN:
+    only read and plan; nothing is applied or raised."""
     p = planning.plan(workers, read_nodes(kube), hw)
     changes = p.changes()
     for w in p.warnings:
         log.warning("%s", w)
+    if dry_run:
+        return p
     if changes:
         argv, stdin = kubectl.apply_labels(p.desired())
         out = _checked(kube, argv, stdin=stdin, what="kubectl apply (labels)")

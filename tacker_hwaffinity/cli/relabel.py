@@ -1,0 +1,161 @@
+"""``hwaffinity relabel``: the driver's reconciliation, outside Tacker.
+
+Live migration (or anything that moves a worker VM behind Tacker's back)
+leaves the compute-host labels stale. This command reads the stack's workers
+from Heat and Nova (OpenStack credentials from clouds.yaml / ``OS_*``), the
+nodes from Kubernetes (a kubeconfig, or kubectl on a master over SSH), and
+sets every label that differs, exactly as the driver's ``instantiate_end``
+does. ``--dry-run`` reads and prints the changes without applying them.
+
+Exit status: 0 labels correct (or, with --dry-run, plan printed and every
+worker resolvable); 1 some workers could not be handled (listed); 2 bad input.
+"""
+import json
+import logging
+import os
+import sys
+
+from tacker_hwaffinity.errors import InputError
+
+PASSWORD_ENV = "HWAFFINITY_SSH_PASSWORD"
+
+
+def register(subparsers):
+    p = subparsers.add_parser(
+        "relabel", help="set the compute-host labels of a stack's Kubernetes workers",
+        description="Reconcile the compute-host node labels of the Kubernetes workers of "
+                    "a Heat stack, like the MgmtDriver does (doc/mgmt-driver.md). Run it "
+                    "after live migration, by hand or on a schedule.")
+    p.add_argument("--stack", required=True, metavar="NAME_OR_ID", help="the VNF's Heat stack")
+    p.add_argument("--os-cloud", metavar="NAME",
+                   help="cloud in clouds.yaml (default: $OS_CLOUD, else the OS_* variables)")
+    p.add_argument("--params", metavar="FILE",
+                   help="YAML/JSON with the instantiate request's additionalParams "
+                        "(hwaffinity_param and/or k8s_cluster_installation_param)")
+    p.add_argument("--worker-aspect", metavar="ID",
+                   help="AutoScalingGroup (scaling aspect) of the workers")
+    p.add_argument("--worker-vdu", action="append", default=[], metavar="NAME",
+                   help="a top-stack server that is a worker (repeatable)")
+    p.add_argument("--label-key", action="append", default=[], metavar="KEY",
+                   help="label key to set (repeatable; default CIS-node)")
+    p.add_argument("--host-source", choices=("auto", "host", "hostId"))
+    p.add_argument("--on-colocation", choices=("warn", "fail"))
+    p.add_argument("--kubeconfig", metavar="FILE", help="reach Kubernetes with this kubeconfig")
+    p.add_argument("--ssh-host", metavar="HOST", help="a master to run kubectl on over SSH")
+    p.add_argument("--ssh-port", type=int, metavar="PORT")
+    p.add_argument("--ssh-user", metavar="USER")
+    p.add_argument("--ssh-key", metavar="FILE", help="private key file (password: $%s)"
+                   % PASSWORD_ENV)
+    p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file of the master")
+    p.add_argument("--insecure-ignore-host-key", action="store_true",
+                   help="accept any SSH host key (not recommended)")
+    p.add_argument("--dry-run", action="store_true", help="print the changes, apply nothing")
+    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    p.set_defaults(func=run)
+
+
+def _read(path, field):
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError as e:
+        raise InputError("cannot read: %s" % (e.strerror or e), source=path, field=field)
+
+
+def additional_params(args, env=None):
+    """The additionalParams the arguments describe (the --params file, then flags)."""
+    env = os.environ if env is None else env
+    params = {}
+    if args.params:
+        import yaml
+        try:
+            params = yaml.safe_load(_read(args.params, "--params")) or {}
+        except yaml.YAMLError as e:
+            raise InputError("not valid YAML: %s" % e, source=args.params) from None
+        if not isinstance(params, dict):
+            raise InputError("expected an object (additionalParams)", source=args.params)
+    hw = dict(params.get("hwaffinity_param") or {})
+    ref = dict(params.get("k8s_cluster_installation_param") or {})
+    if args.worker_aspect:
+        ref["worker_node"] = dict(ref.get("worker_node") or {}, aspect_id=args.worker_aspect)
+    for flag, key in ((args.worker_vdu, "worker_vdus"), (args.label_key, "label_keys")):
+        if flag:
+            hw[key] = list(flag)
+    for flag, key in ((args.host_source, "host_source"), (args.on_colocation, "on_colocation")):
+        if flag:
+            hw[key] = flag
+    if args.kubeconfig:
+        hw["kubeconfig"] = _read(args.kubeconfig, "--kubeconfig")
+    ssh = dict(hw.get("ssh") or {})
+    for flag, key in ((args.ssh_host, "host"), (args.ssh_port, "port"),
+                      (args.ssh_user, "username")):
+        if flag is not None:
+            ssh[key] = flag
+    if args.ssh_key:
+        ssh["private_key"] = _read(args.ssh_key, "--ssh-key")
+    if args.known_hosts:
+        ssh["known_hosts"] = _read(args.known_hosts, "--known-hosts")
+    if args.insecure_ignore_host_key:
+        ssh["insecure_ignore_host_key"] = True
+    if env.get(PASSWORD_ENV):
+        ssh["password"] = env[PASSWORD_ENV]
+    if ssh:
+        hw["ssh"] = ssh
+    params = dict(params, hwaffinity_param=hw)
+    if ref:
+        params["k8s_cluster_installation_param"] = ref
+    return params
+
+
+def run(args):
+    from tacker_hwaffinity.labeling import params as parameters
+    from tacker_hwaffinity.mgmt import lifecycle
+    from tacker_hwaffinity.openstack import access_from_environment
+    parsed = parameters.parse(additional_params(args), where="--params")
+    job = lifecycle.Job("relabel", parsed, access=access_from_environment(args.os_cloud),
+                        stack_id=args.stack)
+    log = logging.getLogger("tacker_hwaffinity.relabel")
+    if not log.handlers:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(levelname)s %(message)s"))
+        log.addHandler(handler)
+        log.setLevel(logging.WARNING)
+    try:
+        plan = lifecycle.relabel(job, args.dry_run, log)
+    except Exception as e:  # noqa: BLE001 - one line, no traceback
+        if isinstance(e, InputError):
+            raise
+        sys.stderr.write("hwaffinity relabel: %s\n" % lifecycle.reason(e))
+        return 1
+    changes = plan.changes()
+    if args.output == "json":
+        json.dump({"dryRun": args.dry_run, "hostSource": plan.source,
+                   "workers": plan.mapping(), "changes": changes,
+                   "warnings": plan.warnings, "errors": plan.errors},
+                  sys.stdout, indent=2, sort_keys=True)
+        sys.stdout.write("\n")
+    else:
+        _text(plan, changes, args.dry_run)
+    return 1 if plan.errors else 0
+
+
+def _text(plan, changes, dry_run):
+    out = sys.stdout
+    for row in plan.mapping():
+        change = changes.get(row["node"]) if row["node"] else None
+        if row["error"]:
+            state = "error"
+        elif change:
+            state = ("would set " if dry_run else "set ") + ",".join(
+                "%s=%s" % kv for kv in sorted(change.items()))
+        else:
+            state = "ok"
+        out.write("%-24s %-36s %-28s %-24s %s\n" % (row["worker"], row["server"],
+                                                    row["host"] or "-", row["node"] or "-",
+                                                    state))
+    for w in plan.warnings:
+        out.write("warning: %s\n" % w)
+    for e in plan.errors:
+        out.write("error: %s\n" % e)
+    out.write("%d worker(s), %d node(s) %s\n" % (
+        len(plan.assignments), len(changes), "to change (dry run)" if dry_run else "changed"))
