@@ -169,3 +169,13 @@ def test_drain_and_delete_arguments():
     assert kubectl.drain("n1", 300) == ["kubectl", "drain", "n1", "--ignore-daemonsets",
                                         "--timeout=300s", "--delete-emptydir-data"]
     assert kubectl.delete_nodes(["b", "a"])[-2:] == ["a", "b"]
+
+
+def test_the_documented_json_schema_is_the_generated_one():
+    import json
+    import os
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "doc",
+                        "hwaffinity_param.schema.json")
+    with open(path) as f:
+        assert json.load(f) == params.json_schema(), \
+            "regenerate doc/hwaffinity_param.schema.json from params.json_schema()"
