@@ -102,18 +102,43 @@ def _copy_package(tmp_path):
     return target
 
 
-def test_url_import_without_local_copy(tmp_path, capsys):
+ETSI_COMMON_URL = ("https://forge.etsi.org/rep/nfv/SOL001/raw/v2.6.1/"
+                   "etsi_nfv_sol001_common_types.yaml")
+
+
+def _package_importing_common_types_by_url(tmp_path):
+    """A package copy in which only a URL import brings in the common types.
+
+    ETSI's published etsi_nfv_sol001_vnfd_types.yaml (and Tacker's sample
+    packages) import the common types by their forge.etsi.org URL; the copy
+    in the tacker wheel, which the tests use, has no imports. The copy gets
+    ETSI's import back, and the package's own relative imports of the common
+    types go, so that the URL import is the only way to them.
+    """
     pkg = _copy_package(tmp_path)
+    defs = pkg / "Definitions"
+    vnfd_types = defs / "etsi_nfv_sol001_vnfd_types.yaml"
+    text = vnfd_types.read_text()
+    if ETSI_COMMON_URL not in text:
+        vnfd_types.write_text(text.replace(
+            "\ndata_types:\n", "\nimports:\n  - %s\n\ndata_types:\n" % ETSI_COMMON_URL, 1))
+    assert load_yaml(str(vnfd_types))["imports"] == [ETSI_COMMON_URL]
+    for own in defs.glob("sample_kubernetes_*.yaml"):
+        own.write_text(own.read_text().replace("  - etsi_nfv_sol001_common_types.yaml\n", ""))
+    return pkg
+
+
+def test_url_import_resolves_to_local_copy(tmp_path):
+    pkg = _package_importing_common_types_by_url(tmp_path)
+    assert translate_file(str(pkg), "podaffinity") == _golden("k8s_podaffinity")
+
+
+def test_url_import_without_local_copy(tmp_path, capsys):
+    pkg = _package_importing_common_types_by_url(tmp_path)
     os.remove(pkg / "Definitions" / "etsi_nfv_sol001_common_types.yaml")
-    # the flavour's own relative import of it is gone too
-    for df in (pkg / "Definitions").glob("sample_kubernetes_df_*.yaml"):
-        df.write_text(df.read_text().replace("  - etsi_nfv_sol001_common_types.yaml\n", ""))
-    types = pkg / "Definitions" / "sample_kubernetes_types.yaml"
-    types.write_text(types.read_text().replace("  - etsi_nfv_sol001_common_types.yaml\n", ""))
     err = _error(capsys, str(pkg), "--flavour", "podaffinity")
-    assert "etsi_nfv_sol001_vnfd_types.yaml: field imports: import https://forge.etsi.org/" \
-           "rep/nfv/SOL001/raw/v2.6.1/etsi_nfv_sol001_common_types.yaml cannot be " \
-           "resolved offline" in err
+    assert "etsi_nfv_sol001_vnfd_types.yaml: field imports: import %s cannot be " \
+           "resolved offline" % ETSI_COMMON_URL in err
 
 
 def test_missing_import(tmp_path, capsys):

@@ -6,12 +6,15 @@ translation must produce them. Regenerate after an intended change with
 the diff like code. Every case is also translated with its policies in
 reverse order, which must give byte-identical files.
 """
+import filecmp
 import os
 
 import pytest
 
-from translate_helpers import (CASES, EXPECTED, K8S_PACKAGE, absolute_imports,
-                               case_names, load_yaml, translate_file, write_vnfd)
+from tacker_hwaffinity import etsi_types
+from translate_helpers import (CASES, DATA, DEFINITIONS, EXPECTED, K8S_PACKAGE, REPO_DATA,
+                               absolute_imports, case_names, load_yaml, translate_file,
+                               write_vnfd)
 
 UPDATE = os.environ.get("HWAFFINITY_UPDATE_GOLDEN") == "1"
 
@@ -77,3 +80,15 @@ def test_policy_order_does_not_matter(case, tmp_path):
 def test_every_case_has_golden_files():
     missing = [c for c in GOLDEN if not _expected(c)]
     assert not missing, "no data/expected files for %s" % ", ".join(missing)
+
+
+@pytest.mark.parametrize("folder", [DEFINITIONS, os.path.join(K8S_PACKAGE, "Definitions")],
+                         ids=["Definitions", "k8s_cluster_package"])
+def test_fixtures_import_the_real_etsi_files(folder):
+    """The fixtures see ETSI's SOL001 files as the installed tacker ships them,
+    in a copy of data/, never in the repository (issue #5)."""
+    assert os.path.commonpath([folder, REPO_DATA]) != REPO_DATA
+    for name, real in etsi_types.paths().items():
+        assert filecmp.cmp(os.path.join(folder, name), real, shallow=False), name
+        in_repo = os.path.join(REPO_DATA, os.path.relpath(folder, DATA), name)
+        assert not os.path.exists(in_repo), in_repo
