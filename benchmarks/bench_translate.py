@@ -28,8 +28,10 @@ import time
 import yaml
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-DEFINITIONS = os.path.join(os.path.dirname(HERE), "tests", "translator", "data",
-                           "Definitions")
+# The test data with the real ETSI SOL001 types (from the installed tacker)
+# next to the provider types that import them by relative path.
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "translator"))
+from translate_helpers import DEFINITIONS  # noqa: E402
 GOAL_RATIO = 1.2
 N_VDUS, N_GROUPS, N_ASPECTS = 50, 10, 10
 
