@@ -242,7 +242,7 @@ def build(src, target, images=(), etsi_dir=None):
         name = IMAGES_DIR + os.path.basename(image)
         files[name] = Member(os.path.realpath(image))
         given.add(name)
-    header = _header(old, _definitions(files), files)
+    header = _header(old, defs, files)
     blocks = [header] + _artifact_blocks(files, given, old, notes)
     files[meta.PATH] = Member(meta.render(blocks).encode("utf-8"))
     zipio.write(target, [(n, m.data, m.executable, n in given) for n, m in files.items()])

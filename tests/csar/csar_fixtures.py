@@ -9,6 +9,7 @@ VNF_A = os.path.join(DATA, "vnf_a")
 CNF = os.path.join(DATA, "cnf")
 CLUSTER = os.path.join(DATA, "cluster.yaml")
 CLUSTER_TWO_HOSTS = os.path.join(DATA, "cluster_two_hosts.yaml")
+CLUSTER_UNLABELED = os.path.join(DATA, "cluster_unlabeled.yaml")
 REPO = os.path.dirname(os.path.dirname(HERE))
 META = "TOSCA-Metadata/TOSCA.meta"
 DRIVER_FILE = "Scripts/hwaffinity_mgmt_driver.py"

@@ -1,0 +1,78 @@
+"""``hwaffinity csar build`` and ``hwaffinity csar validate`` (doc/csar.md).
+
+build: exit 0 written; 2 bad input (nothing written).
+validate: exit 0 no problem; 1 problems (listed, each with file and field);
+2 unusable input (not a zip, unreadable cluster snapshot).
+"""
+import json
+import sys
+
+from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
+
+EXIT_OK, EXIT_PROBLEMS = 0, 1
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "csar", help="build or validate a VNF package (CSAR)",
+        description="Build a deterministic VNF package with fresh TOSCA.meta hashes and the "
+                    "installed MgmtDriver, or check a package the way Tacker does at upload "
+                    "and instantiation (doc/csar.md).")
+    sub = parser.add_subparsers(dest="csar_command", metavar="ACTION",
+                                parser_class=type(parser))
+    sub.required = True
+    b = sub.add_parser("build", help="write a CSAR zip from a package source directory")
+    b.add_argument("source", metavar="SRC_DIR", help="the package source directory")
+    b.add_argument("-o", "--output", required=True, metavar="PKG.zip",
+                   help="the package to write (replaced atomically)")
+    b.add_argument("--image", action="append", default=[], metavar="FILE",
+                   help="an image to include as Files/images/<name> (repeatable; images in "
+                        "SRC_DIR are left out)")
+    b.add_argument("--etsi-definitions", metavar="DIR",
+                   help="directory of the ETSI SOL001 type files to add (default: the "
+                        "installed tacker's copies)")
+    b.set_defaults(func=run_build)
+    v = sub.add_parser("validate", help="check a CSAR the way Tacker does, and more")
+    v.add_argument("package", metavar="PKG.zip")
+    v.add_argument("--cluster", action="append", metavar="FILE",
+                   help="cluster snapshot ('kubectl get nodes,pods,namespaces -A -o yaml'); "
+                        "plan the CNF's manifests on it (repeatable)")
+    v.add_argument("--scheduler-config", metavar="FILE",
+                   help="a KubeSchedulerConfiguration for the plan (as hwaffinity plan)")
+    v.add_argument("--topology-key", default=DEFAULT_HOST_LABEL, metavar="KEY",
+                   help="node label naming the compute host (default: %(default)s)")
+    v.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    v.set_defaults(func=run_validate)
+
+
+def run_build(args):
+    from tacker_hwaffinity.csar import build
+    result = build.build(args.source, args.output, images=args.image,
+                         etsi_dir=args.etsi_definitions)
+    for note in result.notes:
+        sys.stderr.write("note: %s\n" % note)
+    print("wrote %s (%d files)" % (result.path, len(result.members)))
+    return EXIT_OK
+
+
+def run_validate(args):
+    from tacker_hwaffinity.cli.common import load_inputs
+    from tacker_hwaffinity.csar import validate
+    from tacker_hwaffinity.errors import InputError
+    if args.scheduler_config and not args.cluster:
+        raise InputError("needs --cluster", field="--scheduler-config")
+    plan_inputs = load_inputs(args) if args.cluster else None
+    report = validate.validate(args.package, plan_inputs, args.topology_key)
+    problems = report.unique()
+    if args.output == "json":
+        json.dump(report.to_dict(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for line in report.checks:
+            print("checked: %s" % line)
+        for note in report.notes:
+            print("note: %s" % note)
+        for problem in problems:
+            print("problem: %s" % problem)
+        print("%s: %s" % (args.package, "%d problem(s)" % len(problems) if problems else "OK"))
+    return EXIT_PROBLEMS if problems else EXIT_OK

@@ -1,0 +1,26 @@
+"""What ``csar validate`` reports: one problem per finding, located like InputError."""
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Problem:
+    source: str             # a file in the package (or the package itself)
+    message: str
+    obj: str = None         # the block, node, object or pod inside it
+    field: str = None
+
+    def __str__(self):
+        parts = [p for p in (self.source, self.obj) if p]
+        if self.field:
+            parts.append("field %s" % self.field)
+        parts.append(self.message)
+        return ": ".join(parts)
+
+    def to_dict(self):
+        return {"file": self.source, "object": self.obj, "field": self.field,
+                "message": self.message}
+
+
+def from_error(error, source=None):
+    """A Problem from an InputError, its location filled with SOURCE when missing."""
+    return Problem(error.source or source, error.message, error.obj, error.field)

@@ -1,0 +1,112 @@
+"""``csar validate``: every check over one package, as a list of problems.
+
+In order: archive member names; TOSCA.meta and every hash block (ours and
+Tacker's verdict); Tacker's upload (``csar_utils.load_csar_data``); every
+deployment flavour parsed (and, for a VNF, translated); every Vnflcm hook's
+driver registered and byte-identical to the installed one; for a CNF (YAML
+under ``Files/kubernetes/``) every manifest against the Kubernetes models
+and, given a cluster snapshot, the placement ``hwaffinity plan`` predicts.
+"""
+import dataclasses
+import os
+import tempfile
+
+from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
+from tacker_hwaffinity.csar import integrity, manifests, placement, tacker_checks, vnfd, zipio
+from tacker_hwaffinity.csar.problems import Problem
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.k8s.yamlio import parse_documents
+
+K8S_DIR = "Files/kubernetes/"
+_MANIFEST_EXT = (".yaml", ".yml", ".json")
+
+
+@dataclasses.dataclass
+class Report:
+    package: str
+    problems: list = dataclasses.field(default_factory=list)
+    notes: list = dataclasses.field(default_factory=list)
+    checks: list = dataclasses.field(default_factory=list)
+
+    def unique(self):
+        """Problems without repeats, in the order found."""
+        seen, out = set(), []
+        for p in self.problems:
+            if str(p) not in seen:
+                seen.add(str(p))
+                out.append(p)
+        return out
+
+    def to_dict(self):
+        return {"package": self.package, "problems": [p.to_dict() for p in self.unique()],
+                "notes": list(self.notes), "checks": list(self.checks)}
+
+
+def _upload(report, zip_path, work):
+    theirs = tacker_checks.upload(zip_path, work)
+    if theirs is None:
+        report.checks.append("Tacker upload checks (csar_utils.load_csar_data): accepted")
+    elif not any(theirs in p.message for p in report.problems):
+        report.problems.append(Problem(os.path.basename(zip_path), "Tacker refuses the "
+                                       "upload: %s" % theirs))
+
+
+def _manifests(report, root, names):
+    """[(object, file)] of the CNF manifests, checked against the models."""
+    objects = []
+    files = [n for n in names if n.startswith(K8S_DIR) and n.endswith(_MANIFEST_EXT)]
+    for name in files:
+        try:
+            with open(os.path.join(root, name), encoding="utf-8") as f:
+                docs = parse_documents(f.read(), name)
+        except (InputError, UnicodeDecodeError) as e:
+            report.problems.append(Problem(name, getattr(e, "message", None) or
+                                           "not UTF-8 text (%s)" % e))
+            continue
+        for obj in docs:
+            report.problems.extend(manifests.check(obj, name))
+            objects.append((obj, name))
+    if files:
+        report.checks.append("Kubernetes manifests: %d file(s), %d object(s) against the "
+                             "kubernetes client models" % (len(files), len(objects)))
+    return files, objects
+
+
+def validate(zip_path, plan_inputs=None, topology_key=DEFAULT_HOST_LABEL):
+    """Report on the package ZIP_PATH.
+
+    PLAN_INPUTS: (snapshot, profile, notes) as ``cli.common.load_inputs``
+    returns them, to plan a CNF's manifests; None to skip that check.
+    """
+    report = Report(zip_path)
+    problems, notes, checks = report.problems, report.notes, report.checks
+    with zipio.open_zip(zip_path) as z, \
+            tempfile.TemporaryDirectory(prefix="hwaffinity-validate-") as tmp:
+        root, work = os.path.join(tmp, "package"), os.path.join(tmp, "tacker")
+        os.makedirs(root)
+        os.makedirs(work)
+        root = os.path.realpath(root)
+        names = integrity.archive(z, problems)
+        zipio.extract_safe(z, root)
+        checks.append("archive: %d file(s)" % len(names))
+        blocks = integrity.tosca_meta(z, names, problems)
+        count = integrity.artifacts(blocks, names, z, zip_path, root, problems, notes)
+        checks.append("TOSCA.meta: %d hashed artifact(s), each also through Tacker's "
+                      "_convert_artifacts" % count)
+        _upload(report, zip_path, work)
+        defs = vnfd.definitions(root, names, problems)
+        files, objects = _manifests(report, root, names)
+        if files:
+            notes.append("a CNF package (manifests under %s): its flavours are parsed, not "
+                         "translated to HOT" % K8S_DIR)
+        vnfd.flavours(root, not files, problems, checks)
+        vnfd.hooks(root, defs, names, problems, notes, checks)
+    if objects and plan_inputs is not None:
+        snapshot, profile, plan_notes = plan_inputs
+        found, more, summary = placement.check(objects, snapshot, profile, topology_key)
+        problems.extend(found)
+        notes.extend(plan_notes + more)
+        checks.append(summary)
+    elif plan_inputs is not None:
+        notes.append("--cluster given, but the package has no Kubernetes manifests to plan")
+    return report

@@ -1,0 +1,73 @@
+"""``hwaffinity csar build|validate``: output, exit status 0/1/2, no tracebacks."""
+import json
+import os
+
+from csar_fixtures import CLUSTER, CNF, VNF_A, rewrite
+from tacker_hwaffinity.cli.main import main
+
+
+def _run(capsys, *argv):
+    status = main(["csar"] + list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_build_then_validate(tmp_path, capsys):
+    pkg = str(tmp_path / "vnf_a.zip")
+    status, out, err = _run(capsys, "build", VNF_A, "-o", pkg)
+    assert status == 0, err
+    assert out == "wrote %s (8 files)\n" % pkg
+    assert "note: added Scripts/hwaffinity_mgmt_driver.py: the installed " in err
+    status, out, err = _run(capsys, "validate", pkg)
+    assert status == 0, out
+    lines = out.splitlines()
+    assert lines[-1] == "%s: OK" % pkg
+    assert "checked: Tacker upload checks (csar_utils.load_csar_data): accepted" in lines
+    assert not [ln for ln in lines if ln.startswith("problem:")]
+
+
+def test_validate_cnf_with_cluster_json(tmp_path, capsys):
+    pkg = str(tmp_path / "cnf.zip")
+    assert _run(capsys, "build", CNF, "-o", pkg)[0] == 0
+    status, out, err = _run(capsys, "validate", pkg, "--cluster", CLUSTER, "-o", "json")
+    assert status == 0, out
+    report = json.loads(out)
+    assert report["problems"] == []
+    assert "plan: 7 of 7 pods placed on 3 distinct CIS-node value(s)" in report["checks"]
+
+
+def test_problems_exit_1_with_file_and_field(tmp_path, capsys):
+    pkg = str(tmp_path / "vnf_a.zip")
+    _run(capsys, "build", VNF_A, "-o", pkg)
+    bad = rewrite(pkg, tmp_path / "bad.zip", replace={"Scripts/install_k8s.sh": b"changed\n"})
+    status, out, _ = _run(capsys, "validate", bad)
+    assert status == 1
+    problems = [ln for ln in out.splitlines() if ln.startswith("problem:")]
+    assert len(problems) == 1
+    assert problems[0].startswith("problem: TOSCA-Metadata/TOSCA.meta: line 11 "
+                                  "(Scripts/install_k8s.sh): field Hash: stale")
+    assert out.splitlines()[-1] == "%s: 1 problem(s)" % bad
+    status, out, _ = _run(capsys, "validate", bad, "-o", "json")
+    assert status == 1
+    (problem,) = json.loads(out)["problems"]
+    assert (problem["file"], problem["field"]) == ("TOSCA-Metadata/TOSCA.meta", "Hash")
+
+
+def test_unusable_input_exits_2_without_traceback(tmp_path, capsys):
+    junk = tmp_path / "junk.zip"
+    junk.write_text("not a zip")
+    status, out, err = _run(capsys, "validate", str(junk))
+    assert status == 2
+    assert err.startswith("hwaffinity csar: error: %s: not a zip archive" % junk)
+    assert "Traceback" not in err
+    status, _, err = _run(capsys, "build", str(tmp_path / "nowhere"), "-o",
+                          str(tmp_path / "x.zip"))
+    assert status == 2
+    assert err == "hwaffinity csar: error: %s: not a directory\n" % (tmp_path / "nowhere")
+    assert not os.path.exists(tmp_path / "x.zip")
+
+
+def test_scheduler_config_needs_a_cluster(tmp_path, capsys):
+    status, _, err = _run(capsys, "validate", "x.zip", "--scheduler-config", "s.yaml")
+    assert status == 2
+    assert "field --scheduler-config: needs --cluster" in err
