@@ -1,14 +1,12 @@
 """Shared helpers of the package tests: where the package sources are, and
-how to assemble a package the way ``hwaffinity csar build`` does.
+the packages built from them.
 
-The repository holds only the sources under ``csar/<package>``. A package
-Tacker can onboard also needs the ETSI SOL001 type files (from the installed
-tacker, :mod:`tacker_hwaffinity.etsi_types`) and, for VNF-A, the MgmtDriver
-modules copied into ``Scripts/``. :func:`assemble` adds exactly those to a
-copy in a temporary directory; :func:`zip_package` zips it.
+The repository holds only the sources under ``csar/<package>``;
+``hwaffinity csar build`` (:func:`tacker_hwaffinity.csar.build.build`) adds
+the ETSI SOL001 type files, the MgmtDriver copies and the TOSCA.meta hash
+blocks. The tests use the packages it builds, as an operator would.
 """
 import os
-import shutil
 import zipfile
 
 import yaml
@@ -47,21 +45,14 @@ def load_yaml_all(path):
         return [d for d in yaml.safe_load_all(f) if d is not None]
 
 
-def assemble(source, dest, driver_files=True):
-    """Copy the package source to DEST and add the ETSI type files (and the
-    MgmtDriver modules for VNF-A). Returns DEST."""
-    from tacker_hwaffinity import etsi_types
-    shutil.copytree(source, dest, ignore=shutil.ignore_patterns("__pycache__"))
-    for name, path in etsi_types.paths().items():
-        shutil.copy(path, os.path.join(dest, "Definitions", name))
-    if driver_files:
-        for target, module in DRIVER_FILES.items():
-            path = os.path.join(ROOT, module)
-            if not os.path.isfile(path):
-                missing(module, "the package ships it as %s" % target)
-            os.makedirs(os.path.dirname(os.path.join(dest, target)), exist_ok=True)
-            shutil.copyfile(path, os.path.join(dest, target))
-    return dest
+def build(source, zip_path, extract_to=None):
+    """``hwaffinity csar build SOURCE -o ZIP_PATH``; extracted to EXTRACT_TO if given."""
+    from tacker_hwaffinity.csar import build as csar_build
+    csar_build.build(source, zip_path)
+    if extract_to:
+        with zipfile.ZipFile(zip_path) as z:
+            z.extractall(extract_to)
+    return zip_path
 
 
 def zip_package(directory, zip_path):
