@@ -3,11 +3,13 @@
 | module | job |
 | --- | --- |
 | ``meta`` | TOSCA.meta: read into blocks, write blocks, content types |
-| ``zipio`` | deterministic zip writing; safe reading and extraction |
-| ``drivers`` | the installed MgmtDriver files and where a VNFD wants them |
+| ``zipio`` | deterministic zip writing; member names that stay inside the package |
+| ``drivers`` | the installed MgmtDriver files, where a VNFD wants them, the Vnflcm hooks |
 | ``build`` | a source directory to a package |
 | ``problems`` | what ``validate`` reports: file, object, field, message |
-| ``tacker_checks`` | Tacker's own upload and MgmtDriver checks, called offline |
+| ``integrity`` | archive names, TOSCA.meta, every hash block |
+| ``tacker_checks`` | Tacker's own upload, hash-block and MgmtDriver checks, called offline |
+| ``vnfd`` | flavours parsed and translated; hooks against the registered drivers |
 | ``manifests`` | Kubernetes manifests against the ``kubernetes`` client models |
 | ``placement`` | ``hwaffinity plan`` over a CNF package's manifests |
 | ``validate`` | every check over one package |

@@ -44,9 +44,12 @@ class Report:
 
 def _upload(report, zip_path, work):
     theirs = tacker_checks.upload(zip_path, work)
+    what = "Tacker upload checks (csar_utils.load_csar_data): "
     if theirs is None:
-        report.checks.append("Tacker upload checks (csar_utils.load_csar_data): accepted")
-    elif not any(theirs in p.message for p in report.problems):
+        report.checks.append(what + "accepted")
+        return
+    report.checks.append(what + "refused")
+    if not any(theirs in p.message for p in report.problems):
         report.problems.append(Problem(os.path.basename(zip_path), "Tacker refuses the "
                                        "upload: %s" % theirs))
 
