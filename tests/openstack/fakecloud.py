@@ -17,11 +17,14 @@ One eventlet WSGI server on ``127.0.0.1:<port>`` serves:
 
 * ``/identity`` a minimal fake Keystone v3 (``fakekeystone.py``);
 * ``/compute`` the Nova API (``/compute/v2.1``);
-* ``/image`` a tiny read-only fake Glance v2 backed by Nova's GlanceFixture.
+* ``/image`` a tiny read-only fake Glance v2 backed by Nova's GlanceFixture;
+* ``/networking`` a fake Neutron v2.0 (``fakeneutron.py``) whose state is
+  the very ``NeutronFixture`` instance Nova's own neutron calls use.
 
 When ready it prints one line ``READY {json}`` on stdout; the JSON has
-``port``, ``auth_url``, ``compute_url``, ``image_url``, ``hosts``,
-``images`` ({name: id}), ``flavors`` ({name: id}), ``pid``.
+``port``, ``auth_url``, ``compute_url``, ``image_url``, ``network_url``,
+``hosts``, ``images`` ({name: id}), ``flavors`` ({name: id}), ``networks``
+({name: {id, subnet_id, cidr, project_id}}), ``pid``.
 Logs go to stderr.
 """
 import argparse
@@ -32,8 +35,12 @@ import time
 
 _T0 = time.monotonic()
 
-# Importing nova.tests applies eventlet monkey patching first.
-import nova.tests  # noqa: E402,F401  (side effect: eventlet.monkey_patch())
+# Monkey-patch first, as nova/tests/functional/__init__.py does. (Importing
+# only ``nova.tests`` does not patch in Nova 34: modules imported before the
+# patch, e.g. oslo.db's enginefacade, then keep native thread-locals, and
+# greenthreads share DB transactions; a reader's rollback then lost the
+# compute's writes, such as the instance network info cache.)
+import nova.tests.functional  # noqa: E402,F401  (side effect: eventlet.monkey_patch())
 
 import eventlet  # noqa: E402
 import eventlet.wsgi  # noqa: E402
@@ -52,6 +59,7 @@ from nova.virt import fake as fake_virt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import fakekeystone  # noqa: E402
+import fakeneutron  # noqa: E402
 
 CONF = cfg.CONF
 LOG = logging.getLogger("fakecloud")
@@ -71,6 +79,7 @@ class HarnessFakeDriver(fake_virt.FakeDriver):
 
 def _load_driver(virtapi, compute_driver=None):
     return HarnessFakeDriver(virtapi)
+
 
 
 class Cloud(test.TestCase, integrated_helpers.InstanceHelperMixin):
@@ -103,7 +112,11 @@ class Cloud(test.TestCase, integrated_helpers.InstanceHelperMixin):
         self.useFixture(nova_fixtures.RealPolicyFixture())
         self.glance = self.useFixture(nova_fixtures.GlanceFixture(self))
         self.glance.create(None, dict(self.glance.image1, id=CIRROS_ID, name=CIRROS_NAME))
-        self.useFixture(nova_fixtures.NeutronFixture(self))
+        # Nova's NeutronFixture (subclassed: deterministic IPs, per-project
+        # default security groups, an external network); fakeneutron.py
+        # serves this same instance over HTTP.
+        self.neutron = self.useFixture(fakeneutron.HarnessNeutronFixture(
+            self, fakekeystone.PROJECTS["admin"]))
         self.useFixture(func_fixtures.PlacementFixture())
         self.authtoken = self.useFixture(ksm_fixture.AuthTokenFixture())
         self.api_fixture = self.useFixture(
@@ -214,7 +227,30 @@ class Dispatcher:
                 environ["PATH_INFO"] = path[len(prefix):]
                 return app(environ, start_response)
         start_response("404 Not Found", [("Content-Type", "text/plain")])
-        return [b"unknown prefix; try /identity, /compute, /image\n"]
+        return [b"unknown prefix; try /identity, /compute, /image, /networking\n"]
+
+
+def _nova_notifier(keystone, base):
+    """Neutron's nova notifier: POST server external events to Nova's API as
+    the ``nova`` service user, in a greenthread (as Neutron batches them
+    asynchronously). Used by the fake Neutron after port changes."""
+    import urllib.request
+
+    host = base.split("://", 1)[1]
+
+    def send(events):
+        req = urllib.request.Request(
+            base + "/compute/v2.1/os-server-external-events",
+            data=json.dumps({"events": events}).encode(), method="POST",
+            headers={"Content-Type": "application/json",
+                     "X-Auth-Token": keystone.issue_token(host)})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as resp:
+                resp.read()
+        except Exception as exc:  # noqa: BLE001 - Neutron only logs failures too
+            LOG.warning("nova notifier: %s for %s", exc, events)
+
+    return lambda events: eventlet.spawn_n(send, events)
 
 
 class _LogWriter:
@@ -252,12 +288,15 @@ def main(argv=None):
             "identity": "/identity",
             "compute": "/compute/v2.1",
             "image": "/image",
+            "network": "/networking",
         },
         on_token=lambda tid, tok: cloud.authtoken.add_token(tok, token_id=tid))
+    _, neutron_app = fakeneutron.make_app(cloud.neutron, _nova_notifier(keystone, base))
     app = Dispatcher([
         ("/identity", keystone),
         ("/compute", cloud.api_fixture.app()),
         ("/image", FakeGlance(cloud.glance)),
+        ("/networking", neutron_app),
     ])
 
     ctxt = nova_context.get_admin_context()
@@ -269,10 +308,15 @@ def main(argv=None):
         "auth_url": base + "/identity/v3",
         "compute_url": base + "/compute/v2.1",
         "image_url": base + "/image",
+        "network_url": base + "/networking",
         "hosts": cloud.hosts,
         "images": {CIRROS_NAME: CIRROS_ID},
         "flavors": flavors,
         "projects": fakekeystone.PROJECTS,
+        "networks": {net["name"]: {"id": net["id"], "subnet_id": net["subnets"][0],
+                                   "cidr": cloud.neutron._subnets[net["subnets"][0]]["cidr"],
+                                   "project_id": net["project_id"]}
+                     for net in cloud.neutron._networks.values()},
         "startup_seconds": round(time.monotonic() - _T0, 2),
     }
     LOG.info("fakecloud ready in %.1f s on %s", time.monotonic() - _T0, base)

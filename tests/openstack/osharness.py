@@ -1,4 +1,5 @@
-"""Real Nova + Heat for tests: start, reach and stop them (pytest side).
+"""Real Nova + Heat (+ fake Keystone, Glance, Neutron) for tests: start,
+reach and stop them (pytest side).
 
 This module runs in the pytest process and imports nothing from Nova or
 Heat. The servers (``fakecloud.py``, ``fakeheat.py``) run as subprocesses
@@ -12,6 +13,7 @@ Typical use outside the pytest fixtures::
         cloud.start()            # Nova, Placement, fake Keystone/Glance
         cloud.start_heat()       # optional: Heat API + engine
         nova = cloud.nova("admin")
+        neutron = cloud.neutron("member")   # the fake Neutron
         heat = cloud.heat("member")
     finally:
         cloud.stop(keep_logs=False)
@@ -39,6 +41,9 @@ DOMAIN = "Default"
 # harness user -> (Keystone user name, default project)
 USERS = {"admin": ("admin", "admin"), "member": ("demo", "demo")}
 DEFAULT_COMPUTES = int(os.environ.get("HWAFFINITY_OPENSTACK_COMPUTES", "3"))
+# networks of the fake Neutron (fakeneutron.py)
+PRIVATE_NETWORK = "private"
+PUBLIC_NETWORK = "public"
 # novaclient's newest microversion (Nova 34 serves up to 2.104)
 NOVA_LATEST = "2.96"
 BUILD_HINT = ("the OpenStack test venv is missing and could not be built; run "
@@ -272,6 +277,36 @@ class OpenStackCloud:
     flavor = "m1.tiny"
 
     @property
+    def networks(self):
+        """{name: {id, subnet_id, cidr, project_id}} of the fake Neutron."""
+        return dict(self.info["networks"])
+
+    @property
+    def network(self):
+        """Name of the tenant network (``private``, owned by project ``demo``;
+        ``admin`` may use it too). Templates may use the name or the id."""
+        return PRIVATE_NETWORK
+
+    @property
+    def network_id(self):
+        return self.info["networks"][PRIVATE_NETWORK]["id"]
+
+    @property
+    def subnet_id(self):
+        """Id of the network's IPv4 subnet (addresses are allocated from it)."""
+        return self.info["networks"][PRIVATE_NETWORK]["subnet_id"]
+
+    @property
+    def external_network(self):
+        """Name of the external network for floating IPs (``public``)."""
+        return PUBLIC_NETWORK
+
+    @property
+    def network_url(self):
+        """Neutron endpoint (without ``/v2.0``), as in the catalog."""
+        return self.info["network_url"]
+
+    @property
     def heat_url(self):
         return self.heat_server.info["url"] if self.heat_server else None
 
@@ -311,6 +346,14 @@ class OpenStackCloud:
         from novaclient import client as nova_client
         return nova_client.Client(NOVA_LATEST if version == "latest" else version,
                                   session=self.session(user, project))
+
+    def neutron(self, user="admin", project=None):
+        """python-neutronclient v2.0 Client (the fake Neutron)."""
+        import warnings
+        from neutronclient.v2_0 import client as neutron_client
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")   # "use openstacksdk" deprecation
+            return neutron_client.Client(session=self.session(user, project))
 
     def heat(self, user="admin", project=None):
         """python-heatclient v1 Client (needs :meth:`start_heat`)."""
