@@ -213,3 +213,18 @@ def test_not_a_zip_is_unusable_input(tmp_path):
     path.write_text("hello")
     with pytest.raises(InputError, match="not a zip archive"):
         csar_validate.validate(str(path))
+
+
+def test_driver_artifact_path_escaping_the_package(vnf_a_zip, tmp_path):
+    bad = _edit_member(vnf_a_zip, tmp_path / "bad.zip", DF,
+                       "file: Scripts/hwaffinity_mgmt_driver.py", "file: ../../driver.py")
+    problems = _problems(bad)
+    assert ("%s: node VNF: field topology_template.node_templates.VNF.artifacts."
+            "mgmt-drivers-hwaffinity.file: artifact file '../../driver.py' escapes the package "
+            "(v2 paths are relative to Definitions/)" % DF) in problems
+
+
+def test_missing_tosca_meta(vnf_a_zip, tmp_path):
+    problems = _problems(rewrite(vnf_a_zip, tmp_path / "bad.zip", drop={META}))
+    assert problems[0] == ("%s: missing: Tacker finds the VNFD and the artifact hashes "
+                           "through it" % META)
