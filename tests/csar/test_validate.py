@@ -1,14 +1,13 @@
 """``csar validate``: built packages pass Tacker's own checks; each fault is caught
 once, located by file and field, with Tacker's own verdict where Tacker has one."""
 import hashlib
-import uuid
 
 import pytest
 
 from csar_fixtures import (CLUSTER, CLUSTER_TWO_HOSTS, CLUSTER_UNLABELED, DRIVER_FILE, META,
-                           members, meta_text, rewrite, set_meta)
+                           members, meta_text, rewrite, set_meta, tacker_upload)
 from tacker_hwaffinity.cli.common import load_inputs
-from tacker_hwaffinity.csar import tacker_checks, validate as csar_validate
+from tacker_hwaffinity.csar import validate as csar_validate
 from tacker_hwaffinity.errors import InputError
 
 SCRIPT = "Scripts/install_k8s.sh"
@@ -27,21 +26,6 @@ def _check(path, cluster=None):
 
 def _problems(path, cluster=None):
     return [str(p) for p in _check(path, cluster).unique()]
-
-
-def _tacker_upload(path, tmp_path):
-    """Tacker's upload processing, called directly (not through our wrapper)."""
-    from tacker.common import csar_utils
-    import tacker.conf
-    conf = tacker.conf.CONF
-    conf.set_override("vnf_package_csar_path", str(tmp_path), group="vnf_package")
-    try:
-        # Tacker 16 fails to format one of its own log messages (tosca/utils.py
-        # path_sol001_def); pytest's log capture would turn that into an error.
-        with tacker_checks.silent():
-            return csar_utils.load_csar_data(None, str(uuid.uuid4()), path)
-    finally:
-        conf.clear_override("vnf_package_csar_path", group="vnf_package")
 
 
 def test_built_vnf_a_passes(vnf_a_zip):
@@ -64,7 +48,7 @@ def test_built_cnf_passes_and_plans(cnf_zip):
 @pytest.mark.parametrize("package", ["vnf_a_zip", "cnf_zip"])
 def test_tackers_own_upload_accepts_built_packages(request, tmp_path, package):
     path = request.getfixturevalue(package)
-    vnf_data, flavours, artifacts = _tacker_upload(path, tmp_path)
+    vnf_data, flavours, artifacts = tacker_upload(path, tmp_path)
     hashed = {a["Source"] for a in artifacts}
     assert hashed == {n for n in members(path)
                       if not n.startswith(("Definitions/", "TOSCA-Metadata/"))}
@@ -92,7 +76,7 @@ def test_stale_hash(vnf_a_zip, tmp_path):
     # the same fault is refused by Tacker's own upload processing
     from tacker.common import exceptions
     with pytest.raises(exceptions.InvalidCSAR, match="is an invalid value"):
-        _tacker_upload(bad, tmp_path)
+        tacker_upload(bad, tmp_path)
 
 
 def test_source_escaping_the_package(vnf_a_zip, tmp_path):
