@@ -6,6 +6,7 @@ The repository holds only the sources under ``csar/<package>``;
 the ETSI SOL001 type files, the MgmtDriver copies and the TOSCA.meta hash
 blocks. The tests use the packages it builds, as an operator would.
 """
+import json
 import os
 import zipfile
 
@@ -18,6 +19,13 @@ CNF = os.path.join(CSAR, "cnf")
 SAMPLES = os.path.join(ROOT, "samples", "requests")
 INSTALL_SCRIPT = os.path.join(K8S_CLUSTER, "Scripts", "install_k8s.sh")
 PACKAGE_DOC = os.path.join(ROOT, "doc", "packages.md")
+
+# VNF-B: its workloads (name: kind), the budgets file, the instantiate requests
+CNF_WORKLOADS = {"upf": "Deployment", "smf": "Deployment", "amf": "Deployment",
+                 "udr": "StatefulSet"}
+CNF_PDB_FILE = "Files/kubernetes/disruption-budgets.yaml"
+CNF_REQUESTS = {"v1": os.path.join(SAMPLES, "cnf", "v1", "instantiate.json"),
+                "v2": os.path.join(SAMPLES, "cnf", "v2", "instantiate.json")}
 
 # What csar build copies into VNF-A: {path in the package: installed module}
 DRIVER_FILES = {
@@ -33,6 +41,11 @@ def missing(what, why):
     if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
         pytest.fail(message, pytrace=False)
     pytest.skip(message)
+
+
+def cnf_request(api):
+    with open(CNF_REQUESTS[api]) as f:
+        return json.load(f)
 
 
 def load_yaml(path):
