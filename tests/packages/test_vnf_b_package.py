@@ -270,3 +270,17 @@ def test_one_replica_per_host_rolls_without_surge():
                 doc["spec"]["template"]["spec"]):
             assert doc["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0,
                                                                 "maxUnavailable": 1}, name
+
+
+def test_csar_validate_is_clean_on_the_sample_cluster(cnf_built):
+    """``hwaffinity csar validate`` (upload, manifests, flavour, and the plan
+    on samples/cluster.yaml: 6 workers on 3 hosts) finds no problem."""
+    import subprocess
+    import sys
+    from .pkgtools import ROOT
+    proc = subprocess.run([sys.executable, "-m", "tacker_hwaffinity.cli.main", "csar",
+                           "validate", cnf_built[0], "--cluster",
+                           os.path.join(ROOT, "samples", "cluster.yaml")],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "18 of 18 pods placed on 3 distinct CIS-node value(s)" in proc.stdout
