@@ -258,3 +258,42 @@ def test_log_excerpts_are_redacted():
 def test_sourcing_runs_nothing():
     proc = sourced("true")
     assert proc.returncode == 0 and proc.stdout == "" and proc.stderr == ""
+
+
+def _state(tmp_path, done=None, attempt=None):
+    """A state directory (HWAFFINITY_K8S_STATE_DIR) recording what an earlier
+    run made of the node."""
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700, parents=True)
+    if done:
+        (state / "node-role").write_text(done + "\n")
+    if attempt:
+        (state / "node-role.attempt").write_text(attempt + "\n")
+    return dict(os.environ, HWAFFINITY_K8S_STATE_DIR=str(state))
+
+
+def test_a_node_keeps_the_role_it_was_set_up_with(tmp_path):
+    env = _state(tmp_path, done="join-worker")
+    proc = run("--role", "join-control-plane", "--node-ip", "10.10.0.12",
+               "--join-file", join_file(tmp_path), "--dry-run", env=env)
+    assert proc.returncode == 2
+    assert "was set up with --role join-worker; it cannot become join-control-plane" in \
+        proc.stderr
+
+
+def test_a_joined_node_needs_no_join_file_on_rerun(tmp_path):
+    env = _state(tmp_path, done="join-worker")
+    proc = run("--role", "join-worker", "--node-ip", "10.10.0.12", "--dry-run", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "already set up as join-worker" in proc.stdout
+    assert "kubeadm join" not in proc.stdout
+
+
+def test_refresh_join_only_on_a_control_plane_node_this_script_made(tmp_path):
+    # without --dry-run: the check comes before anything is changed
+    proc = run("--role", "refresh-join", env=_state(tmp_path / "a", done="join-worker"))
+    assert proc.returncode == 2
+    assert "runs on a control-plane node this script set up" in proc.stderr
+    proc = run("--role", "refresh-join", "--dry-run", env=_state(tmp_path / "b", done="init"))
+    assert proc.returncode == 0, proc.stderr
+    assert "create a bootstrap token" in proc.stdout

@@ -32,7 +32,7 @@
 #                                  on a control-plane node (mode 0600 or
 #                                  stricter); deleted after a successful join
 #   --join-file-out FILE           init/refresh-join: where to write it
-#                                  (default /var/lib/hwaffinity-k8s/join.env)
+#                                  (default <state directory>/join.env)
 #   --kubernetes-minor X.Y         pkgs.k8s.io repository (default 1.35)
 #   --pod-cidr CIDR                default 10.244.0.0/16
 #   --service-cidr CIDR            default 10.96.0.0/12
@@ -58,19 +58,25 @@
 # 2 bad arguments or join file (nothing was changed).
 #
 # Idempotent: every step checks what is there first; an initialised or joined
-# node is not initialised or joined again. Secrets never appear on a command
+# node is not initialised or joined again; what a failed kubeadm init/join of
+# this script left behind is reset before the next attempt. State directory:
+# $HWAFFINITY_K8S_STATE_DIR, default /var/lib/hwaffinity-k8s (mode 0700). Secrets never appear on a command
 # line, in stdout/stderr or in a file readable by others.
 set -Eeuo pipefail
 umask 077
 
 readonly PROG="install_k8s"
-readonly STATE_DIR="/var/lib/hwaffinity-k8s"
+readonly STATE_DIR="${HWAFFINITY_K8S_STATE_DIR:-/var/lib/hwaffinity-k8s}"
 readonly LOG_DIR="/var/log/hwaffinity-k8s"
 readonly LOG="${LOG_DIR}/install.log"
 readonly KEYRING="/etc/apt/keyrings/kubernetes-apt-keyring.gpg"
 readonly APT_SOURCE="/etc/apt/sources.list.d/kubernetes.list"
 readonly CRI_SOCKET="unix:///var/run/containerd/containerd.sock"
 readonly APT_OPTS=(-y -q -o DPkg::Lock::Timeout=600)
+# what this script made of the node: the role whose kubeadm step succeeded,
+# and the role whose kubeadm step was started (a failed run leaves the latter)
+readonly DONE_MARKER="${STATE_DIR}/node-role"
+readonly ATTEMPT_MARKER="${STATE_DIR}/node-role.attempt"
 
 role=""
 node_ip=""
@@ -306,36 +312,73 @@ read_join_file() {
     fi
 }
 
-is_joined() { [ -f /etc/kubernetes/kubelet.conf ]; }
-is_control_plane() { [ -f /etc/kubernetes/manifests/kube-apiserver.yaml ]; }
+done_role() { cat "${DONE_MARKER}" 2>/dev/null || true; }
+attempted_role() { cat "${ATTEMPT_MARKER}" 2>/dev/null || true; }
+
+# kubeadm files on the node, from any tool
+has_kubeadm_state() {
+    [ -e /etc/kubernetes/kubelet.conf ] || [ -e /etc/kubernetes/admin.conf ] ||
+        compgen -G '/etc/kubernetes/manifests/*.yaml' >/dev/null || [ -d /var/lib/etcd/member ]
+}
 
 check_state() {
+    local finished
+    finished=$(done_role)
+    if [ "${role}" != refresh-join ] && [ -n "${finished}" ] && [ "${finished}" != "${role}" ]; then
+        die_usage "this node was set up with --role ${finished}; it cannot become ${role}"
+    fi
+    if [ "${role}" != refresh-join ] && [ -z "${finished}" ] && [ -z "$(attempted_role)" ] &&
+        has_kubeadm_state; then
+        die_usage "this node has a Kubernetes configuration this script did not make; run kubeadm reset -f first"
+    fi
     case "${role}" in
         join-worker|join-control-plane)
-            if is_joined; then
-                if [ "${role}" = join-control-plane ] && ! is_control_plane; then
-                    die_usage "this node already belongs to a cluster as a worker; it cannot join the control plane"
-                fi
-                if [ "${role}" = join-worker ] && is_control_plane; then
-                    die_usage "this node is already a control-plane node"
-                fi
-            else
-                [ -n "${join_file}" ] || die_usage "--join-file is required for --role ${role}"
+            if [ "${finished}" != "${role}" ] && [ -z "${join_file}" ]; then
+                die_usage "--join-file is required for --role ${role}"
             fi
             if [ -n "${join_file}" ]; then read_join_file "${join_file}"; fi ;;
         refresh-join)
-            [ "${dry_run}" -eq 1 ] || [ -f /etc/kubernetes/admin.conf ] ||
-                die_usage "--role refresh-join runs on an initialised control-plane node (no /etc/kubernetes/admin.conf)" ;;
+            case "${finished}" in
+                init|join-control-plane) ;;
+                *) [ "${dry_run}" -eq 1 ] ||
+                    die_usage "--role refresh-join runs on a control-plane node this script set up" ;;
+            esac ;;
         init)
             if [ -n "${join_file}" ]; then die_usage "--join-file is for join roles"; fi ;;
     esac
 }
 
+# A run that failed half-way through kubeadm init/join left files behind that
+# make the next attempt fail: reset them (only what this script started).
+# (Explicit status checks: callers use it in "||", where errexit is off.)
+reset_failed_attempt() {
+    if [ -n "$(attempted_role)" ] && has_kubeadm_state; then
+        log "an earlier $(attempted_role) did not finish: kubeadm reset -f"
+        if ! run kubeadm reset -f --cri-socket "${CRI_SOCKET}"; then return 1; fi
+        changed=true
+    fi
+}
+
+# kubeadm init/join: marked as attempted before, as done after
+run_kubeadm() {
+    if ! reset_failed_attempt; then return 1; fi
+    printf '%s\n' "${role}" >"${ATTEMPT_MARKER}" || return 1
+    if ! run kubeadm "$@"; then return 1; fi
+    printf '%s\n' "${role}" >"${DONE_MARKER}" || return 1
+    rm -f "${ATTEMPT_MARKER}"
+    changed=true
+}
+
 print_plan() {
     log "dry run: role ${role}, node ${node_name:-"(this node)"} ${node_ip:+(${node_ip})}, Kubernetes ${kube_minor}"
+    if [ "$(done_role)" = "${role}" ]; then
+        log "already set up as ${role} (${DONE_MARKER}): would check the packages and configuration only"
+    fi
     case "${role}" in
         init) log "would: prepare the node, kubeadm init (endpoint ${endpoint}, pods ${pod_cidr}, services ${service_cidr}), flannel ${flannel_version}, write ${join_file_out}" ;;
-        join-*) log "would: prepare the node, kubeadm join ${join_endpoint:-"(already joined)"} with token <redacted>${join_cert_key:+ and certificate key <redacted>}" ;;
+        join-*) if [ -n "${join_token}" ]; then
+                    log "would: prepare the node, kubeadm join ${join_endpoint} with token <redacted>${join_cert_key:+ and certificate key <redacted>}"
+                fi ;;
         refresh-join) log "would: create a bootstrap token (ttl ${token_ttl}) and certificate key, write ${join_file_out}" ;;
     esac
     if [ -n "${vip}" ]; then log "would: hold VIP ${vip} with keepalived (router id ${vip_router_id})"; fi
@@ -609,8 +652,8 @@ refresh_join() {
 }
 
 do_init() {
-    if [ -f /etc/kubernetes/admin.conf ]; then
-        log "control plane already initialised (/etc/kubernetes/admin.conf exists)"
+    if [ "$(done_role)" = init ]; then
+        log "control plane already initialised by this script (${DONE_MARKER})"
         if [ "$(saved_endpoint 2>/dev/null || true)" != "${endpoint}" ]; then
             log "it was initialised with endpoint $(saved_endpoint 2>/dev/null || echo '?'), not ${endpoint}"
             current_step=init
@@ -626,9 +669,10 @@ do_init() {
         cfg="${STATE_DIR}/kubeadm-init.yaml"
         write_init_config "${cfg}" "${token}" "${cert_key}"
         printf '%s\n' "${endpoint}" >"${STATE_DIR}/control_plane_endpoint"
-        run kubeadm init --config "${cfg}" --upload-certs
+        local rc=0
+        run_kubeadm init --config "${cfg}" --upload-certs || rc=$?
         rm -f "${cfg}"
-        changed=true
+        [ "${rc}" -eq 0 ]
     fi
     setup_kubeconfig
     step cni
@@ -648,18 +692,20 @@ do_init() {
 }
 
 do_join() {
-    if is_joined; then
-        log "node already joined (/etc/kubernetes/kubelet.conf exists)"
+    if [ "$(done_role)" = "${role}" ]; then
+        log "node already joined by this script (${DONE_MARKER})"
     else
         step kubeadm-join
         local cfg="${STATE_DIR}/kubeadm-join.yaml"
         write_join_config "${cfg}"
-        if ! run kubeadm join --config "${cfg}"; then
-            rm -f "${cfg}"
-            false
-        fi
+        local rc=0
+        run_kubeadm join --config "${cfg}" || rc=$?
         rm -f "${cfg}"
-        changed=true
+        [ "${rc}" -eq 0 ]
+        if [ "${role}" = join-control-plane ]; then
+            # for a later refresh-join on this node
+            printf '%s\n' "${join_endpoint}" >"${STATE_DIR}/control_plane_endpoint"
+        fi
     fi
     if [ -n "${join_file}" ] && [ -f "${join_file}" ]; then
         rm -f "${join_file}"
