@@ -3,10 +3,15 @@ Kubernetes master (it runs the real kubectl against the real control plane
 of tests/controlplane), and helpers to reach it the way the driver does."""
 import atexit
 import os
+import sys
 
 import pytest
 
 from ssh import sshd as sshd_mod
+
+# the OpenStack harness (osharness, fakekeystone) lives in tests/openstack
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "openstack"))
 
 
 def pytest_configure(config):
