@@ -8,4 +8,4 @@
 #                    started; the tests run it with a private config)
 #   openssh-client   ssh-keygen, which generates the test host and user keys
 set -euo pipefail
-exec bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" openssh-server openssh-client
+exec bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" openssh-server openssh-client shellcheck

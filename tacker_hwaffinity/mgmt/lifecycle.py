@@ -172,8 +172,10 @@ def _targets(job, inv):
             if r.member in members or w.server_id in servers]
 
 
-def run(job, log=LOG, openstack=None):
-    """Do JOB's hook; returns the report (a dict), or raises HookFailed/InputError."""
+def run(job, log=LOG, openstack=None, connect=None):
+    """Do JOB's hook; returns the report (a dict), or raises HookFailed/InputError.
+    OPENSTACK (an ``openstack.OpenStack``) and CONNECT (``(ctx, inventory) ->
+    kubectl runner``) replace the defaults (benchmarks, tests)."""
     if job.hook not in ACTIVE:
         log.info("%s: nothing to do for node labels (%s)", job.hook,
                  NOTHING.get(job.hook, "not a labelling hook"))
@@ -187,7 +189,7 @@ def run(job, log=LOG, openstack=None):
         return None
     ctx = Context(job, openstack)
     inv = discover(ctx)
-    kube = open_cluster(ctx, inv)
+    kube = (connect or open_cluster)(ctx, inv)
     try:
         report = {"hook": job.hook, "at": _now()}
         if job.hook == "scale_start":

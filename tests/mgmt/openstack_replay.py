@@ -118,6 +118,8 @@ class ReplayCloud:
         if path.startswith("/identity"):
             with self._lock:
                 self.requests["keystone"] += 1
+            if self.latency:
+                time.sleep(self.latency)
             environ = dict(environ, SCRIPT_NAME="/identity", PATH_INFO=path[len("/identity"):])
             return self.keystone(environ, start_response)
         service = "heat" if path.startswith("/heat") else "nova"
@@ -137,11 +139,12 @@ class ReplayCloud:
         if service == "heat":
             tail = path.split("/stacks/", 1)[-1].split("/")
             if tail[-1] == "resources":
-                return _json(start_response, 200, {"resources": self.resources})
-            name = urllib.parse.unquote(tail[-1])
-            found = [r for r in self.resources if r["resource_name"] == name]
+                return _json(start_response, 200, {"resources": self._stack_resources(
+                    tail[-2], int(query.get("nested_depth", 0)))})
+            found = [r for r in self._stack_resources(tail[-3], 0)
+                     if r["resource_name"] == urllib.parse.unquote(tail[-1])]
             if not found:
-                return _json(start_response, 404, {"error": {"message": "no %s" % name}})
+                return _json(start_response, 404, {"error": {"message": "no %s" % tail[-1]}})
             return _json(start_response, 200, {"resource": found[0]})
         if path.endswith("/servers/detail"):
             limit = int(query.get("limit", 1000))
@@ -149,6 +152,21 @@ class ReplayCloud:
             start = ids.index(query["marker"]) + 1 if query.get("marker") in ids else 0
             return _json(start_response, 200, {"servers": self.servers[start:start + limit]})
         return _json(start_response, 404, {"itemNotFound": {"message": path, "code": 404}})
+
+
+    def _stack_resources(self, stack_id, depth):
+        """What Heat lists for STACK_ID down to DEPTH (the top stack or a nested one)."""
+        if stack_id == self.stack_id:
+            return [r for r in self.resources
+                    if depth >= 2 or not r.get("parent_resource")]
+        return [r for r in self.resources if _stack_of(r) == stack_id]
+
+
+def _stack_of(resource):
+    for link in resource.get("links") or ():
+        if link.get("rel") == "stack":
+            return link["href"].rstrip("/").rsplit("/", 1)[-1]
+    return None
 
 
 def _json(start_response, status, body):

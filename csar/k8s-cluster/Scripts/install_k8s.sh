@@ -390,7 +390,9 @@ check_host() {
     [ "$(id -u)" -eq 0 ] || die_usage "run as root (sudo)"
     [ -r /etc/os-release ] || die_usage "/etc/os-release is missing; Ubuntu LTS expected"
     local id version
+    # shellcheck source=/dev/null
     id=$(. /etc/os-release && printf '%s' "${ID:-}")
+    # shellcheck source=/dev/null
     version=$(. /etc/os-release && printf '%s' "${VERSION_ID:-}")
     [ "${id}" = ubuntu ] || die_usage "this is ${id:-an unknown OS}; Ubuntu LTS (22.04, 24.04, 26.04) expected"
     case "${version}" in
