@@ -211,6 +211,41 @@ class Server:
 # --------------------------------------------------------------------------
 # The cloud
 
+def _heat_sqlite_keep_ids(db_path):
+    """Stop sqlite from reusing ``resource_properties_data`` ids.
+
+    Heat assumes ids are never reused (MySQL's AUTO_INCREMENT, PostgreSQL's
+    sequences). sqlite gives a new row max(id)+1, so when the newest row is
+    deleted (Heat's attribute store deletes its row at once when it loses a
+    race) the next row gets the same id, and a stale reference then updates
+    or deletes another resource's properties: a scale-down then failed with
+    "ResourcePropertiesData with id N not found". A trigger keeps a
+    placeholder row (data NULL) when the newest row is deleted. Runs once,
+    right after Heat is up and before any stack exists.
+    """
+    import sqlite3
+    with sqlite3.connect(db_path, timeout=30) as conn:
+        conn.execute(
+            "CREATE TRIGGER IF NOT EXISTS harness_rpd_keep_ids "
+            "AFTER DELETE ON resource_properties_data "
+            "WHEN old.id > coalesce((SELECT max(id) FROM resource_properties_data), 0) "
+            "BEGIN INSERT INTO resource_properties_data (id, data, encrypted) "
+            "VALUES (old.id, NULL, 0); END")
+    conn.close()
+
+
+class _NotDeprecated:
+    """Logging filter: drop neutronclient's per-client deprecation notice."""
+
+    def filter(self, record):
+        return "deprecated in favor of OpenstackSDK" not in record.getMessage()
+
+    def __eq__(self, other):   # addFilter() adds an equal filter once
+        return isinstance(other, _NotDeprecated)
+
+    __hash__ = object.__hash__
+
+
 class OpenStackCloud:
     """Nova (+ optional Heat) on loopback; see the module docstring."""
 
@@ -243,6 +278,7 @@ class OpenStackCloud:
             "--run-dir", os.path.join(self.run_dir, "heat"),
             "--action-retry-limit", str(action_retry_limit)], self.run_dir)
         self.heat_server.start(timeout)
+        _heat_sqlite_keep_ids(os.path.join(self.run_dir, "heat", "heat.sqlite"))
         return self
 
     def stop(self, keep_logs=False):
@@ -348,12 +384,13 @@ class OpenStackCloud:
                                   session=self.session(user, project))
 
     def neutron(self, user="admin", project=None):
-        """python-neutronclient v2.0 Client (the fake Neutron)."""
-        import warnings
+        """python-neutronclient v2.0 Client (the fake Neutron), the client
+        Heat itself uses."""
+        import logging
         from neutronclient.v2_0 import client as neutron_client
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")   # "use openstacksdk" deprecation
-            return neutron_client.Client(session=self.session(user, project))
+        # Each Client() logs "deprecated in favor of OpenstackSDK".
+        logging.getLogger(neutron_client.__name__).addFilter(_NotDeprecated())
+        return neutron_client.Client(session=self.session(user, project))
 
     def heat(self, user="admin", project=None):
         """python-heatclient v1 Client (needs :meth:`start_heat`)."""
