@@ -8,7 +8,8 @@ is marked ``openstack`` automatically.
 | fixture                   | scope    | yields                                          |
 |---------------------------|----------|-------------------------------------------------|
 | ``openstack_cloud``       | session  | ``osharness.OpenStackCloud``: Nova, Placement,  |
-|                           |          | fake Keystone/Glance; N computes (default 3,    |
+|                           |          | fake Keystone/Glance/Neutron (``cloud.network``,|
+|                           |          | ``cloud.neutron(user)``); N computes (default 3,|
 |                           |          | ``$HWAFFINITY_OPENSTACK_COMPUTES``)             |
 | ``openstack_heat``        | session  | the same cloud, with Heat started               |
 | ``openstack_cloud_factory`` | session | ``make(computes=3, heat=False)`` -> another,   |
@@ -136,7 +137,7 @@ def openstack_cloud_factory(request, openstack_python):
 @pytest.fixture(scope="session")
 def openstack_cloud(openstack_cloud_factory):
     """The shared cloud: Nova API/conductor/scheduler, N fake computes
-    (``compute1``..), Placement, fake Keystone v3 and Glance."""
+    (``compute1``..), Placement, fake Keystone v3, Glance and Neutron."""
     return openstack_cloud_factory()
 
 
