@@ -159,8 +159,9 @@ class HarnessNeutronFixture(nova_neutron.NeutronFixture):
         self.public_subnet["tenant_id"] = self.public_subnet["project_id"] = admin_project_id
         self._networks[PUBLIC_NETWORK_ID] = self.public_network
         self._subnets[PUBLIC_SUBNET_ID] = self.public_subnet
-        # Standard attributes that the captured dicts lack; kept aside so
-        # that Nova sees exactly the fixture's dicts.
+        # Timestamp for the standard attributes that the fixture's captured
+        # dicts lack; added to the HTTP views only, Nova sees those dicts as
+        # they are.
         self.created_at = _now()
 
     # -- helpers shared by Nova's calls and HTTP --------------------------
@@ -209,8 +210,9 @@ class HarnessNeutronFixture(nova_neutron.NeutronFixture):
                 used.add(fip["floating_ip_address"])
         return used
 
-    def _allocate(self, network, subnet_id=None, ip_address=None):
-        """One fixed IP {subnet_id, ip_address} on ``network``."""
+    def _allocate(self, network, subnet_id=None, ip_address=None, taken=()):
+        """One fixed IP {subnet_id, ip_address} on ``network``; ``taken``:
+        addresses already given to the port being created."""
         subnets = [self._subnets[s] for s in network["subnets"] if s in self._subnets]
         if ip_address is not None:
             try:
@@ -221,7 +223,7 @@ class HarnessNeutronFixture(nova_neutron.NeutronFixture):
             candidates = [s for s in subnets if subnet_id in (None, s["id"])]
             for subnet in candidates:
                 if ip in ipaddress.ip_network(subnet["cidr"], strict=False):
-                    if ip_address in self._used_ips(subnet["id"]):
+                    if ip_address in self._used_ips(subnet["id"]) | set(taken):
                         raise n_exc.IpAddressInUse(net_id=network["id"],
                                                    ip_address=ip_address)
                     return {"subnet_id": subnet["id"], "ip_address": ip_address}
@@ -239,7 +241,7 @@ class HarnessNeutronFixture(nova_neutron.NeutronFixture):
             subnet = v4[0]
         if subnet["ip_version"] != 4:
             raise n_exc.InvalidInput(error_message="the harness allocates IPv4 only")
-        used = self._used_ips(subnet["id"]) | {subnet.get("gateway_ip")}
+        used = self._used_ips(subnet["id"]) | {subnet.get("gateway_ip")} | set(taken)
         net = ipaddress.ip_network(subnet["cidr"], strict=False)
         for pool in subnet["allocation_pools"]:
             start, end = ipaddress.ip_address(pool["start"]), ipaddress.ip_address(pool["end"])
@@ -266,8 +268,11 @@ class HarnessNeutronFixture(nova_neutron.NeutronFixture):
                 raise n_exc.NetworkNotFound(net_id=req.get("network_id"))
             project_id = req.get("project_id") or req.get("tenant_id") or project_id
             if req.get("fixed_ips") is not None:
-                fixed_ips = [self._allocate(network, f.get("subnet_id"), f.get("ip_address"))
-                             for f in req["fixed_ips"]]
+                fixed_ips = []
+                for f in req["fixed_ips"]:
+                    fixed_ips.append(self._allocate(
+                        network, f.get("subnet_id"), f.get("ip_address"),
+                        taken=[x["ip_address"] for x in fixed_ips]))
             else:
                 fixed_ips = [f for f in [self._allocate(network)] if f]
             port_security_on = req.get("port_security_enabled",
@@ -387,8 +392,8 @@ class HarnessNeutronFixture(nova_neutron.NeutronFixture):
                    "qos_policy_id": None, "created_at": now, "updated_at": now,
                    "revision_number": 0}
             fip["project_id"] = fip["tenant_id"]
-            self._floatingips[fip["id"]] = fip
             self.associate_floatingip(fip, req)
+            self._floatingips[fip["id"]] = fip
             return copy.deepcopy(fip)
 
     def associate_floatingip(self, fip, req):
@@ -637,9 +642,11 @@ class FakeNeutron:
                 old, port["fixed_ips"] = port["fixed_ips"], []
                 try:
                     net = fx._networks[port["network_id"]]
-                    req["fixed_ips"] = [fx._allocate(net, f.get("subnet_id"),
-                                                     f.get("ip_address"))
-                                        for f in req["fixed_ips"]]
+                    wanted, req["fixed_ips"] = req["fixed_ips"], []
+                    for f in wanted:
+                        req["fixed_ips"].append(fx._allocate(
+                            net, f.get("subnet_id"), f.get("ip_address"),
+                            taken=[x["ip_address"] for x in req["fixed_ips"]]))
                 finally:
                     port["fixed_ips"] = old
             fx.update_port(rid, {"port": req})
