@@ -22,8 +22,13 @@ class InputError(Exception):
                           obj=self.obj or obj, field=self.field)
 
     def __str__(self):
-        parts = [p for p in (self.source, self.obj) if p]
-        if self.field:
-            parts.append("field %s" % self.field)
-        parts.append(self.message)
-        return ": ".join(parts)
+        return located(self.message, self.source, self.obj, self.field)
+
+
+def located(message, source=None, obj=None, field=None):
+    """'SOURCE: OBJ: field FIELD: MESSAGE', leaving out the parts not given."""
+    parts = [p for p in (source, obj) if p]
+    if field:
+        parts.append("field %s" % field)
+    parts.append(message)
+    return ": ".join(parts)

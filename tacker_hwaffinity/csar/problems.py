@@ -1,6 +1,8 @@
 """What ``csar validate`` reports: one problem per finding, located like InputError."""
 import dataclasses
 
+from tacker_hwaffinity.errors import located
+
 
 @dataclasses.dataclass(frozen=True)
 class Problem:
@@ -10,11 +12,7 @@ class Problem:
     field: str = None
 
     def __str__(self):
-        parts = [p for p in (self.source, self.obj) if p]
-        if self.field:
-            parts.append("field %s" % self.field)
-        parts.append(self.message)
-        return ": ".join(parts)
+        return located(self.message, self.source, self.obj, self.field)
 
     def to_dict(self):
         return {"file": self.source, "object": self.obj, "field": self.field,

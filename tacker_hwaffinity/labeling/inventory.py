@@ -34,7 +34,7 @@ class ServerRef:
         return "ServerRef(%s, member=%s)" % (self.server_id, self.member)
 
 
-def _stack_id_of(resource):
+def stack_id_of(resource):
     """The id of the stack a resource belongs to (from its 'stack' link)."""
     for link in resource.get("links") or ():
         if link.get("rel") == "stack":
@@ -56,17 +56,17 @@ def members(resources, aspect_id):
     group_stack = group[0].get("physical_resource_id")
     member_by_stack = {}
     for r in resources:
-        if r.get("parent_resource") == aspect_id and _stack_id_of(r) == group_stack:
+        if r.get("parent_resource") == aspect_id and stack_id_of(r) == group_stack:
             member_by_stack[r.get("physical_resource_id")] = r
     refs = []
     for r in resources:
         if r.get("resource_type") != SERVER or not r.get("physical_resource_id"):
             continue
-        member = member_by_stack.get(_stack_id_of(r))
+        member = member_by_stack.get(stack_id_of(r))
         if member is not None:
             refs.append(ServerRef(r["physical_resource_id"], member["resource_name"],
                                   member["physical_resource_id"], r["resource_name"]))
-        elif r.get("resource_type") == SERVER and _stack_id_of(r) == group_stack:
+        elif r.get("resource_type") == SERVER and stack_id_of(r) == group_stack:
             # a group whose member template is the server itself (no nested member)
             refs.append(ServerRef(r["physical_resource_id"], r["resource_name"], None,
                                   r["resource_name"]))

@@ -199,9 +199,14 @@ def run(job, log=LOG, openstack=None, connect=None):
             report["drainedNodes"] = reconcile.evict(kube, _targets(job, inv),
                                                      job.params["hwaffinity"], log, delete=False)
         else:
+            nodes = None
             if job.hook == "heal_end" and not job.full_heal:
-                report["uncordonedNodes"], _ = reconcile.uncordon(kube, _targets(job, inv), log)
-            p = reconcile.relabel(kube, inv.workers, job.params["hwaffinity"], log)
+                # one read serves both: uncordoning does not change labels or addresses
+                nodes = reconcile.read_nodes(kube)
+                report["uncordonedNodes"], _ = reconcile.uncordon(kube, _targets(job, inv), log,
+                                                                  nodes)
+            p = reconcile.relabel(kube, inv.workers, job.params["hwaffinity"], log,
+                                  nodes=nodes)
             report.update({"hostSource": p.source, "workers": p.mapping(),
                            "warnings": p.warnings})
         report["openstackCalls"] = ctx.openstack.calls
@@ -223,6 +228,18 @@ def relabel(job, dry_run=False, log=LOG, openstack=None):
 
 
 EXPECTED = ("InputError", "HookFailed", "OpenStackError", "KubeAccessError", "SSHError")
+
+
+def redactor(job):
+    """A Redactor knowing every secret of JOB (parameters, VIM password, kubeconfig)."""
+    from tacker_hwaffinity.labeling import params as parameters
+    from tacker_hwaffinity.ssh.redact import Redactor
+    redact = Redactor()
+    for s in parameters.secrets(job.params):
+        redact.add_lines(s)
+    redact.add((job.access or {}).get("password"))
+    redact.add_lines(job.kubeconfig)
+    return redact
 
 
 def reason(exc):

@@ -37,11 +37,12 @@ def read_nodes(kube):
         raise HookFailed("kubectl get nodes (%s): %s" % (kube.where, e)) from None
 
 
-def relabel(kube, workers, hw, log, dry_run=False):
+def relabel(kube, workers, hw, log, dry_run=False, nodes=None):
     """Label WORKERS' nodes; returns the LabelPlan. Raises HookFailed listing
     the workers it could not handle (after applying what is right). DRY_RUN:
-    only read and plan; nothing is applied or raised."""
-    p = planning.plan(workers, read_nodes(kube), hw)
+    only read and plan; nothing is applied or raised. NODES: the nodes as
+    just read (saves the read)."""
+    p = planning.plan(workers, read_nodes(kube) if nodes is None else nodes, hw)
     changes = p.changes()
     for w in p.warnings:
         log.warning("%s", w)
@@ -112,8 +113,10 @@ def evict(kube, workers, hw, log, delete):
     return names
 
 
-def uncordon(kube, workers, log):
-    found, missing = nodes_of(workers, read_nodes(kube))
+def uncordon(kube, workers, log, nodes=None):
+    """Make WORKERS' nodes schedulable; (node names, workers without a node).
+    NODES: the nodes as just read (saves the read)."""
+    found, missing = nodes_of(workers, read_nodes(kube) if nodes is None else nodes)
     names = sorted(set(found.values()))
     if names:
         _checked(kube, ["kubectl", "uncordon"] + names, what="kubectl uncordon")

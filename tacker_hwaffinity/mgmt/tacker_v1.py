@@ -126,10 +126,7 @@ def hook(name, context, vnf_instance, request, grant, kwargs):
     redact = Redactor()
     try:
         job = job_from_v1(name, context, vnf_instance, request, kwargs)
-        for s in parameters.secrets(job.params):
-            redact.add_lines(s)
-        redact.add((job.access or {}).get("password"))
-        redact.add_lines(job.kubeconfig)
+        redact = lifecycle.redactor(job)
         report = lifecycle.run(job, LOG)
     except Exception as e:  # noqa: BLE001 - every failure becomes Tacker's error type
         from tacker.common import exceptions

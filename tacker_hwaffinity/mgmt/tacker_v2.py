@@ -85,10 +85,7 @@ def main(stdin, stdout, stderr):
         if not isinstance(script, dict) or not script.get("operation"):
             raise InputError("stdin is not Tacker's pickled script dict (with 'operation')")
         job = job_from_v2(script)
-        for s in parameters.secrets(job.params):
-            redact.add_lines(s)
-        redact.add((job.access or {}).get("password"))
-        redact.add_lines(job.kubeconfig)
+        redact = lifecycle.redactor(job)
         report = lifecycle.run(job)
     except Exception as e:  # noqa: BLE001 - one line on stderr, never a traceback
         op = script.get("operation") if isinstance(script, dict) else None

@@ -19,6 +19,8 @@ import uuid
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 from socketserver import ThreadingMixIn
 
+from tacker_hwaffinity.labeling import inventory
+
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 sys.path.insert(0, os.path.join(os.path.dirname(DATA), "..", "openstack"))
 
@@ -159,14 +161,7 @@ class ReplayCloud:
         if stack_id == self.stack_id:
             return [r for r in self.resources
                     if depth >= 2 or not r.get("parent_resource")]
-        return [r for r in self.resources if _stack_of(r) == stack_id]
-
-
-def _stack_of(resource):
-    for link in resource.get("links") or ():
-        if link.get("rel") == "stack":
-            return link["href"].rstrip("/").rsplit("/", 1)[-1]
-    return None
+        return [r for r in self.resources if inventory.stack_id_of(r) == stack_id]
 
 
 def _json(start_response, status, body):

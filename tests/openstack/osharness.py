@@ -404,6 +404,28 @@ class OpenStackCloud:
 # --------------------------------------------------------------------------
 # Offline HOT validation (real Heat engine, no servers)
 
+def tacker_post_process(template, image="cirros"):
+    """What Tacker v1 does to heat-translator's output before stack create:
+    vnfm_info becomes a list, the DESIRED_CAPACITY placeholder the group's
+    min_size, and servers without an image or ports without a network get
+    IMAGE / ``net0`` (Tacker fills them from the instantiate request)."""
+    import copy
+    hot = copy.deepcopy(template)
+    params = hot.get("parameters") or {}
+    if "vnfm_info" in params:
+        params["vnfm_info"]["type"] = "comma_delimited_list"
+    for res in (hot.get("resources") or {}).values():
+        props = res.get("properties")
+        if res["type"] == "OS::Heat::AutoScalingGroup" and \
+                props.get("desired_capacity") == "DESIRED_CAPACITY":
+            props["desired_capacity"] = props["min_size"]
+        elif res["type"] == "OS::Nova::Server" and not props.get("image"):
+            props["image"] = image
+        elif res["type"] == "OS::Neutron::Port" and props.get("network") is None:
+            props["network"] = "net0"
+    return hot
+
+
 def validate_heat_many(bundles, python=None, timeout=300):
     """Validate several stacks in ONE Heat process (~3 s import + ~0.2 s each).
 

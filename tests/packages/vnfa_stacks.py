@@ -25,6 +25,10 @@ import yaml
 
 from .pkgtools import SAMPLES, load_yaml
 
+# osharness (the OpenStack harness helpers) lives in tests/openstack
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "openstack"))
+
 V1_SAMPLE = os.path.join(SAMPLES, "k8s-cluster", "v1", "instantiate_podaffinity.json")
 V2_SAMPLE = os.path.join(SAMPLES, "k8s-cluster", "v2", "instantiate_podaffinity_v2.json")
 
@@ -139,28 +143,10 @@ def translated(package, flavour_id="podaffinity_tosca"):
         return run.translate_vnfd(vnfd)
 
 
-def tacker_post_process(template):
-    """What Tacker v1 does to heat-translator's output before stack create
-    (as tests/translator/test_translate_heat.py): vnfm_info type,
-    desired_capacity, image and external network placeholders."""
-    hot = copy.deepcopy(template)
-    params = hot.get("parameters") or {}
-    if "vnfm_info" in params:
-        params["vnfm_info"]["type"] = "comma_delimited_list"
-    for res in (hot.get("resources") or {}).values():
-        props = res.get("properties")
-        if res["type"] == "OS::Heat::AutoScalingGroup" and \
-                props.get("desired_capacity") == "DESIRED_CAPACITY":
-            props["desired_capacity"] = props["min_size"]
-        elif res["type"] == "OS::Nova::Server" and not props.get("image"):
-            props["image"] = "ubuntu-24.04-server-cloudimg-amd64"
-        elif res["type"] == "OS::Neutron::Port" and props.get("network") is None:
-            props["network"] = "net0"
-    return hot
-
-
 def tosca_bundle(package):
-    data = {name: tacker_post_process(yaml.safe_load(text))
+    import osharness
+    data = {name: osharness.tacker_post_process(yaml.safe_load(text),
+                                                image="ubuntu-24.04-server-cloudimg-amd64")
             for name, text in translated(package).items()}
     return {"template": data.pop("main.yaml"), "files": data}
 

@@ -18,7 +18,6 @@ groups, hints or zones):
 
 Zone parameters without a default get values, as a stack create would.
 """
-import copy
 import os
 import pathlib
 import sys
@@ -38,26 +37,9 @@ ZONES = {"zone_scope": {"zone_spread_zones": "az-1,az-2,az-3"},
          "overlapping_groups": {"zones_cd_zones": "az-1,az-2"}}
 
 
-def _tacker_post_process(template):
-    """What Tacker v1 does to heat-translator's output before stack create."""
-    hot = copy.deepcopy(template)
-    params = hot.get("parameters") or {}
-    if "vnfm_info" in params:
-        params["vnfm_info"]["type"] = "comma_delimited_list"
-    for res in (hot.get("resources") or {}).values():
-        props = res.get("properties")
-        if res["type"] == "OS::Heat::AutoScalingGroup" and \
-                props.get("desired_capacity") == "DESIRED_CAPACITY":
-            props["desired_capacity"] = props["min_size"]
-        elif res["type"] == "OS::Nova::Server" and not props.get("image"):
-            props["image"] = "cirros"
-        elif res["type"] == "OS::Neutron::Port" and props.get("network") is None:
-            props["network"] = "net0"
-    return hot
-
-
 def _bundle(files, parameters=None):
-    data = {name: _tacker_post_process(yaml.safe_load(text)) for name, text in files.items()}
+    data = {name: osharness.tacker_post_process(yaml.safe_load(text))
+            for name, text in files.items()}
     bundle = {"template": data.pop("main.yaml"), "files": data}
     if parameters:
         bundle["parameters"] = parameters
