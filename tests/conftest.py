@@ -3,7 +3,48 @@
 The real Kubernetes control plane is a session resource: defining its
 fixtures here (not in tests/controlplane/) lets tests elsewhere (SSH,
 labelling) use the same running stack instead of starting a second one.
+
+``master_sshd`` and ``ssh_params`` (a real OpenSSH sshd standing in for a
+Kubernetes master, running the real kubectl against that control plane)
+live here too, so that the MgmtDriver tests (tests/mgmt) and the package
+tests (tests/packages) reach the same master the way the driver does.
 """
+import atexit
+import os
+
+import pytest
+
 from controlplane.fixtures import (  # noqa: F401  (fixtures and hooks pytest collects)
     control_plane, host_nodes, namespace, pytest_configure, pytest_runtest_makereport,
     pytest_terminal_summary)
+from ssh import sshd as sshd_mod
+
+
+@pytest.fixture(scope="session")
+def master_sshd():
+    """A running sshd (the 'master'), shared by the session."""
+    if sshd_mod.find("sshd") is None or sshd_mod.find("ssh-keygen") is None:
+        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
+            pytest.fail(sshd_mod.HINT, pytrace=False)
+        pytest.skip(sshd_mod.HINT)
+    server = sshd_mod.SSHServer()
+    atexit.register(server.stop)
+    server.start(timeout=10)
+    try:
+        yield server
+    finally:
+        server.cleanup(keep_logs=False)
+        atexit.unregister(server.stop)
+
+
+@pytest.fixture
+def ssh_params(master_sshd, control_plane):  # noqa: F811  (the fixture, imported above)
+    """The ``hwaffinity_param.ssh`` block that reaches the master and runs
+    the real kubectl there with the control plane's admin kubeconfig."""
+    from controlplane import harness
+    key, _ = master_sshd.user_keys["ed25519"]
+    return {"host": sshd_mod.HOST, "port": master_sshd.port, "username": master_sshd.username,
+            "private_key": key, "known_hosts": master_sshd.known_hosts,
+            "kubectl": harness.find_binaries()["kubectl"],
+            "kubeconfig_path": control_plane.kubeconfig, "connect_timeout": 5,
+            "command_timeout": 60, "retries": 1}
