@@ -3,6 +3,8 @@ driver's ``k8s_cluster_installation_param`` (read so existing packages switch
 drivers without edits). Validated before anything changes; an error names the
 field. One declarative spec gives both the validator and the JSON schema.
 """
+import re
+
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.k8s.validation import qualified_name_error
@@ -25,6 +27,27 @@ class F:
 
 def _label_key(value):
     return qualified_name_error(value)
+
+
+def _matches(pattern, what):
+    regex = re.compile(pattern)
+    return lambda value: None if regex.fullmatch(value) else "expected " + what
+
+
+_minor = _matches(r"1\.(3[1-9]|[4-9][0-9])", "a Kubernetes minor version 1.31 or later, "
+                                                  "such as 1.35")
+_cidr = _matches(r"[0-9]{1,3}(\.[0-9]{1,3}){3}/[0-9]{1,2}", "an IPv4 CIDR such as 10.244.0.0/16")
+_flannel = _matches(r"v[0-9]+\.[0-9]+\.[0-9]+", "a flannel release such as v0.26.1")
+_duration = _matches(r"[0-9]+[hm]", "a duration such as 2h or 90m")
+_endpoint = _matches(r"[A-Za-z0-9]([A-Za-z0-9.-]*[A-Za-z0-9])?(:[0-9]{1,5})?",
+                     "HOST or HOST:PORT (IPv4 address or DNS name)")
+
+
+def _relative_path(value):
+    parts = value.split("/")
+    if value.startswith("/") or ".." in parts or not value.strip("/"):
+        return "expected a relative path inside the VNF package"
+    return None
 
 
 _HOST_KEY_FIELDS = {
@@ -76,6 +99,42 @@ SPEC = {
         "kubeconfig_path": F("string", doc="kubeconfig file on the master (default: kubectl's "
                                            "own, ~/.kube/config of the SSH user)"),
     }), default={}),
+    "install": F("object", default={}, fields={
+        "enabled": F("boolean", default=False,
+                     doc="install Kubernetes on the VMs with the package's script (kubeadm "
+                         "init on the first master, join on the others); labelling never "
+                         "depends on it"),
+        "dry_run": F("boolean", default=False,
+                     doc="only run the script with --dry-run on every node (arguments, "
+                         "state, SSH, sudo): nothing is installed"),
+        "script": F("string", check=_relative_path,
+                    doc="the script's path inside the VNF package (default: "
+                        "k8s_cluster_installation_param.script_path, else "
+                        "Scripts/install_k8s.sh)"),
+        "network": F("string", doc="Nova network whose fixed address is each node's "
+                                   "Kubernetes address (default: the first fixed address); "
+                                   "SSH goes to its floating address when there is one"),
+        "control_plane_endpoint": F("string", check=_endpoint,
+                                    doc="HOST[:PORT] of the API server (default: the "
+                                        "master_node.cluster_cp_name port's address, held as "
+                                        "a VIP, else the first master's address)"),
+        "kubernetes_minor": F("string", default="1.35", check=_minor,
+                              doc="pkgs.k8s.io minor version to pin"),
+        "pod_cidr": F("string", check=_cidr,
+                      doc="default: master_node.pod_cidr, else the script's 10.244.0.0/16"),
+        "service_cidr": F("string", check=_cidr,
+                          doc="default: master_node.cluster_cidr, else the script's "
+                              "10.96.0.0/12"),
+        "flannel_version": F("string", check=_flannel, doc="default: the script's"),
+        "token_ttl": F("string", check=_duration,
+                       doc="bootstrap token lifetime, e.g. 2h (default: the script's)"),
+        "sudo": F("boolean", default=True, doc="run the script with sudo -n (false: the SSH "
+                                               "user is root)"),
+        "timeout": F("number", default=1800, minimum=1, maximum=86400,
+                     doc="seconds the script may take on one node"),
+        "parallel": F("integer", default=8, minimum=1, maximum=64,
+                      doc="workers installed at the same time"),
+    }),
     "drain": F("object", default={}, fields={
         "timeout": F("integer", default=300, minimum=1, maximum=86400,
                      doc="seconds kubectl drain may take (PodDisruptionBudgets honoured)"),
@@ -84,7 +143,8 @@ SPEC = {
     }),
 }
 _NODE_FIELDS = {"aspect_id": F("string"), "vdu_id": F("string"), "ssh_cp_name": F("string"),
-                "nic_cp_name": F("string"),
+                "nic_cp_name": F("string"), "cluster_cp_name": F("string"),
+                "pod_cidr": F("string", check=_cidr), "cluster_cidr": F("string", check=_cidr),
                 "username": F("string"), "password": F("string", secret=True)}
 
 
@@ -170,7 +230,12 @@ def parse(additional_params, where="additionalParams"):
             raise InputError("expected an object", field=rpath)
         # the reference block carries installation fields we do not use: not strict
         roles[role] = _validate_object(_NODE_FIELDS, raw, rpath, strict=False)
-    return {"hwaffinity": params, "master": roles["master_node"], "worker": roles["worker_node"]}
+    script = ref.get("script_path")
+    if script is not None:
+        script = _validate(F("string", check=_relative_path), script,
+                           "%s.%s.script_path" % (where, REFERENCE_BLOCK))
+    return {"hwaffinity": params, "master": roles["master_node"], "worker": roles["worker_node"],
+            "script_path": script}
 
 
 def json_schema():

@@ -13,6 +13,7 @@ import logging
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.labeling import inventory
+from tacker_hwaffinity.mgmt import install as cluster_install
 from tacker_hwaffinity.mgmt import kube as kube_access
 from tacker_hwaffinity.mgmt import reconcile
 from tacker_hwaffinity.mgmt.reconcile import HookFailed
@@ -43,6 +44,7 @@ class Job:
     full_heal: bool = False           # heal of the whole VNF (no VNFC given)
     kubeconfig: str = None            # a Kubernetes VIM, as kubeconfig text
     scale_in: bool = True             # scale_start/scale_end: the request's type
+    package_dir: object = None        # the VNF package directory, or a callable giving it
 
 
 @dataclasses.dataclass
@@ -51,6 +53,7 @@ class Inventory:
     refs: list                        # inventory.ServerRef, same order
     masters: list                     # plan.Worker of the masters
     master_refs: list
+    servers: dict = None              # Nova server JSON by id
 
 
 class Context:
@@ -96,7 +99,8 @@ def discover(ctx):
     if missing:
         raise HookFailed("Nova does not list the server(s) %s of the stack's workers"
                          % ", ".join(r.server_id for r in missing))
-    return Inventory(workers, [r for r in refs if r not in missing], masters, mrefs)
+    return Inventory(workers, [r for r in refs if r not in missing], masters, mrefs,
+                     {s.get("id"): s for s in servers})
 
 
 def _refs(resources, node, vdus, role, problems):
@@ -189,17 +193,26 @@ def run(job, log=LOG, openstack=None, connect=None):
         return None
     ctx = Context(job, openstack)
     inv = discover(ctx)
+    report = {"hook": job.hook, "at": _now()}
+    installing = job.params["hwaffinity"]["install"]["enabled"]
+    if installing and (job.hook == "instantiate_end" or job.hook == "heal_end" and job.full_heal):
+        report["install"] = cluster_install.install(ctx, inv, log)
     kube = (connect or open_cluster)(ctx, inv)
     try:
-        report = {"hook": job.hook, "at": _now()}
         if job.hook == "scale_start":
             report["removedNodes"] = reconcile.evict(kube, _targets(job, inv),
                                                      job.params["hwaffinity"], log, delete=True)
         elif job.hook == "heal_start":
-            report["drainedNodes"] = reconcile.evict(kube, _targets(job, inv),
-                                                     job.params["hwaffinity"], log, delete=False)
+            # a VM that gets Kubernetes installed anew joins as a new node
+            key = "removedNodes" if installing else "drainedNodes"
+            report[key] = reconcile.evict(kube, _targets(job, inv), job.params["hwaffinity"],
+                                          log, delete=installing)
         else:
             nodes = None
+            if installing and job.hook != "instantiate_end" and not job.full_heal:
+                healed = set(job.target_servers) if job.hook == "heal_end" else None
+                report["install"] = cluster_install.join_missing(
+                    ctx, inv, reconcile.read_nodes(kube), healed, log)
             if job.hook == "heal_end" and not job.full_heal:
                 # one read serves both: uncordoning does not change labels or addresses
                 nodes = reconcile.read_nodes(kube)

@@ -93,10 +93,17 @@ def _stored_vim(context, vim):
     return dict(vnflcm_utils._get_vim(context, [vim]).get("access_info") or {})
 
 
+def _package_dir(context, vnf_instance):
+    """Where Tacker keeps the VNF package (its database maps the VNFD id to
+    the package); read only when an installation needs the script."""
+    from tacker.vnflcm import utils as vnflcm_utils
+    return vnflcm_utils._get_vnf_package_path(context, _get(vnf_instance, "vnfd_id"))
+
+
 def job_from_v1(hook, context, vnf_instance, request, kwargs):
     raw = merged_params(hook, vnf_instance, request)
     params = parameters.parse(raw)
-    job = lifecycle.Job(hook, params)
+    job = lifecycle.Job(hook, params, package_dir=lambda: _package_dir(context, vnf_instance))
     if hook not in lifecycle.ACTIVE:
         return job
     job.access, job.kubeconfig = _vims(context, vnf_instance, request)

@@ -5,7 +5,8 @@
 ``type``, ``vnfcInstanceId``...), ``vnf_instance`` (``vimConnectionInfo``,
 ``instantiatedVnfInfo.vnfcResourceInfo[]`` with ``vduId``,
 ``computeResource.resourceId`` and ``metadata.stack_id``),
-``grant_request`` (``removeResources[]`` of type COMPUTE on scale-in).
+``grant_request`` (``removeResources[]`` of type COMPUTE on scale-in),
+``tmp_csar_dir`` (the unpacked VNF package: the installation script).
 Workers are the VNFCs of ``worker_node.vdu_id`` (and
 ``hwaffinity_param.worker_vdus``); v2 does not keep the instantiate
 parameters, so every request carries them (as with Tacker's own v2 driver).
@@ -35,7 +36,7 @@ def job_from_v2(script):
     hook = script.get("operation")
     req, inst = script.get("request") or {}, script.get("vnf_instance") or {}
     params = parameters.parse(req.get("additionalParams") or {}, where="request.additionalParams")
-    job = lifecycle.Job(hook, params)
+    job = lifecycle.Job(hook, params, package_dir=script.get("tmp_csar_dir"))
     if hook not in lifecycle.ACTIVE:
         return job
     for vim in (inst.get("vimConnectionInfo") or {}).values():

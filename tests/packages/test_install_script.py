@@ -120,8 +120,6 @@ BAD_ARGS = {
                            ENDPOINT, "--vip", "10.0.0.9", "--vip-router-id", "256"], "1-255"),
     "bad node name": (["--role", "init", "--node-ip", "10.0.0.5", "--control-plane-endpoint",
                        ENDPOINT, "--node-name", "Worker_1"], "DNS label"),
-    "join without join file": (["--role", "join-worker", "--node-ip", "10.0.0.5"],
-                               "--join-file is required"),
     "relative join file output": (["--role", "refresh-join", "--join-file-out", "join.env"],
                                   "absolute path"),
     "token on the command line": (["--role", "join-worker", "--token", TOKEN],
@@ -287,6 +285,19 @@ def test_a_joined_node_needs_no_join_file_on_rerun(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "already set up as join-worker" in proc.stdout
     assert "kubeadm join" not in proc.stdout
+
+
+@pytest.mark.parametrize("role", ["join-worker", "join-control-plane"])
+def test_a_join_needs_the_join_file_but_its_dry_run_does_not(role, tmp_path):
+    env = _state(tmp_path)
+    # without --dry-run: refused before anything is changed (check_host comes later)
+    proc = run("--role", role, "--node-ip", "10.10.0.12", env=env)
+    assert proc.returncode == 2
+    assert "--join-file is required for --role %s" % role in proc.stderr
+    # the driver's preflight runs before init has written the join file
+    proc = run("--role", role, "--node-ip", "10.10.0.12", "--dry-run", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "kubeadm join with the --join-file a real run needs" in proc.stdout
 
 
 def test_refresh_join_only_on_a_control_plane_node_this_script_made(tmp_path):

@@ -33,7 +33,7 @@ PRIVSEP_DIR = "/run/sshd"  # Debian's compiled-in privilege separation directory
 
 CONFIG = """\
 Port {port}
-ListenAddress {host}
+{listen}
 AddressFamily inet
 {host_keys}
 PidFile {dir}/sshd.pid
@@ -114,7 +114,7 @@ class SSHServer:
     (text for every host key), fingerprints {type: 'SHA256:...'}, user_keys
     {name: (private key text, passphrase)}, startup_seconds, log_path."""
 
-    def __init__(self, sshd=None, keygen=None):
+    def __init__(self, sshd=None, keygen=None, extra_hosts=()):
         self.sshd = sshd or find("sshd")
         self.keygen = keygen or find("ssh-keygen")
         self.dir = tempfile.mkdtemp(prefix="hwaffinity-sshd-")
@@ -129,6 +129,8 @@ class SSHServer:
         self.fingerprints = {}
         self.host_key_lines = {}
         self.user_keys = {}
+        # more loopback addresses to listen on (same port): one sshd, several "VMs"
+        self.hosts = (HOST,) + tuple(extra_hosts)
 
     def path(self, name):
         return os.path.join(self.dir, name)
@@ -165,7 +167,8 @@ class SSHServer:
         host_keys = "\n".join("HostKey %s" % self.path("ssh_host_%s_key" % t)
                               for t in HOST_KEY_TYPES)
         with open(self.config_path, "w") as f:
-            f.write(CONFIG.format(port=self.port, host=HOST, host_keys=host_keys, dir=self.dir))
+            f.write(CONFIG.format(port=self.port, host=HOST, host_keys=host_keys, dir=self.dir,
+                                  listen="\n".join("ListenAddress %s" % h for h in self.hosts)))
 
     def start(self, timeout=10, port=None):
         """Start sshd (generating keys the first time); wait for its banner."""

@@ -333,7 +333,8 @@ check_state() {
     fi
     case "${role}" in
         join-worker|join-control-plane)
-            if [ "${finished}" != "${role}" ] && [ -z "${join_file}" ]; then
+            # a dry run may go without it: the driver's preflight runs before init wrote it
+            if [ "${finished}" != "${role}" ] && [ -z "${join_file}" ] && [ "${dry_run}" -eq 0 ]; then
                 die_usage "--join-file is required for --role ${role}"
             fi
             if [ -n "${join_file}" ]; then read_join_file "${join_file}"; fi ;;
@@ -378,6 +379,8 @@ print_plan() {
         init) log "would: prepare the node, kubeadm init (endpoint ${endpoint}, pods ${pod_cidr}, services ${service_cidr}), flannel ${flannel_version}, write ${join_file_out}" ;;
         join-*) if [ -n "${join_token}" ]; then
                     log "would: prepare the node, kubeadm join ${join_endpoint} with token <redacted>${join_cert_key:+ and certificate key <redacted>}"
+                elif [ "$(done_role)" != "${role}" ]; then
+                    log "would: prepare the node, kubeadm join with the --join-file a real run needs (none was given to this dry run)"
                 fi ;;
         refresh-join) log "would: create a bootstrap token (ttl ${token_ttl}) and certificate key, write ${join_file_out}" ;;
     esac
