@@ -97,7 +97,13 @@ def _package_dir(context, vnf_instance):
     """Where Tacker keeps the VNF package (its database maps the VNFD id to
     the package); read only when an installation needs the script."""
     from tacker.vnflcm import utils as vnflcm_utils
-    return vnflcm_utils._get_vnf_package_path(context, _get(vnf_instance, "vnfd_id"))
+    vnfd_id = _get(vnf_instance, "vnfd_id")
+    try:
+        return vnflcm_utils._get_vnf_package_path(context, vnfd_id)
+    except Exception as e:  # noqa: BLE001 - Tacker's database errors vary by backend
+        raise lifecycle.HookFailed("cannot find the VNF package of VNFD %s in Tacker (%s), so "
+                                   "the installation script cannot be read"
+                                   % (vnfd_id, type(e).__name__)) from None
 
 
 def job_from_v1(hook, context, vnf_instance, request, kwargs):

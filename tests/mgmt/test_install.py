@@ -14,6 +14,7 @@ import copy
 import json
 import logging
 import os
+import shutil
 import uuid
 
 import pytest
@@ -284,3 +285,66 @@ def test_a_script_path_leaving_the_package_is_refused(world):
     assert "cannot read Scripts/install_k8s.sh in the VNF package" in str(e.value)
     assert world.calls() == []
 
+
+
+def test_v1_reads_the_script_from_tackers_package_directory(tmp_path, monkeypatch):
+    """v1 hooks get no package path: the driver asks Tacker
+    (``vnflcm.utils._get_vnf_package_path``: ``[vnf_package]
+    vnf_package_csar_path`` + the package id). Only the database lookup of
+    the id is replaced; without it the error says what is missing."""
+    from tacker import conf
+    from tacker.vnflcm import utils as vnflcm_utils
+    from mgmt import tacker_objects
+    from tacker_hwaffinity.mgmt import install, tacker_v1
+    (tmp_path / "pkg-1" / "Scripts").mkdir(parents=True)
+    (tmp_path / "pkg-1" / "Scripts" / "install_k8s.sh").write_bytes(b"#!/bin/bash\n")
+    params = {"hwaffinity_param": {"install": {"enabled": True}}}
+    vim = tacker_objects.vim({"auth_url": "http://127.0.0.1:9/v3", "username": "u",
+                              "password": "p", "project_name": "p"})
+    inst = tacker_objects.instance(vim, "stack-1", params)
+    job = tacker_v1.job_from_v1("instantiate_end", tacker_objects.admin_context(), inst,
+                                tacker_objects.instantiate_request(vim, params), {})
+    with pytest.raises(HookFailed) as e:
+        install.script_bytes(job)
+    assert "cannot find the VNF package of VNFD %s in Tacker" % inst.vnfd_id in str(e.value)
+    conf.CONF.set_override("vnf_package_csar_path", str(tmp_path), "vnf_package")
+    try:
+        monkeypatch.setattr(vnflcm_utils, "_get_vnf_package_id",
+                            lambda context, vnfd_id: "pkg-1")
+        assert install.script_bytes(job) == b"#!/bin/bash\n"
+    finally:
+        conf.CONF.clear_override("vnf_package_csar_path", "vnf_package")
+
+
+def test_heal_of_a_worker_removes_its_node_and_joins_the_new_vm(world):
+    world.run("instantiate_end", world.params())
+    old = world.workers[1]
+    report = world.run("heal_start", world.params(), request={
+        "vnfcInstanceId": ["c-" + old["id"]], "additionalParams": world.params()})
+    assert report["removedNodes"] == ["vm-" + WORKERS[1].replace(".", "-")]
+    with pytest.raises(Exception) as e:
+        world.node(WORKERS[1])
+    assert "404" in str(e.value) or "NotFound" in str(e.value)
+    # Heat replaced the server (new id, same port): a fresh VM without Kubernetes
+    new = _server(WORKERS[1], "compute2")
+    world.workers[1] = new
+    world.cloud.servers[world.cloud.servers.index(old)] = new
+    shutil.rmtree(world.root / "vm" / WORKERS[1])
+    before = len(world.real_runs())
+    report = world.run("heal_end", world.params(), request={
+        "vnfcInstanceId": ["c-" + new["id"]], "additionalParams": world.params()})
+    assert _role_runs(world)[before:] == [(MASTERS[0], "refresh-join"),
+                                          (WORKERS[1], "join-worker")]
+    assert [n["nodeIp"] for n in report["install"]["nodes"]] == [WORKERS[1]]
+    assert world.node(WORKERS[1])["metadata"]["labels"][DEFAULT_HOST_LABEL] == "compute2"
+
+
+def test_heal_of_a_master_with_install_is_refused_before_any_change(world):
+    world.run("instantiate_end", world.params())
+    before = len(world.calls())
+    with pytest.raises(HookFailed) as e:
+        world.run("heal_end", world.params(), request={
+            "vnfcInstanceId": ["m-" + world.masters[1]["id"]],
+            "additionalParams": world.params()})
+    assert "a healed control-plane node (vm-12) is not reinstalled" in str(e.value)
+    assert len(world.calls()) == before

@@ -88,7 +88,7 @@ case "${role}" in
         write_join ;;
     join-worker|join-control-plane)
         if [ -z "${done_role}" ]; then
-            [ -f "${join_file}" ] && [ ! -L "${join_file}" ] || { echo "no join file" >&2; exit 2; }
+            if [ ! -f "${join_file}" ] || [ -L "${join_file}" ]; then echo "no join file" >&2; exit 2; fi
             [ "$(stat -c %a "${join_file}")" = 600 ] || { echo "join file mode" >&2; exit 2; }
             cmp -s "${join_file}" "${ROOT}/join.expected" || { echo "join file differs" >&2; exit 2; }
             printf '%s join-file-ok\n' "${me}" >>"${ROOT}/calls.log"
