@@ -91,6 +91,9 @@ def discover(ctx):
         refs, mrefs = _refs(resources, worker, hw["worker_vdus"], "worker_node", problems), []
         if master.get("aspect_id"):
             mrefs = _refs(resources, master, [], "master_node", problems)
+        elif master.get("vdu_id"):  # a master VDU that is not scaled (one top-stack server)
+            mrefs = _refs(resources, master, [master["vdu_id"]], "master_node", problems,
+                          "k8s_cluster_installation_param.master_node.vdu_id")
     if problems:
         raise HookFailed("; ".join(problems))
     servers = os_.servers()
@@ -103,7 +106,7 @@ def discover(ctx):
                      {s.get("id"): s for s in servers})
 
 
-def _refs(resources, node, vdus, role, problems):
+def _refs(resources, node, vdus, role, problems, vdu_field="hwaffinity_param.worker_vdus"):
     refs = []
     if node.get("aspect_id"):
         found = inventory.members(resources, node["aspect_id"])
@@ -114,8 +117,7 @@ def _refs(resources, node, vdus, role, problems):
     found, absent = inventory.vdu_servers(resources, vdus)
     refs.extend(found)
     if absent:
-        problems.append("hwaffinity_param.worker_vdus: the stack has no server %s"
-                        % ", ".join(absent))
+        problems.append("%s: the stack has no server %s" % (vdu_field, ", ".join(absent)))
     if not node.get("aspect_id") and not vdus:
         problems.append("name the workers: k8s_cluster_installation_param.%s.aspect_id "
                         "(scaled) or hwaffinity_param.worker_vdus (not scaled)" % role)

@@ -59,6 +59,9 @@ def job_from_v2(script):
     vnfcs = _vnfcs(inst)
     job.worker_servers = [_server(v) for v in vnfcs if v.get("vduId") in wvdus and _server(v)]
     mvdu = params["master"].get("vdu_id")
+    # the VNF's top stack (Tacker v2 keeps it there): the VIP port of cluster_cp_name
+    job.stack_id = ((inst.get("instantiatedVnfInfo") or {}).get("metadata") or {}).get(
+        "stack_id")
     job.master_vnfcs = [(_server(v), (v.get("metadata") or {}).get("stack_id"))
                         for v in vnfcs if mvdu and v.get("vduId") == mvdu and _server(v)]
     if hook.startswith("scale_"):

@@ -111,3 +111,26 @@ def test_a_wrong_aspect_is_reported_before_nova_is_asked():
             lifecycle.discover(lifecycle.Context(
                 lifecycle.Job("instantiate_end", p, stack_id=stack_id), _openstack(cloud)))
     assert cloud.requests["nova"] == 0
+
+
+def test_a_master_vdu_that_is_not_scaled_is_found_by_vdu_id():
+    """The TOSCA flavour has one master, a server of the top stack."""
+    import copy
+    resources, servers, stack_id = replay.scaled(2)
+    master = copy.deepcopy(servers[-1])
+    master["id"], master["name"] = "master-server-id", "masterNode"
+    top = {"resource_name": "masterNode", "resource_type": "OS::Nova::Server",
+           "physical_resource_id": master["id"], "links": [
+               {"rel": "stack", "href": "http://h/v1/p/stacks/vnf/%s" % stack_id}]}
+    p = parameters.parse({"k8s_cluster_installation_param": {
+        "master_node": {"vdu_id": "masterNode"}, "worker_node": {"aspect_id": "worker_instance"}}})
+    with replay.ReplayCloud(resources + [top], servers + [master], stack_id) as cloud:
+        inv = lifecycle.discover(lifecycle.Context(
+            lifecycle.Job("instantiate_end", p, stack_id=stack_id), _openstack(cloud)))
+        assert [m.server_id for m in inv.masters] == ["master-server-id"]
+        assert len(inv.workers) == 2
+        p["master"]["vdu_id"] = "ghost"
+        with pytest.raises(HookFailed, match="k8s_cluster_installation_param.master_node."
+                                             "vdu_id: the stack has no server ghost"):
+            lifecycle.discover(lifecycle.Context(
+                lifecycle.Job("instantiate_end", p, stack_id=stack_id), _openstack(cloud)))

@@ -94,3 +94,12 @@ def test_stdin_that_is_not_a_script_dict_is_refused():
     err = io.StringIO()
     assert tacker_v2.main(io.BytesIO(pickle.dumps(["x"])), io.BytesIO(), err) == 1
     assert "not Tacker's pickled script dict" in err.getvalue()
+
+
+def test_the_top_stack_and_the_package_come_from_the_script_dict():
+    script = {"operation": "instantiate_end", "tmp_csar_dir": "/tmp/csar-x",
+              "request": {"additionalParams": _params()},
+              "vnf_instance": {"vimConnectionInfo": {}, "instantiatedVnfInfo": {
+                  "metadata": {"stack_id": "top-stack-id"}, "vnfcResourceInfo": []}}}
+    job = tacker_v2.job_from_v2(script)
+    assert (job.stack_id, job.package_dir) == ("top-stack-id", "/tmp/csar-x")
