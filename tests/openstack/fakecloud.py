@@ -23,7 +23,8 @@ One eventlet WSGI server on ``127.0.0.1:<port>`` serves:
 
 When ready it prints one line ``READY {json}`` on stdout; the JSON has
 ``port``, ``auth_url``, ``compute_url``, ``image_url``, ``network_url``,
-``hosts``, ``images`` ({name: id}), ``flavors`` ({name: id}), ``networks``
+``hosts``, ``images`` ({name: id}: ``cirros`` and VNF-A's
+``ubuntu-24.04-server-cloudimg-amd64``), ``flavors`` ({name: id}), ``networks``
 ({name: {id, subnet_id, cidr, project_id}}), ``pid``.
 Logs go to stderr.
 """
@@ -67,6 +68,10 @@ LOG = logging.getLogger("fakecloud")
 # A named image for templates (Heat's glance.image constraint resolves names).
 CIRROS_ID = "c1a7b5c0-0d5e-4f51-9a8d-0c1f2a3b4c5d"
 CIRROS_NAME = "cirros"
+# The image VNF-A's VNFD names (sw_image_data.name of masterNode and
+# workerNode), as an operator would have registered it in Glance.
+UBUNTU_ID = "0b5e7a2c-4d1f-4e8a-9c3b-2f6d8e1a7b40"
+UBUNTU_NAME = "ubuntu-24.04-server-cloudimg-amd64"
 
 
 class HarnessFakeDriver(fake_virt.FakeDriver):
@@ -112,6 +117,9 @@ class Cloud(test.TestCase, integrated_helpers.InstanceHelperMixin):
         self.useFixture(nova_fixtures.RealPolicyFixture())
         self.glance = self.useFixture(nova_fixtures.GlanceFixture(self))
         self.glance.create(None, dict(self.glance.image1, id=CIRROS_ID, name=CIRROS_NAME))
+        self.glance.create(None, dict(
+            self.glance.image1, id=UBUNTU_ID, name=UBUNTU_NAME, container_format="bare",
+            disk_format="qcow2", size=2 ** 30, min_disk=10, tags=[]))  # as the VNFD says
         # Nova's NeutronFixture (subclassed: deterministic IPs, per-project
         # default security groups, an external network); fakeneutron.py
         # serves this same instance over HTTP.
@@ -310,7 +318,7 @@ def main(argv=None):
         "image_url": base + "/image",
         "network_url": base + "/networking",
         "hosts": cloud.hosts,
-        "images": {CIRROS_NAME: CIRROS_ID},
+        "images": {CIRROS_NAME: CIRROS_ID, UBUNTU_NAME: UBUNTU_ID},
         "flavors": flavors,
         "projects": fakekeystone.PROJECTS,
         "networks": {net["name"]: {"id": net["id"], "subnet_id": net["subnets"][0],
