@@ -27,18 +27,8 @@ def _read(name):
 @pytest.fixture(scope="module")
 def cloud(request):
     import osharness
-    python = osharness.python_or_skip()
-    c = osharness.OpenStackCloud(computes=3, python=python)
-    failed_before = request.session.testsfailed
-    try:
-        c.start()
-        c.start_heat()
-    except osharness.HarnessError as exc:
-        c.stop(keep_logs=True)
-        pytest.fail("OpenStack did not start (logs in %s): %s" % (c.run_dir, exc),
-                    pytrace=False)
-    yield c
-    c.stop(keep_logs=request.session.testsfailed > failed_before)
+    with osharness.heat_clouds(request) as start:
+        yield start(3)
 
 
 class Vnf:

@@ -25,6 +25,7 @@ Users (password ``secret``, domain ``Default``):
 ``member`` (Keystone name ``demo``) roles member, reader in project ``demo``.
 """
 import atexit
+import contextlib
 import json
 import os
 import shutil
@@ -110,6 +111,37 @@ def python_or_skip():
         if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
             pytest.fail(str(exc), pytrace=False)
         pytest.skip(str(exc))
+
+
+
+@contextlib.contextmanager
+def heat_clouds(request):
+    """For a test module's own harnesses: yields ``start(computes)``, which
+    starts Nova with COMPUTES hosts and Heat and returns the cloud (a start-up
+    failure fails the test with the log directory). At the end every cloud
+    stops; its logs are kept, and named, when a test of the scope failed."""
+    import pytest
+    python = python_or_skip()
+    clouds, failed_before = [], request.session.testsfailed
+
+    def start(computes):
+        cloud = OpenStackCloud(computes=computes, python=python)
+        clouds.append(cloud)
+        try:
+            cloud.start()
+            cloud.start_heat()
+        except HarnessError as exc:
+            pytest.fail("OpenStack did not start (logs in %s): %s" % (cloud.run_dir, exc),
+                        pytrace=False)
+        return cloud
+    try:
+        yield start
+    finally:
+        keep = request.session.testsfailed > failed_before
+        for cloud in clouds:
+            cloud.stop(keep_logs=keep)
+            if keep:
+                print("\nOpenStack logs kept in %s" % cloud.run_dir)
 
 
 # --------------------------------------------------------------------------

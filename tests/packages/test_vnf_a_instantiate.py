@@ -39,6 +39,7 @@ from mgmt.tacker_objects import DRIVER
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 
 from . import vnfa_stacks as st
+import osharness  # noqa: E402,I100  (tests/openstack: vnfa_stacks puts it on sys.path)
 
 pytestmark = [pytest.mark.openstack, pytest.mark.controlplane, pytest.mark.ssh]
 HOST = "OS-EXT-SRV-ATTR:host"
@@ -46,30 +47,11 @@ TOSCA_SAMPLE = st.V1_SAMPLE.replace("instantiate_podaffinity.json",
                                     "instantiate_podaffinity_tosca.json")
 
 
-def _cloud(request, computes):
-    """A harness of its own (Nova with COMPUTES hosts, Heat), for the module."""
-    import osharness
-    python = osharness.python_or_skip()
-    c = osharness.OpenStackCloud(computes=computes, python=python)
-    failed_before = request.session.testsfailed
-    try:
-        c.start()
-        c.start_heat()
-    except osharness.HarnessError as exc:
-        c.stop(keep_logs=True)
-        pytest.fail("OpenStack did not start (logs in %s): %s" % (c.run_dir, exc),
-                    pytrace=False)
-    yield c
-    keep = request.session.testsfailed > failed_before
-    c.stop(keep_logs=keep)
-    if keep:
-        print("\nOpenStack logs kept in %s" % c.run_dir)
-
-
 @pytest.fixture(scope="module")
 def cloud(request):
     """Three compute hosts: exactly as many as workers (and masters)."""
-    yield from _cloud(request, 3)
+    with osharness.heat_clouds(request) as start:
+        yield start(3)
 
 
 @pytest.fixture(scope="module")
@@ -91,8 +73,12 @@ def _body(path, cloud):
 
 
 def _with_ssh(body, ssh_params):
+    """The sample's parameters reaching the test's sshd. The harness's VMs
+    run no OS, so nothing is installed on them (tests/mgmt/test_install.py
+    covers that): labelling must not depend on it."""
     body = copy.deepcopy(body)
     body["additionalParams"]["hwaffinity_param"]["ssh"] = ssh_params
+    assert body["additionalParams"]["hwaffinity_param"].pop("install")["enabled"] is True
     return body
 
 
@@ -377,7 +363,8 @@ class TestPodaffinityTosca:
 @pytest.fixture(scope="module")
 def cloud4(request):
     """Four compute hosts: one free for a scale-out step."""
-    yield from _cloud(request, 4)
+    with osharness.heat_clouds(request) as start:
+        yield start(4)
 
 
 def test_podaffinity_scale_out_onto_a_free_host_is_labelled_by_scale_end(

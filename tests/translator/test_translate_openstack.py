@@ -82,27 +82,8 @@ def translated():
 
 @pytest.fixture(scope="module")
 def start_cloud(request):
-    python = osharness.python_or_skip()
-    clouds = []
-    failed_before = request.session.testsfailed
-
-    def start(computes):
-        cloud = osharness.OpenStackCloud(computes=computes, python=python)
-        clouds.append(cloud)
-        try:
-            cloud.start()
-            cloud.start_heat()
-        except osharness.HarnessError as exc:
-            pytest.fail("OpenStack did not start (logs in %s): %s" % (cloud.run_dir, exc),
-                        pytrace=False)
-        return cloud
-
-    yield start
-    keep = request.session.testsfailed > failed_before
-    for cloud in clouds:
-        cloud.stop(keep_logs=keep)
-        if keep:
-            print("\nOpenStack logs kept in %s" % cloud.run_dir)
+    with osharness.heat_clouds(request) as start:
+        yield start
 
 
 class Deployment:
