@@ -205,10 +205,10 @@ def run(job, log=LOG, openstack=None, connect=None):
             report["removedNodes"] = reconcile.evict(kube, _targets(job, inv),
                                                      job.params["hwaffinity"], log, delete=True)
         elif job.hook == "heal_start":
-            # a VM that gets Kubernetes installed anew joins as a new node
-            key = "removedNodes" if installing else "drainedNodes"
-            report[key] = reconcile.evict(kube, _targets(job, inv), job.params["hwaffinity"],
-                                          log, delete=installing)
+            # a VM that gets Kubernetes installed anew joins as a new node (not on a dry run)
+            rejoin = installing and not job.params["hwaffinity"]["install"]["dry_run"]
+            report["removedNodes" if rejoin else "drainedNodes"] = reconcile.evict(
+                kube, _targets(job, inv), job.params["hwaffinity"], log, delete=rejoin)
         else:
             nodes = None
             if installing and job.hook != "instantiate_end" and not job.full_heal:

@@ -348,3 +348,14 @@ def test_heal_of_a_master_with_install_is_refused_before_any_change(world):
             "additionalParams": world.params()})
     assert "a healed control-plane node (vm-12) is not reinstalled" in str(e.value)
     assert len(world.calls()) == before
+
+
+def test_a_dry_run_heal_only_drains_the_node(world):
+    for s in world.masters + world.workers:
+        ip = s["addresses"]["k8s-net"][0]["addr"]
+        world.cp.add_node("vm-" + ip.replace(".", "-"), address=ip, wait=False)
+    params = world.params(dry_run=True)
+    report = world.run("heal_start", params, request={
+        "vnfcInstanceId": ["c-" + world.workers[0]["id"]], "additionalParams": params})
+    assert report["drainedNodes"] == ["vm-" + WORKERS[0].replace(".", "-")]
+    assert world.node(WORKERS[0])["spec"].get("unschedulable") is True
