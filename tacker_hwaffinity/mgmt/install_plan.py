@@ -26,6 +26,7 @@ SCRIPT_NAME = "install_k8s.sh"
 JOIN_NAME = "join.env"
 DEFAULT_SCRIPT = "Scripts/install_k8s.sh"
 LINE_TAGS = ("HWAFFINITY_JOIN", "HWAFFINITY_RESULT", "HWAFFINITY_ERROR")
+EXIT_UNPACK = 125   # the driver's unpacking snippet failed (mktemp, tar, cd)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,7 +156,7 @@ def failure(node, status, stdout, stderr):
     first = next((ln.strip() for ln in stderr.splitlines() if ln.strip()), "no message")
     if status == 2:
         return "%s: refused (exit 2, nothing changed): %s" % (where, first[:300])
-    if status == 125:
+    if status == EXIT_UNPACK:
         return "%s: could not unpack the script in a private temporary directory " \
                "(mktemp, tar): %s" % (where, first[:300])
     return "%s: exit %d: %s" % (where, status, first[:300])

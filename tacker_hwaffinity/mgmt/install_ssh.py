@@ -28,12 +28,11 @@ from tacker_hwaffinity.mgmt import install_plan as ip
 from tacker_hwaffinity.mgmt.reconcile import HookFailed
 
 LOG = logging.getLogger("tacker_hwaffinity.mgmt")
-EXIT_UNPACK = 125
 # Constant: values only ever arrive as quoted arguments ("$@").
-UNPACK = ("umask 077; d=$(mktemp -d) || exit 125; "
+UNPACK = ("umask 077; d=$(mktemp -d) || exit {rc}; "
           "trap 'rm -rf \"$d\"' EXIT; trap 'exit 129' HUP; trap 'exit 130' INT; "
-          "trap 'exit 143' TERM; tar -xf - -C \"$d\" || exit 125; cd \"$d\" || exit 125; "
-          "\"$@\"")
+          "trap 'exit 143' TERM; tar -xf - -C \"$d\" || exit {rc}; cd \"$d\" || exit {rc}; "
+          "\"$@\"").format(rc=ip.EXIT_UNPACK)
 
 
 def bundle(script, join_text=None):

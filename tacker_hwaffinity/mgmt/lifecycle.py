@@ -213,11 +213,14 @@ def run(job, log=LOG, openstack=None, connect=None):
             nodes = None
             if installing and job.hook != "instantiate_end" and not job.full_heal:
                 healed = set(job.target_servers) if job.hook == "heal_end" else None
-                report["install"] = cluster_install.join_missing(
-                    ctx, inv, reconcile.read_nodes(kube), healed, log)
+                nodes = reconcile.read_nodes(kube)
+                report["install"] = cluster_install.join_missing(ctx, inv, nodes, healed, log)
+                if report["install"]["nodes"]:
+                    nodes = None  # nodes joined: read again
             if job.hook == "heal_end" and not job.full_heal:
                 # one read serves both: uncordoning does not change labels or addresses
-                nodes = reconcile.read_nodes(kube)
+                if nodes is None:
+                    nodes = reconcile.read_nodes(kube)
                 report["uncordonedNodes"], _ = reconcile.uncordon(kube, _targets(job, inv), log,
                                                                   nodes)
             p = reconcile.relabel(kube, inv.workers, job.params["hwaffinity"], log,
