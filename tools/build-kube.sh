@@ -4,13 +4,26 @@
 # install the runtime Debian packages (etcd-server, openssl).
 #
 # Everything comes from Debian's package archive: no other download happens.
-# The binaries land OUTSIDE the checkout, keyed by version:
+# The binaries land OUTSIDE the checkout, keyed by version AND by this
+# recipe (the first 12 hex digits of this file's SHA-256), so that any change
+# to the recipe builds once into a new directory instead of reusing binaries
+# built the old way:
 #
-#   ${HWAFFINITY_CACHE:-$HOME/.cache/tacker-hwaffinity}/kubernetes-<version>/bin/
+#   ${HWAFFINITY_CACHE:-$HOME/.cache/tacker-hwaffinity}/kubernetes-<version>-<recipe>/bin/
 #       kube-apiserver kube-scheduler kube-controller-manager kubectl
 #
 # A cache hit (all binaries present and reporting the expected version) skips
 # the source download and the build. Safe to run again at any time.
+# `build-kube.sh --print-bin-dir` prints that directory and does nothing else
+# (the test harness finds the binaries the same way).
+#
+# Dependency fix: Kubernetes 1.20 vendors github.com/modern-go/reflect2
+# v1.0.1, which reads Go runtime internals that changed in Go 1.18. Built with
+# Debian's Go 1.19, json-iterator then panics (nil pointer in
+# reflect2.(*frozenConfig).Type2) the first time it builds a decoder for a map
+# type after start-up, so kube-apiserver fails requests at random. We replace
+# the vendored copy by Debian's golang-github-modern-go-reflect2-dev (1.0.2,
+# the release that fixed it; same API). See doc/controlplane.md.
 #
 # Environment:
 #   HWAFFINITY_CACHE       cache root (default: $HOME/.cache/tacker-hwaffinity)
@@ -26,12 +39,16 @@ DEB_SRC_PACKAGE="kubernetes"
 GO_PACKAGE="golang-1.19-go"
 GO_ROOT="/usr/lib/go-1.19"
 CACHE_ROOT="${HWAFFINITY_CACHE:-${HOME}/.cache/tacker-hwaffinity}"
-PREFIX="${CACHE_ROOT}/kubernetes-${KUBE_VERSION}"
+RECIPE_KEY="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)"
+PREFIX="${CACHE_ROOT}/kubernetes-${KUBE_VERSION}-${RECIPE_KEY}"
 BIN_DIR="${PREFIX}/bin"
 JOBS="${HWAFFINITY_BUILD_JOBS:-2}"
 BINARIES=(kube-apiserver kube-scheduler kube-controller-manager)
 RUNTIME_PACKAGES=(etcd-server openssl)
-BUILD_PACKAGES=("${GO_PACKAGE}" rsync make dpkg-dev ca-certificates)
+REFLECT2_PACKAGE="golang-github-modern-go-reflect2-dev"
+REFLECT2_VERSION="1.0.2"         # upstream release inside Debian's package
+REFLECT2_SRC="/usr/share/gocode/src/github.com/modern-go/reflect2"
+BUILD_PACKAGES=("${GO_PACKAGE}" "${REFLECT2_PACKAGE}" rsync make dpkg-dev ca-certificates)
 
 log() { printf '[build-kube] %s\n' "$*"; }
 die() { printf '[build-kube] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -112,6 +129,24 @@ EOF
         || die "APT still has no source for ${DEB_SRC_PACKAGE}"
 }
 
+# Replace the vendored reflect2 (1.0.1, broken on Go >= 1.18) by Debian's.
+replace_reflect2() {
+    local src="$1" vendored="$1/vendor/github.com/modern-go/reflect2" have
+    have="$(dpkg-query -W -f='${Version}' "${REFLECT2_PACKAGE}" 2>/dev/null || true)"
+    case "${have}" in
+        "${REFLECT2_VERSION}"*) ;;
+        *) die "${REFLECT2_PACKAGE} ${REFLECT2_VERSION} needed, found '${have:-none}'" ;;
+    esac
+    [ -f "${REFLECT2_SRC}/reflect2.go" ] || die "no reflect2 source in ${REFLECT2_SRC}"
+    [ -d "${vendored}" ] || die "no vendored reflect2 in ${vendored}"
+    log "vendor: modern-go/reflect2 -> Debian's ${have} (${REFLECT2_SRC})"
+    rm -rf "${vendored}"
+    mkdir -p "${vendored}"
+    # Only the package's Go sources (no tests, no module files: GOPATH mode).
+    find "${REFLECT2_SRC}" -maxdepth 1 -type f \( -name '*.go' -o -name '*.s' \) \
+        ! -name '*_test.go' -exec cp {} "${vendored}/" \;
+}
+
 build() {
     local work="${CACHE_ROOT}/build-${KUBE_VERSION}"
     local src gopath link ldflags pkg b start
@@ -126,6 +161,7 @@ build() {
         die "unpacked source tree with vendor/ not found under ${work}/src"
     fi
     log "source tree: ${src}"
+    replace_reflect2 "${src}"
 
     gopath="${work}/gopath"
     link="${gopath}/src/k8s.io/kubernetes"
@@ -179,6 +215,10 @@ build() {
 }
 
 main() {
+    if [ "${1:-}" = "--print-bin-dir" ]; then
+        printf '%s\n' "${BIN_DIR}"
+        return 0
+    fi
     local t0
     t0="$(date +%s)"
     log "cache: ${PREFIX}"

@@ -18,9 +18,11 @@ binaries come from ``tools/build-kube.sh``.
 """
 import atexit
 import datetime
+import hashlib
 import http.client
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -59,9 +61,20 @@ def cache_root():
         os.path.expanduser("~"), ".cache", "tacker-hwaffinity")
 
 
+BUILD_SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                            os.pardir, os.pardir, "tools", "build-kube.sh")
+
+
+def recipe_key():
+    """The build recipe's cache key, as tools/build-kube.sh computes it: the
+    first 12 hex digits of the script's SHA-256."""
+    with open(BUILD_SCRIPT, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()[:12]
+
+
 def kube_bin_dir():
     return os.environ.get("HWAFFINITY_KUBE_BIN") or os.path.join(
-        cache_root(), "kubernetes-%s" % KUBE_VERSION, "bin")
+        cache_root(), "kubernetes-%s-%s" % (KUBE_VERSION, recipe_key()), "bin")
 
 
 def find_binaries():
@@ -226,6 +239,37 @@ class KubeClient:
 
 
 # --------------------------------------------------------------------------
+# Panics in component logs
+#
+# A Kubernetes component that recovers a panic logs (klog, k8s.io/apimachinery
+# util/runtime) "Observed a panic: <value>" and a stack trace. When the panic
+# happened while kube-apiserver served a request, its panic-recovery filter
+# (k8s.io/apiserver server/filters/wrap.go) also logs
+# "apiserver panic'd on <METHOD> <request URI>", and the client sees a reset
+# stream ("stream error: ... INTERNAL_ERROR").
+
+_OBSERVED_PANIC = re.compile(r"Observed a panic: (.*)")
+_REQUEST_PANIC = re.compile(r"apiserver panic'd on (\S+) (\S+)")
+
+
+def find_panics(text):
+    """The panics a component log records, one description each: the request
+    (when the apiserver names one) and the panic value."""
+    found, pending = [], []
+    for line in text.splitlines():
+        m = _OBSERVED_PANIC.search(line)
+        if m:
+            pending.append(m.group(1).strip())
+            continue
+        m = _REQUEST_PANIC.search(line)
+        if m:
+            value = pending.pop(0) if pending else "panic value not logged"
+            found.append("%s %s: %s" % (m.group(1), m.group(2), value))
+    found.extend("(no request): %s" % value for value in pending)
+    return found
+
+
+# --------------------------------------------------------------------------
 # Processes
 
 class Component:
@@ -236,6 +280,20 @@ class Component:
                                      stderr=subprocess.STDOUT, start_new_session=True,
                                      env=env)
         self.pid = self.proc.pid
+        self._panic_offset = 0
+
+    def new_panics(self):
+        """Panics logged since the last call (see :func:`find_panics`)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._panic_offset)
+                data = f.read()
+        except OSError:
+            return []
+        # Only whole lines: a line still being written is read next time.
+        end = data.rfind(b"\n") + 1
+        self._panic_offset += end
+        return find_panics(data[:end].decode("utf-8", "replace"))
 
     def alive(self):
         return self.proc.poll() is None
@@ -449,6 +507,7 @@ class ControlPlane:
         self.kubelet = None
         self.log = log
         self.startup_seconds = None
+        self.ready_at = None
         self.nodes = {}
         self._stopped = False
         atexit.register(self.stop)
@@ -509,8 +568,13 @@ class ControlPlane:
         except BaseException:
             self.stop(keep_logs=True)
             raise
-        self.startup_seconds = time.monotonic() - t0
+        self.ready_at = time.monotonic()
+        self.startup_seconds = self.ready_at - t0
         return self
+
+    def uptime(self):
+        """Seconds since every component was ready."""
+        return time.monotonic() - self.ready_at
 
     def _start_all(self, timeout):
         deadline = time.monotonic() + timeout
@@ -636,6 +700,19 @@ class ControlPlane:
                         "name": name},
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
                           "name": "hwaffinity:readers"}]}, ok=(201, 409))
+
+    def new_panics(self):
+        """{component: [panic, ...]} for the panics logged since the last call."""
+        found = {}
+        for comp in self.components:
+            panics = comp.new_panics()
+            if panics:
+                found[comp.name] = panics
+        return found
+
+    @property
+    def stopped(self):
+        return self._stopped
 
     def rss_bytes(self):
         return sum(c.rss_kib() for c in self.components if c.alive()) * 1024
