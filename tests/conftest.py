@@ -10,23 +10,25 @@ live here too, so that the MgmtDriver tests (tests/mgmt) and the package
 tests (tests/packages) reach the same master the way the driver does.
 """
 import atexit
-import os
 
 import pytest
 
-from controlplane.fixtures import (  # noqa: F401  (fixtures and hooks pytest collects)
-    control_plane, host_nodes, namespace, pytest_configure, pytest_runtest_makereport,
-    pytest_terminal_summary)
-from ssh import sshd as sshd_mod
+pytest.register_assert_rewrite("ci_policy")
+
+from ci_policy import unavailable  # noqa: E402  (after the rewrite registration)
+from controlplane.fixtures import (  # noqa: E402,F401  (fixtures and hooks pytest collects)
+    control_plane, control_plane_panic_guard, host_nodes, namespace, pytest_configure,
+    pytest_runtest_makereport, pytest_terminal_summary)
+from ssh import sshd as sshd_mod  # noqa: E402
+
+pytest_plugins = ["ci_policy", "pytester"]
 
 
 @pytest.fixture(scope="session")
 def master_sshd():
     """A running sshd (the 'master'), shared by the session."""
     if sshd_mod.find("sshd") is None or sshd_mod.find("ssh-keygen") is None:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(sshd_mod.HINT, pytrace=False)
-        pytest.skip(sshd_mod.HINT)
+        unavailable(sshd_mod.HINT)
     server = sshd_mod.SSHServer()
     atexit.register(server.stop)
     server.start(timeout=10)

@@ -4,11 +4,11 @@ Opt-in: only tests marked ``controlplane`` may use these fixtures; the stack
 starts once per session, on first use. Deselect with ``-m "not controlplane"``.
 tests/conftest.py imports them, so every test directory shares one stack.
 """
-import os
 import uuid
 
 import pytest
 
+from ci_policy import unavailable
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 
 from . import harness
@@ -25,6 +25,7 @@ def pytest_configure(config):
 
 
 _RUN_DIR_KEY = pytest.StashKey[str]()
+_CONTROL_PLANE_KEY = pytest.StashKey[object]()
 _FIGURES_KEY = pytest.StashKey[str]()
 
 
@@ -54,11 +55,10 @@ def control_plane(request):
     """
     binaries = harness.find_binaries()
     if binaries is None:
-        if os.environ.get("CI", "").lower() in ("1", "true", "yes"):
-            pytest.fail(harness.BUILD_HINT, pytrace=False)
-        pytest.skip(harness.BUILD_HINT)
+        unavailable(harness.BUILD_HINT)
     cp = harness.ControlPlane(binaries)
     request.session.stash[_RUN_DIR_KEY] = cp.run_dir
+    request.session.stash[_CONTROL_PLANE_KEY] = cp
     try:
         cp.start(timeout=90)
     except Exception:
@@ -75,10 +75,33 @@ def control_plane(request):
                               ((k, v / 2 ** 20) for k, v in cp.rss_by_component().items()))))
         except Exception:  # noqa: BLE001 - figures are informative only
             pass
-        failed = request.session.testsfailed > failed_before
+        panics = cp.new_panics()
+        failed = request.session.testsfailed > failed_before or bool(panics)
         cp.stop(keep_logs=failed)
         if failed:
             print("\ncontrol-plane component logs kept in %s/logs" % cp.run_dir)
+        if panics:
+            pytest.fail(panic_report(panics, cp.run_dir), pytrace=False)
+
+
+def panic_report(panics, run_dir):
+    lines = ["the control plane panicked (logs in %s/logs):" % run_dir]
+    for component, found in sorted(panics.items()):
+        lines.extend("  %s: %s" % (component, p) for p in found)
+    return "\n".join(lines)
+
+
+@pytest.fixture(autouse=True)
+def control_plane_panic_guard(request):
+    """Fails any test during which a component of the running control plane
+    logged a panic, naming the request (kube-apiserver recovers panics per
+    request, so a panic never stops the stack and must be looked for)."""
+    yield
+    cp = request.session.stash.get(_CONTROL_PLANE_KEY, None)
+    if cp is not None and not cp.stopped:
+        panics = cp.new_panics()
+        if panics:
+            pytest.fail(panic_report(panics, cp.run_dir), pytrace=False)
 
 
 @pytest.fixture(scope="session")
