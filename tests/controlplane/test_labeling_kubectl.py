@@ -33,6 +33,9 @@ def test_apply_labels_sets_overwrites_and_reads_back_in_one_call(control_plane):
     # idempotent: the same call again changes nothing and reads back the same
     again = {n: labels for n, _, labels in kubectl.parse_nodes(run(cp, argv, stdin))}
     assert again["lbl-a"] == back["lbl-a"] and again["lbl-b"] == back["lbl-b"]
-    # other labels survive
-    assert "kubernetes.io/hostname" not in back["lbl-b"] or back["lbl-b"]["kubernetes.io/hostname"]
+    # other labels survive (the harness gives every node these three)
+    for name in ("lbl-a", "lbl-b"):
+        assert back[name]["kubernetes.io/hostname"] == name
+        assert back[name]["kubernetes.io/os"] == "linux"
+        assert back[name]["kubernetes.io/arch"] == "amd64"
     run(cp, kubectl.delete_nodes(["lbl-a", "lbl-b"]))

@@ -1,4 +1,9 @@
-"""Offline HOT validation with the real Heat engine (heat_validate.py)."""
+"""Offline HOT validation with the real Heat engine (heat_validate.py).
+
+Look-ups that need a live cloud are stubbed to "exists" there: Glance
+images, Nova flavors, keypairs, servers and microversions, Neutron networks,
+ports, subnets, routers, QoS policies and providers, Cinder volumes and
+volume types, Keystone projects."""
 
 import pytest
 import yaml

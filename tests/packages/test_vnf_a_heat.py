@@ -1,7 +1,10 @@
 """VNF-A's three ways to a Heat stack pass the real Heat engine's full stack
 validation (tests/openstack/heat_validate.py: what ``stack create``
-validates, nested templates and ASG members included), with the parameters
-Tacker itself computes (vnfa_stacks.py):
+validates, nested templates and ASG members included; look-ups that need a
+live cloud are stubbed to "exists": Glance images, Nova flavors, keypairs,
+servers and microversions, Neutron networks, ports, subnets, routers, QoS
+policies and providers, Cinder volumes and volume types, Keystone
+projects), with the parameters Tacker itself computes (vnfa_stacks.py):
 
 * ``podaffinity``: BaseHOT + our UserData class (Tacker v1);
 * ``podaffinity_v2``: BaseHOT + Tacker's DefaultUserData (Tacker v2);

@@ -2,7 +2,8 @@
 vnfa_stacks.py for how each is made with Tacker's own code), checked for
 what Heat's validation does not see: every ``nfv`` value the BaseHOT reads
 is there, and every server is pinned to its anti-affinity server group.
-Real Heat validation of the same stacks: test_vnf_a_heat.py."""
+The real Heat engine's validation of the same stacks (with the cloud
+look-ups stubbed, see its docstring): test_vnf_a_heat.py."""
 import copy
 
 import pytest

@@ -13,6 +13,12 @@ from .sshd import HOST, free_port
 
 pytestmark = pytest.mark.ssh
 FAST = RetryPolicy(attempts=3, delay=0.05, jitter=0)
+# Waits and bounds are behaviour checks with margins that hold on a loaded
+# 2-core machine: each is far below what the unbounded behaviour would take
+# (a command that runs for 30 s, a server that never answers). The timings
+# themselves are figures (test_session.py::test_figures, benchmarks).
+WAIT_S = 10
+BOUND_S = 10
 
 
 def live_transports():
@@ -22,7 +28,7 @@ def live_transports():
 @pytest.fixture(autouse=True)
 def no_leaked_transports():
     yield
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + WAIT_S
     while live_transports() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not live_transports(), "a paramiko transport was left open"
@@ -32,7 +38,7 @@ def connected(sshd, target, **kw):
     """A connected session and the sshd processes serving it."""
     before = set(sshd.connection_pids())
     ssh = SSHSession(Target(**target), **kw).connect()
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + WAIT_S
     while not set(sshd.connection_pids()) - before:
         assert time.monotonic() < deadline
         time.sleep(0.01)
@@ -46,7 +52,7 @@ def test_reconnects_once_after_a_drop_between_commands(sshd, target, wait_for_eo
         assert ssh.run(["echo", "1"]).stdout == "1\n"
         sshd.kill_connections(pids)
         if wait_for_eof:
-            deadline = time.monotonic() + 2
+            deadline = time.monotonic() + WAIT_S
             while ssh.connected:
                 assert time.monotonic() < deadline
                 time.sleep(0.01)
@@ -71,8 +77,8 @@ def test_drop_during_a_command_is_not_repeated(sshd, target):
     t0 = time.monotonic()
     try:
         with pytest.raises(ConnectionLost, match="dropped while running.*not repeated"):
-            ssh.run(["sleep", "5"], timeout=10)
-        assert time.monotonic() - t0 < 3
+            ssh.run(["sleep", "30"], timeout=60)
+        assert time.monotonic() - t0 < BOUND_S   # not waiting for the command
         assert ssh.run(["true"]).ok and ssh.stats.reconnects == 1
     finally:
         killer.join()
@@ -94,7 +100,7 @@ def test_refused_connections_are_retried_then_reported(target):
     t0 = time.monotonic()
     with pytest.raises(ConnectError) as e:
         ssh.connect()
-    assert time.monotonic() - t0 < 1
+    assert time.monotonic() - t0 < BOUND_S
     assert e.value.attempts == 3 and ssh.stats.connect_attempts == 3
     assert "%s:%d: 3 attempt(s)" % (HOST, port) in str(e.value)
     assert "ConnectionRefusedError" in str(e.value)
@@ -106,7 +112,8 @@ def test_retry_is_bounded_by_its_deadline(target):
     t0 = time.monotonic()
     with pytest.raises(ConnectError):
         ssh.connect()
-    assert time.monotonic() - t0 < 1 and ssh.stats.connect_attempts <= 4
+    # unbounded: 50 attempts 0.2 s apart, over 10 s; the deadline allows 0.5 s
+    assert time.monotonic() - t0 < 5 and ssh.stats.connect_attempts <= 4
 
 
 def test_backoff_waits_for_sshd_to_come_back(sshd, target):
@@ -135,7 +142,7 @@ def test_a_silent_server_times_out_and_is_retried(target):
         t0 = time.monotonic()
         with pytest.raises(ConnectError) as e:
             ssh.connect()
-        assert time.monotonic() - t0 < 3
+        assert time.monotonic() - t0 < BOUND_S   # a silent server never answers
         assert e.value.attempts == 2
 
 

@@ -108,13 +108,13 @@ def test_timeout_stops_waiting_and_the_remote_process(ssh):
     with pytest.raises(CommandTimeout, match="timed out after 1.0 s on") as e:
         ssh.run(["sh", "-c", "echo partial; sleep 30; : %s" % marker], timeout=1)
     took = time.monotonic() - t0
-    assert took < 2, took
+    assert took < 10, took   # stopped waiting long before the command's 30 s
     assert e.value.stdout == b"partial\n" and e.value.timeout == 1
     assert ssh.stats.command_timeouts == 1
     # the session is still usable, and the remote process group is gone: the
     # server's timeout utility ends it 1 s after the client's deadline (root
     # logins get no SSH "signal" from OpenSSH)
-    deadline = time.monotonic() + 4
+    deadline = time.monotonic() + 15
     # "[h]..." matches the marker but not this pgrep's own command line
     while ssh.run(["pgrep", "-f", "[h]" + marker[1:]]).exit_status == 0:
         assert time.monotonic() < deadline, "remote command survived its timeout"
@@ -125,7 +125,7 @@ def test_timeout_also_bounds_a_command_that_ignores_term(ssh):
     t0 = time.monotonic()
     with pytest.raises(CommandTimeout):
         ssh.run(["sh", "-c", "trap '' TERM; sleep 30"], timeout=0.5)
-    assert time.monotonic() - t0 < 2
+    assert time.monotonic() - t0 < 10   # not the command's 30 s
 
 
 def test_figures(sshd, target, figures):

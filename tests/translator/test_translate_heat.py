@@ -2,7 +2,11 @@
 
 Uses the harness's offline validator (tests/openstack/heat_validate.py, run
 in the venv of tools/openstack-venv.sh; see doc/openstack-harness.md): what
-``stack create`` validates, nested templates and ASG members included.
+``stack create`` validates, nested templates and ASG members included. The
+look-ups that need a live cloud are stubbed to "exists" there: Glance
+images, Nova flavors, keypairs, servers and microversions, Neutron networks,
+ports, subnets, routers, QoS policies and providers, Cinder volumes and
+volume types, Keystone projects. A name that no cloud has passes here.
 
 Before validation each bundle gets what Tacker's v1 path adds after
 heat-translator and before ``stack create`` (none of it touches server
