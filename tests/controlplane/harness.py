@@ -249,14 +249,21 @@ class KubeClient:
 # stream ("stream error: ... INTERNAL_ERROR").
 
 _OBSERVED_PANIC = re.compile(r"Observed a panic: (.*)")
+_FATAL = re.compile(r"^fatal error: (.*)")      # the Go runtime ends the process
 _REQUEST_PANIC = re.compile(r"apiserver panic'd on (\S+) (\S+)")
 
 
 def find_panics(text):
     """The panics a component log records, one description each: the request
     (when the apiserver names one) and the panic value."""
-    found, pending = [], []
+    found, pending, fatal = [], [], None
     for line in text.splitlines():
+        if fatal is not None and fatal[1] is None and "github.com/" in line:
+            fatal[1] = line.strip()          # the first library frame of the crash
+        m = _FATAL.match(line)
+        if m and fatal is None:
+            fatal = [m.group(1).strip(), None]
+            continue
         m = _OBSERVED_PANIC.search(line)
         if m:
             pending.append(m.group(1).strip())
@@ -266,6 +273,9 @@ def find_panics(text):
             value = pending.pop(0) if pending else "panic value not logged"
             found.append("%s %s: %s" % (m.group(1), m.group(2), value))
     found.extend("(no request): %s" % value for value in pending)
+    if fatal is not None:
+        found.append("(process died) fatal error: %s%s"
+                     % (fatal[0], " in %s" % fatal[1] if fatal[1] else ""))
     return found
 
 
