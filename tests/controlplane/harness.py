@@ -505,8 +505,13 @@ class FakeKubelet(threading.Thread):
 # The control plane
 
 class ControlPlane:
-    def __init__(self, binaries, run_dir=None, log=print):
+    def __init__(self, binaries, run_dir=None, log=print, node_lifecycle=True):
+        """NODE_LIFECYCLE False starts the controller manager without the
+        node-lifecycle controller, so nodes made by :meth:`add_static_nodes`
+        stay schedulable without heartbeats (benchmarks with thousands of
+        nodes); the fake kubelet is for the tests."""
         self.bin = binaries
+        self.node_lifecycle = node_lifecycle
         self.run_dir = run_dir or tempfile.mkdtemp(prefix="hwaffinity-controlplane-")
         os.makedirs(self.run_dir, mode=0o700, exist_ok=True)
         os.chmod(self.run_dir, 0o700)
@@ -683,7 +688,8 @@ class ControlPlane:
                              "-persistentvolume-binder,-attachdetach,-pvc-protection,"
                              "-pv-protection,-ttl,-bootstrapsigner,-tokencleaner,"
                              "-csrsigning,-csrapproving,-csrcleaner,-root-ca-cert-publisher,"
-                             "-ephemeral-volume,-endpointslicemirroring",
+                             "-ephemeral-volume,-endpointslicemirroring"
+                             + ("" if self.node_lifecycle else ",-nodelifecycle"),
             "--profiling=false", "--logtostderr=true", "--v=1"])
         self._wait_https(sched, sched_port, "/healthz", left())
         self._wait_https(kcm, kcm_port, "/healthz", left())
@@ -811,6 +817,25 @@ class ControlPlane:
         if wait:
             self.wait_node_schedulable(name, timeout)
         return name
+
+    def add_static_nodes(self, names, labels_of, cpu="4", memory="32Gi", pods="110"):
+        """Create Ready nodes that no kubelet keeps alive and remove the
+        not-ready taint admission put on them. Only with node_lifecycle=False
+        (otherwise the controller taints them again)."""
+        if self.node_lifecycle:
+            raise HarnessError("add_static_nodes needs ControlPlane(node_lifecycle=False)")
+        now = now_rfc3339()
+        capacity = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+        for name in names:
+            labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
+            labels.update(labels_of(name))
+            self.admin.create("/api/v1/nodes", {
+                "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
+                "spec": {}, "status": {
+                    "capacity": capacity, "allocatable": dict(capacity),
+                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                                    "lastHeartbeatTime": now, "lastTransitionTime": now}]}})
+            self.admin.patch("/api/v1/nodes/" + name, {"spec": {"taints": None}})
 
     def wait_node_schedulable(self, name, timeout=30):
         def ok():
