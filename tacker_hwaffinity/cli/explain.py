@@ -4,6 +4,7 @@ import sys
 
 from tacker_hwaffinity.cli.common import add_cluster_args, load_inputs
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.scheduling import sampling
 from tacker_hwaffinity.scheduling.planner import pod_notes
 from tacker_hwaffinity.scheduling.snapshot import load_workloads
 
@@ -25,6 +26,8 @@ def explain(snapshot, profile, pod):
     fw = profile.framework()
     ev = fw.evaluate(state, pod)
     chosen = fw.select(state, ev)
+    sampled = sampling.exceeds_sample(fw.percentage_of_nodes_to_score, len(state.nodes),
+                                      int(ev.feasible.sum()))
     nodes = []
     for i, node in enumerate(state.nodes):
         feasible = bool(ev.feasible[i])
@@ -37,7 +40,9 @@ def explain(snapshot, profile, pod):
         })
     return {"pod": pod.key, "nodes": nodes,
             "selected": None if chosen is None else state.nodes[chosen].name,
-            "summary": None if chosen is not None else ev.summary()}
+            "summary": None if chosen is not None else ev.summary(),
+            "notes": [sampling.sampling_note(fw.percentage_of_nodes_to_score,
+                                             len(state.nodes), 1)] if sampled else []}
 
 
 def run(args):
@@ -47,7 +52,7 @@ def run(args):
         raise InputError("no pod found (expected a Pod or a workload)", source=args.pod)
     pod = pods[0]
     result = explain(snapshot, profile, pod)
-    result["notes"] = notes + wnotes + pod_notes(pod)
+    result["notes"] = notes + wnotes + pod_notes(pod) + result["notes"]
     if len(pods) > 1:
         result["notes"].append("%s holds %d pods; explaining the first, %s"
                                % (args.pod, len(pods), pod.key))

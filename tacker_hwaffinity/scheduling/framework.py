@@ -83,6 +83,7 @@ class Framework:
     def __init__(self, filters, scorers):
         self.filters = list(filters)
         self.scorers = list(scorers)  # [(plugin, weight)]
+        self.percentage_of_nodes_to_score = None   # see sampling.py
 
     def evaluate(self, state, pod, score=True):
         cycle = Cycle(state, pod)

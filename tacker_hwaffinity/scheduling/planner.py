@@ -1,5 +1,6 @@
 """Schedule pods one at a time, as kube-scheduler does: filter, score, pick, bind."""
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
+from tacker_hwaffinity.scheduling import sampling
 
 GT_LT_NOTE = ("pod %s uses Gt/Lt in a pod (anti-)affinity label selector: a hwaffinity "
               "extension (the Gt/Lt proposal) that plain Kubernetes rejects")
@@ -54,12 +55,16 @@ def plan(state, framework, pods, topology_key=DEFAULT_HOST_LABEL):
     """Place PODS in order on STATE (mutated: placed pods are bound)."""
     placements, notes = [], []
     seen = set()
+    percentage = framework.percentage_of_nodes_to_score
+    sampled = 0
     for pod in pods:
         for note in pod_notes(pod):
             if note not in seen:
                 seen.add(note)
                 notes.append(note)
         ev = framework.evaluate(state, pod)
+        if sampling.exceeds_sample(percentage, len(state.nodes), int(ev.feasible.sum())):
+            sampled += 1
         i = framework.select(state, ev)
         if i is None:
             placements.append(Placement(pod, None, None, [ev.summary()]))
@@ -67,4 +72,7 @@ def plan(state, framework, pods, topology_key=DEFAULT_HOST_LABEL):
         state.bind(pod, i)
         node = state.nodes[i]
         placements.append(Placement(pod, node.name, node.labels.get(topology_key), []))
+    note = sampling.sampling_note(percentage, len(state.nodes), sampled)
+    if note:
+        notes.append(note)
     return Plan(placements, topology_key, notes)

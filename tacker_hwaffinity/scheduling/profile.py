@@ -54,6 +54,15 @@ def _check_fields(raw, allowed, field):
                          field="%s.%s" % (field, unknown[0]) if field else unknown[0])
 
 
+def _percentage(raw, field):
+    value = raw.get("percentageOfNodesToScore")
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 100:
+        raise InputError("not in valid range [0-100]", field=field)
+    return value
+
+
 def _plugin_list(raw, field, with_weight):
     if raw is None:
         return []
@@ -84,6 +93,7 @@ class Profile:
         self.notes = []
         self.hard_weight, self.ignore_existing_preferred = 1, False
         self.added_required, self.added_preferred = None, ()
+        self.percentage_of_nodes_to_score = None     # None/0: adaptive
         points = {}
         profile = {}
         try:
@@ -124,6 +134,10 @@ class Profile:
         if len(profiles) > 1:
             self.notes.append("only the first profile is used")
         _check_fields(profiles[0], _PROFILE_FIELDS, "profiles[0]")
+        top = _percentage(raw, "percentageOfNodesToScore")
+        own = _percentage(profiles[0], "profiles[0].percentageOfNodesToScore")
+        # the profile's value wins when it is set (upstream: a non-nil pointer)
+        self.percentage_of_nodes_to_score = own if own is not None else top
         return profiles[0]
 
     def _parse_plugin_config(self, raw):
@@ -174,8 +188,10 @@ class Profile:
         plugins = {"NodeUnschedulable": basic.NodeUnschedulable(), "NodeName": basic.NodeName(),
                    "TaintToleration": basic.TaintToleration(), "NodeAffinity": nodeaff,
                    "NodeResourcesFit": basic.NodeResourcesFit(), "InterPodAffinity": interpod}
-        return Framework([plugins[n] for n in self.filters],
-                         [(plugins[n], w) for n, w in self.scores])
+        fw = Framework([plugins[n] for n in self.filters],
+                       [(plugins[n], w) for n, w in self.scores])
+        fw.percentage_of_nodes_to_score = self.percentage_of_nodes_to_score
+        return fw
 
 
 def _merge(defaults, enabled, disabled):
