@@ -505,13 +505,17 @@ class FakeKubelet(threading.Thread):
 # The control plane
 
 class ControlPlane:
-    def __init__(self, binaries, run_dir=None, log=print, node_lifecycle=True):
+    def __init__(self, binaries, run_dir=None, log=print, node_lifecycle=True, api_qps=None):
         """NODE_LIFECYCLE False starts the controller manager without the
         node-lifecycle controller, so nodes made by :meth:`add_static_nodes`
         stay schedulable without heartbeats (benchmarks with thousands of
-        nodes); the fake kubelet is for the tests."""
+        nodes); the fake kubelet is for the tests. API_QPS raises the client
+        rate limits of the scheduler and the controller manager (defaults 50
+        and 20 requests/s), so that a benchmark measures scheduling, not them."""
         self.bin = binaries
         self.node_lifecycle = node_lifecycle
+        self.qps_args = ([] if api_qps is None else
+                         ["--kube-api-qps", str(api_qps), "--kube-api-burst", str(api_qps)])
         self.run_dir = run_dir or tempfile.mkdtemp(prefix="hwaffinity-controlplane-")
         os.makedirs(self.run_dir, mode=0o700, exist_ok=True)
         os.chmod(self.run_dir, 0o700)
@@ -672,13 +676,13 @@ class ControlPlane:
         sched = self._start("kube-scheduler", [
             self.bin["kube-scheduler"], "--kubeconfig", sched_kc,
             "--authentication-kubeconfig", sched_kc, "--authorization-kubeconfig", sched_kc,
-            "--leader-elect=false", "--port", "0",
+            "--leader-elect=false", "--port", "0"] + self.qps_args + [
             "--bind-address", "127.0.0.1", "--secure-port", str(sched_port),
             "--profiling=false", "--logtostderr=true", "--v=2"])
         kcm = self._start("kube-controller-manager", [
             self.bin["kube-controller-manager"], "--kubeconfig", kcm_kc,
             "--authentication-kubeconfig", kcm_kc, "--authorization-kubeconfig", kcm_kc,
-            "--leader-elect=false", "--port", "0",
+            "--leader-elect=false", "--port", "0"] + self.qps_args + [
             "--bind-address", "127.0.0.1", "--secure-port", str(kcm_port),
             "--use-service-account-credentials=true",
             "--service-account-private-key-file", sa_key, "--root-ca-file", pki.ca_crt,
