@@ -1,4 +1,5 @@
 """Kubernetes resource quantities ("100m", "1.5Gi", "2e3") as exact fractions."""
+import functools
 import math
 import re
 from fractions import Fraction
@@ -25,6 +26,14 @@ def parse_quantity(value):
         return Fraction(str(value))
     if not isinstance(value, str):
         raise ValueError("expected a quantity such as 500m or 2Gi")
+    return _parse_text(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value):
+    """A cluster repeats a few quantity strings thousands of times (every
+    node's "4", "32Gi", "110"); Fractions are immutable, so one parse serves
+    them all. Errors are not cached (the exception propagates)."""
     m = _QUANTITY.match(value.strip())
     if not m:
         raise ValueError("%r is not a quantity (expected e.g. 500m, 1.5, 2Gi)" % value)

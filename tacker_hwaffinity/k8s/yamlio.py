@@ -1,40 +1,30 @@
 """Read Kubernetes objects from YAML or JSON files, the way kubectl prints them.
 
 Accepts single documents, multi-document streams and ``kind: List``
-(``kubectl get ... -o yaml``). Duplicate mapping keys are an error, as they
-are for the API server's strict decoding.
+(``kubectl get ... -o yaml`` or ``-o json``). Duplicate mapping keys are an
+error, as they are for the API server's strict decoding.
+
+The content decides the parser, not the file name (``-`` is standard input):
+text whose first non-blank character is ``{`` or ``[`` is JSON, read by the
+standard library's C parser (``json_strict``); everything else, and
+JSON-looking text that is really YAML flow style, is YAML, read from libyaml's
+parser events (``yaml_events``; ``yaml_strict`` for anchors, tags and errors).
+Callers that read only some fields pass a kept-fields table (``pruning``) and
+the rest is dropped while loading.
 """
+import gc
+import json
+import re
 import sys
+from contextlib import contextmanager
 
 import yaml
 
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.k8s import json_strict, pruning, yaml_events, yaml_strict
 
-
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses duplicate keys instead of keeping the last."""
-
-
-def _construct_mapping(loader, node, deep=False):
-    loader.flatten_mapping(node)
-    seen = {}
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            hash(key)
-        except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None, None, "mapping key is not a scalar", key_node.start_mark)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                "while constructing a mapping", node.start_mark,
-                "duplicate key %r" % (key,), key_node.start_mark)
-        seen[key] = True
-    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
-
-
-_StrictLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_BLANK = " \t\r\n\ufeff"
+_BLANK_TO_END = re.compile("[%s]*\\Z" % _BLANK)
 
 
 def read_text(path):
@@ -50,17 +40,104 @@ def read_text(path):
         raise InputError("not UTF-8 text (%s)" % e.reason, source=path)
 
 
-def parse_documents(text, source):
-    """Parse a YAML/JSON stream into a list of top-level mappings."""
+class _Malformed(Exception):
+    """A syntax problem: the language, where (line and column, or None) and what."""
+
+    def __init__(self, language, line, column, problem):
+        super().__init__(problem)
+        self.language, self.line, self.column = language, line, column
+        self.problem = " ".join(str(problem).split())  # always one line
+
+    def further_than(self, other):
+        return (self.line or 0, self.column or 0) > (other.line or 0, other.column or 0)
+
+    def input_error(self, source):
+        where = " at line %d, column %d" % (self.line, self.column) if self.line else ""
+        return InputError("malformed %s%s: %s" % (self.language, where, self.problem),
+                          source=source)
+
+
+@contextmanager
+def gc_paused():
+    """Loading makes millions of objects and no cycles: the cycle collector only costs
+    (each of its full passes walks every object loaded so far)."""
+    enabled = gc.isenabled()
+    gc.disable()
     try:
-        docs = list(yaml.load_all(text, Loader=_StrictLoader))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = " at line %d, column %d" % (mark.line + 1, mark.column + 1) if mark else ""
-        problem = getattr(e, "problem", None) or str(e)
-        raise InputError("malformed YAML%s: %s" % (where, problem), source=source)
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _parse(text, prune):
+    """The documents of TEXT (JSON or YAML); raises ``_Malformed``."""
+    start = 0
+    while start < len(text) and text[start] in _BLANK:
+        start += 1
+    if text[start:start + 1] not in ("{", "["):
+        return _parse_yaml(text, prune)
+    try:
+        return [json_strict.loads(text, start, prune)]
+    except json_strict.DuplicateKey as e:
+        raise _Malformed("JSON", e.line, e.column, str(e))
     except RecursionError:
-        raise InputError("malformed YAML: nesting too deep", source=source)
+        raise _Malformed("JSON", None, None, "nesting too deep")
+    except json.JSONDecodeError as e:
+        json_error = _Malformed("JSON", e.lineno, e.colno, e.msg)
+        if _BLANK_TO_END.match(text, e.pos):
+            raise json_error  # cut short: reading it as YAML would not help
+    try:
+        return _parse_yaml(text, prune)  # YAML flow style looks like JSON
+    except _Malformed as yaml_error:
+        raise yaml_error if yaml_error.further_than(json_error) else json_error
+
+
+def _parse_yaml(text, prune):
+    try:
+        return yaml_events.load_all(text, prune)
+    except yaml_events.NeedsFullLoader:
+        pass  # read again below, with the loader that also locates errors
+    except RecursionError:
+        raise _Malformed("YAML", None, None, "nesting too deep")
+    try:
+        docs = yaml_strict.load_all(text)
+    except yaml.YAMLError as e:
+        raise _yaml_malformed(e, text)
+    except RecursionError:
+        raise _Malformed("YAML", None, None, "nesting too deep")
+    if prune is not None:
+        pruning.prune_tree(docs, prune)
+    return docs
+
+
+def _yaml_malformed(e, text):
+    mark = getattr(e, "problem_mark", None)
+    if mark is not None:
+        return _Malformed("YAML", mark.line + 1, mark.column + 1,
+                          getattr(e, "problem", None) or e)
+    if isinstance(e, yaml.reader.ReaderError):
+        pos = e.position
+        if yaml_strict.LIBYAML:  # libyaml counts bytes of UTF-8
+            pos = len(text.encode("utf-8", "surrogatepass")[:pos].decode("utf-8", "ignore"))
+        char = "#x%04x" % e.character if isinstance(e.character, int) else repr(e.character)
+        line = text.count("\n", 0, pos) + 1
+        return _Malformed("YAML", line, pos - text.rfind("\n", 0, pos),
+                          "unacceptable character %s: %s" % (char, e.reason))
+    return _Malformed("YAML", None, None, e)
+
+
+def parse_documents(text, source, keep=None):
+    """Parse a YAML/JSON stream into a list of top-level mappings.
+
+    KEEP is a kept-fields table (see ``pruning``): fields of the listed kinds
+    that it does not name are dropped while parsing.
+    """
+    try:
+        with gc_paused():
+            docs = _parse(text, pruning.pruner(keep))
+    except _Malformed as e:
+        raise e.input_error(source)
     out = []
     for i, doc in enumerate(docs):
         if doc is None:
@@ -89,12 +166,15 @@ def _expand_list(doc, source):
     return [doc]
 
 
-def load_objects(paths):
-    """Load every object of every file; return a list of (object, source)."""
+def load_objects(paths, keep=None):
+    """Load every object of every file; return a list of (object, source).
+
+    KEEP: see ``parse_documents``. Each file's text is released once parsed.
+    """
     out = []
     for path in paths:
         source = "<stdin>" if path == "-" else path
-        for obj in parse_documents(read_text(path), source):
+        for obj in parse_documents(read_text(path), source, keep):
             out.append((obj, source))
     return out
 
@@ -102,4 +182,3 @@ def load_objects(paths):
 def type_name(value):
     return {dict: "mapping", list: "list", str: "string", bool: "boolean",
             int: "integer", float: "number"}.get(type(value), type(value).__name__)
-

@@ -1,0 +1,50 @@
+"""Drop the fields of Kubernetes objects that a reader never looks at, while loading.
+
+A *kept-fields table* maps an object kind to ``{top-level field: keys kept in it}``;
+every other key of a listed field is dropped, and fields not listed are kept
+whole. Loaders call the pruner on every mapping as soon as it is complete, so a
+large snapshot never holds its unused parts (``metadata.managedFields``, Node
+``status.images``, ...) for more than one object at a time. Mappings whose
+``kind`` is not in the table, and fields that are not mappings, are left alone:
+a reader still sees, and reports, whatever it does read.
+"""
+
+
+def pruner(kept):
+    """A function that prunes, in place, one mapping according to the table KEPT."""
+    if not kept:
+        return None
+    kept = {kind: tuple((field, frozenset(keys)) for field, keys in fields.items())
+            for kind, fields in kept.items()}
+
+    def prune(obj):
+        kind = obj.get("kind")
+        if kind.__class__ is not str:
+            return
+        fields = kept.get(kind)
+        if fields is None:
+            return
+        for field, keys in fields:
+            sub = obj.get(field)
+            if sub.__class__ is dict and not keys.issuperset(sub):
+                obj[field] = {k: v for k, v in sub.items() if k in keys}
+    return prune
+
+
+def prune_tree(value, prune):
+    """Apply PRUNE to every mapping inside VALUE (for loaders without a per-mapping hook).
+
+    YAML aliases can make VALUE share or even contain itself: each container is
+    visited once.
+    """
+    stack, seen = [value], set()
+    while stack:
+        v = stack.pop()
+        if v.__class__ not in (dict, list) or id(v) in seen:
+            continue
+        seen.add(id(v))
+        if v.__class__ is dict:
+            prune(v)
+            stack.extend(v.values())
+        else:
+            stack.extend(v)

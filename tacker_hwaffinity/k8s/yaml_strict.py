@@ -1,0 +1,89 @@
+"""YAML with PyYAML's SafeLoader semantics, duplicate keys refused and bad values located.
+
+The loader behind the fast path (``yaml_events``), for what that path does not
+handle (anchors, aliases, tags, merge keys) and to locate errors: every
+problem is a ``yaml.YAMLError`` with the line and column, including values
+that PyYAML's constructors cannot make (``2024-13-01``, ``!!int x``), which
+plain ``yaml.safe_load`` lets escape as ValueError and others.
+
+libyaml's C parser is used when PyYAML has it (``LIBYAML``), else PyYAML's
+pure-Python one, with the same results. The composer is PyYAML's own in
+both cases, so that deep nesting ends in a RecursionError, not a C stack
+overflow.
+"""
+import yaml
+from yaml.composer import Composer
+from yaml.constructor import ConstructorError
+from yaml.nodes import MappingNode, ScalarNode
+
+LIBYAML = yaml.__with_libyaml__  # tests turn it off to run the pure-Python parser
+
+# What PyYAML's constructors raise on values they cannot make (``!!int ''``,
+# ``2024-13-01``, ``!!timestamp x``, ``!!set {[a]: b}``): bad input, not bugs.
+BAD_VALUE_ERRORS = (ValueError, OverflowError, IndexError, KeyError, AttributeError, TypeError)
+
+
+class TextChunks:
+    """A file-like view of a str: libyaml reads it in chunks instead of a whole UTF-8 copy."""
+
+    def __init__(self, text):
+        self.text, self.pos = text, 0
+
+    def read(self, size):
+        chunk = self.text[self.pos:self.pos + size]
+        self.pos += len(chunk)
+        return chunk
+
+
+class _StrictConstruction:
+    """SafeConstructor with duplicate keys refused and bad values located."""
+
+    def construct_object(self, node, deep=False):
+        try:
+            return super().construct_object(node, deep=deep)
+        except BAD_VALUE_ERRORS as e:
+            what = "invalid value %r" % node.value if isinstance(node, ScalarNode) else "bad value"
+            raise ConstructorError(None, None, "%s (%s)" % (what, e), node.start_mark)
+
+
+def _construct_strict_mapping(loader, node, deep=False):
+    if not isinstance(node, MappingNode):
+        raise ConstructorError(None, None, "expected a mapping node, but found %s" % node.id,
+                               node.start_mark)
+    loader.flatten_mapping(node)
+    seen = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            raise ConstructorError(None, None, "mapping key is not a scalar", key_node.start_mark)
+        if key in seen:
+            raise ConstructorError("while constructing a mapping", node.start_mark,
+                                   "duplicate key %r" % (key,), key_node.start_mark)
+        seen.add(key)
+    return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
+
+
+class _PureStrictLoader(_StrictConstruction, yaml.SafeLoader):
+    """PyYAML's pure-Python SafeLoader, strict."""
+
+
+_PureStrictLoader.add_constructor("tag:yaml.org,2002:map", _construct_strict_mapping)
+
+if LIBYAML:
+    class _CStrictLoader(_StrictConstruction, Composer, yaml.CSafeLoader):
+        """libyaml's parser under PyYAML's composer, strict."""
+
+        def __init__(self, stream):
+            yaml.CSafeLoader.__init__(self, stream)
+            Composer.__init__(self)
+
+    _CStrictLoader.add_constructor("tag:yaml.org,2002:map", _construct_strict_mapping)
+
+
+def load_all(text):
+    """Every document of TEXT with SafeLoader semantics; duplicate keys are YAMLErrors."""
+    if LIBYAML:
+        return list(yaml.load_all(TextChunks(text), Loader=_CStrictLoader))
+    return list(yaml.load_all(text, Loader=_PureStrictLoader))
