@@ -1,9 +1,9 @@
 """``hwaffinity plan``: where a set of workloads' pods will land, per topology domain."""
+import gc
 import json
 import sys
 
-from tacker_hwaffinity.cli.common import add_cluster_args, load_inputs
-from tacker_hwaffinity.cli.placement_svg import render_svg
+from tacker_hwaffinity.cli.common import PhaseTimes, add_cluster_args, load_inputs
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.scheduling import planner
 from tacker_hwaffinity.scheduling.snapshot import load_workloads
@@ -28,18 +28,25 @@ def register(sub):
 
 
 def run(args):
-    snapshot, profile, notes = load_inputs(args)
+    times = PhaseTimes()
+    snapshot, profile, notes = load_inputs(args, times)
+    gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it again
     pods, wnotes = load_workloads(args.workloads, snapshot)
+    times.done("workloads")
     state = snapshot.state()
     result = planner.plan(state, profile.framework(), pods, args.topology_key)
     result.notes[:0] = notes + wnotes
+    times.done("plan")
     if args.output == "json":
         json.dump(result.to_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif args.output == "svg":
+        from tacker_hwaffinity.cli.placement_svg import render_svg  # only for svg: xml import
         sys.stdout.write(render_svg(result, state))
     else:
         sys.stdout.write(render_text(result))
+    times.done("output")
+    times.report("plan")
     return EXIT_ALL_PLACED if result.complete else EXIT_SOME_UNPLACED
 
 

@@ -1,11 +1,28 @@
 """Load a cluster snapshot and workloads from files into scheduler objects."""
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.yamlio import load_objects
+from tacker_hwaffinity.k8s.yamlio import gc_paused, load_objects
 from tacker_hwaffinity.scheduling import workloads
-from tacker_hwaffinity.scheduling.model import Namespace, Node, Pod, object_label
+from tacker_hwaffinity.scheduling.model import (
+    DEFAULT_NAMESPACE, Namespace, Node, Pod, object_label)
 from tacker_hwaffinity.scheduling.state import ClusterState
 
 CLUSTER_KINDS = ("Node", "Pod", "Namespace")
+
+# What the engine reads of snapshot objects (model.Node.parse, Pod.parse, Namespace.parse,
+# object_label): per kind, the keys kept of each listed top-level field. The loader drops
+# every other key of those fields while reading (see k8s.pruning), so memory follows what
+# is used: most of what kubectl prints is metadata.managedFields, Node status.images and
+# Pod status. Fields not listed are kept whole. Reading one more field means adding it
+# here, e.g. "images" to the Node "status" entry for ImageLocality.
+SNAPSHOT_FIELDS = {
+    "Node": {"metadata": ("name", "namespace", "labels"),
+             "status": ("allocatable", "capacity")},
+    "Pod": {"metadata": ("name", "namespace", "labels", "deletionTimestamp"),
+            "spec": ("nodeName", "nodeSelector", "tolerations", "affinity", "containers",
+                     "initContainers", "overhead"),
+            "status": ("phase",)},
+    "Namespace": {"metadata": ("name", "namespace", "labels")},
+}
 
 
 def _located(fn, obj, source):
@@ -26,10 +43,15 @@ def _kind(obj, source):
 
 
 class Snapshot:
-    """Nodes, namespaces and bound pods, plus what was left out and why (``notes``)."""
+    """Nodes, namespaces and bound pods, plus what was left out and why (``notes``).
 
-    def __init__(self, nodes, namespaces, pods, notes):
+    ``pod_keys``: ``namespace/name`` of every pod in the files, bound or not, which
+    names generated for new pods avoid.
+    """
+
+    def __init__(self, nodes, namespaces, pods, notes, pod_keys=None):
         self.nodes, self.namespaces, self.pods, self.notes = nodes, namespaces, pods, notes
+        self.pod_keys = pod_keys if pod_keys is not None else {p.key for p in pods}
 
     def state(self):
         state = ClusterState(self.nodes, self.namespaces)
@@ -39,13 +61,14 @@ class Snapshot:
 
 
 def load_cluster(paths):
-    return cluster_from_objects(load_objects(paths))
+    with gc_paused():
+        return cluster_from_objects(load_objects(paths, keep=SNAPSHOT_FIELDS))
 
 
 def cluster_from_objects(objects):
     """Snapshot from [(object, source name)]."""
     nodes, namespaces, pods, notes = [], [], [], []
-    seen_nodes, pending, unknown_node, skipped = set(), 0, 0, {}
+    seen_nodes, pending, unknown_node, skipped, pod_keys = set(), 0, 0, {}, set()
     for obj, source in objects:
         kind = _kind(obj, source)
         if kind == "Node":
@@ -61,6 +84,8 @@ def cluster_from_objects(objects):
             pod = _located(lambda: Pod.parse(obj, created=True, source=source), obj, source)
             if pod is not None:
                 pods.append(pod)
+            meta = obj["metadata"]  # Pod.parse checked it and its name
+            pod_keys.add("%s/%s" % (meta.get("namespace") or DEFAULT_NAMESPACE, meta["name"]))
         elif kind in workloads.NON_WORKLOAD_KINDS or kind in workloads.WORKLOAD_KINDS:
             skipped[kind] = skipped.get(kind, 0) + 1
         else:
@@ -83,32 +108,37 @@ def cluster_from_objects(objects):
     for kind, n in sorted(skipped.items()):
         notes.append("%d %s object(s) in the cluster files are ignored (their pods are "
                      "listed as Pods)" % (n, kind))
-    return Snapshot(nodes, namespaces, bound, notes)
+    return Snapshot(nodes, namespaces, bound, notes, pod_keys)
 
 
 def load_workloads(paths, snapshot=None):
     return workloads_from_objects(load_objects(paths), snapshot)
 
 
-def workloads_from_objects(objects, snapshot=None):
+def workloads_from_objects(objects, snapshot=None, avoid=()):
     """Pods to schedule, in file order, and notes on objects that create none.
 
-    A pod name given twice (or already in SNAPSHOT) is an error, as the API
-    server would refuse to create it.
+    A fixed pod name (StatefulSet, Pod) given twice or already bound in SNAPSHOT
+    is an error, as the API server would refuse to create it; generated names
+    avoid every pod name seen so far, and the names in AVOID (pods a caller
+    created in earlier calls), instead (see ``workloads``).
     """
     pods, notes = [], []
     seen = {p.key for p in snapshot.pods} if snapshot is not None else set()
+    taken = seen | snapshot.pod_keys if snapshot is not None else set()
+    taken |= set(avoid)
     for obj, source in objects:
         kind = _kind(obj, source)
         if kind in workloads.NON_WORKLOAD_KINDS:
             notes.append("%s: %s creates no pods here and is not planned"
                          % (source, object_label(obj)))
             continue
-        for pod in _located(lambda: workloads.expand(obj, source), obj, source):
+        for pod in _located(lambda: workloads.expand(obj, source, taken), obj, source):
             if pod.key in seen:
                 raise InputError("pod %s already exists (given twice, or already in the "
                                  "cluster snapshot)" % pod.key, source=source,
                                  obj=object_label(obj), field="metadata.name")
             seen.add(pod.key)
+            taken.add(pod.key)
             pods.append(pod)
     return pods, notes

@@ -7,8 +7,15 @@ ReplicaSet ``<name>-<5 chars>``; StatefulSet ``<name>-<ordinal>`` with
 Job ``<name>-<5 chars>`` (Indexed: ``<name>-<index>-<5 chars>``) with the
 ``job-name``/``controller-uid`` labels. Random parts are derived from the
 object so that a plan is reproducible.
+
+A generated name that is already taken (by an earlier replica, another
+workload or a pod of the cluster snapshot) is not an error: as the API server
+retries ``generateName``, the replica takes the next of its own deterministic
+candidates (attempt 0 is the usual name, then attempts 1, 2, ...). StatefulSet
+and bare Pod names are fixed, so their conflicts stay the caller's error.
 """
 import hashlib
+import itertools
 import json
 
 from tacker_hwaffinity.errors import InputError
@@ -49,6 +56,21 @@ def _suffix(*parts):
     return "".join(_SAFE[b % len(_SAFE)] for b in digest[:5])
 
 
+def _candidate_suffix(attempt, *parts):
+    """The 5 random characters of a replica's name at ATTEMPT (0: the usual ones)."""
+    return _suffix(*parts) if attempt == 0 else _suffix(*(parts + ("retry", attempt)))
+
+
+def _free_name(namespace, name_at, taken, used):
+    """The first name NAME_AT(attempt) whose key is neither in TAKEN nor in USED (then used)."""
+    for attempt in itertools.count():
+        name = name_at(attempt)
+        key = "%s/%s" % (namespace, name)
+        if key not in taken and key not in used:
+            used.add(key)
+            return name
+
+
 def _int_field(spec, name, default, field):
     v = spec.get(name, default)
     if v is None:
@@ -83,8 +105,12 @@ def _template(obj, ns):
     return spec, tpl, labels, info
 
 
-def expand(obj, source=None):
-    """The pods OBJ creates, in creation order (a Pod yields itself)."""
+def expand(obj, source=None, taken=frozenset()):
+    """The pods OBJ creates, in creation order (a Pod yields itself).
+
+    TAKEN: keys (``namespace/name``) of pods that exist already; generated names
+    avoid them. Fixed names (StatefulSet, Pod) are returned as they are.
+    """
     kind = obj.get("kind")
     if kind not in WORKLOAD_KINDS:
         raise InputError("unknown kind %r: expected one of %s"
@@ -97,15 +123,23 @@ def expand(obj, source=None):
     spec, tpl, labels, info = _template(obj, ns)
     replicas = _int_field(spec, "replicas", 1, "spec.replicas")
 
+    used = set()
+
     def make(pod_name, extra):
         return Pod(ns, pod_name, dict(labels, **extra), info, created=False, source=source)
 
+    def generated(prefix, *parts):
+        """PREFIX and 5 characters derived from PARTS: the first such name not taken."""
+        return _free_name(ns, lambda attempt: prefix + _candidate_suffix(attempt, *parts),
+                          taken, used)
+
     if kind == "Deployment":
         h = template_hash(tpl)
-        return [make("%s-%s-%s" % (name, h, _suffix(ns, name, h, i)), {"pod-template-hash": h})
+        prefix = "%s-%s-" % (name, h)
+        return [make(generated(prefix, ns, name, h, i), {"pod-template-hash": h})
                 for i in range(replicas)]
     if kind == "ReplicaSet":
-        return [make("%s-%s" % (name, _suffix(ns, name, i)), {}) for i in range(replicas)]
+        return [make(generated(name + "-", ns, name, i), {}) for i in range(replicas)]
     if kind == "StatefulSet":
         ordinals = spec.get("ordinals") or {}
         start = _int_field(ordinals if isinstance(ordinals, dict) else {}, "start", 0,
@@ -130,9 +164,9 @@ def expand(obj, source=None):
         for i in range(parallelism):
             if indexed:
                 extra = dict(job_labels, **{"batch.kubernetes.io/job-completion-index": str(i)})
-                pods.append(make("%s-%d-%s" % (name, i, _suffix(uid, i)), extra))
+                pods.append(make(generated("%s-%d-" % (name, i), uid, i), extra))
             else:
-                pods.append(make("%s-%s" % (name, _suffix(uid, i)), job_labels))
+                pods.append(make(generated(name + "-", uid, i), job_labels))
         return pods
     raise AssertionError(kind)
 
