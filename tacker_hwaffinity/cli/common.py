@@ -1,15 +1,47 @@
 """Arguments and loading shared by the scheduling subcommands."""
+import os
+import sys
+import time
+
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.yamlio import load_objects
+from tacker_hwaffinity.k8s.yamlio import gc_paused, load_objects
 from tacker_hwaffinity.scheduling.profile import Profile
-from tacker_hwaffinity.scheduling.snapshot import load_cluster
+from tacker_hwaffinity.scheduling.snapshot import SNAPSHOT_FIELDS, cluster_from_objects
+
+# Set (to anything non-empty) to get one "timing:" line on stderr; benchmarks read it.
+TIMING_ENV = "HWAFFINITY_TIMING"
+
+
+class PhaseTimes:
+    """Wall time of each phase of a command, reported on stderr when TIMING_ENV is set."""
+
+    def __init__(self):
+        self.enabled = bool(os.environ.get(TIMING_ENV))
+        self.last = time.perf_counter()
+        self.phases = []
+
+    def done(self, phase):
+        now = time.perf_counter()
+        self.phases.append((phase, now - self.last))
+        self.last = now
+
+    def report(self, command):
+        if self.enabled:
+            sys.stderr.write("hwaffinity %s: timing: %s\n" % (command, " ".join(
+                "%s=%.3f" % p for p in self.phases)))
 
 
 def add_cluster_args(parser):
-    parser.add_argument("--cluster", action="append", required=True, metavar="FILE",
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--cluster", action="append", metavar="FILE",
                         help="cluster snapshot: nodes, pods and namespaces as "
                              "'kubectl get nodes,pods,namespaces -A -o yaml' prints them "
                              "(repeatable; '-' reads standard input)")
+    source.add_argument("--kubeconfig", metavar="FILE",
+                        help="read nodes, pods and namespaces from the cluster's API server "
+                             "instead (needs get/list on them: deploy/rbac/plan-reader.yaml)")
+    parser.add_argument("--context", metavar="NAME",
+                        help="the kubeconfig context to use (default: its current context)")
     parser.add_argument("--scheduler-config", metavar="FILE",
                         help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1); "
                              "its first profile is used")
@@ -25,10 +57,44 @@ def load_profile(path):
     return Profile(objs[0][0], source=path)
 
 
-def load_inputs(args):
-    """(snapshot, profile, notes) from the common arguments."""
-    if sum(1 for c in args.cluster if c == "-") > 1:
+def load_inputs(args, times=None):
+    """(snapshot, profile, notes) from the common arguments.
+
+    TIMES (a PhaseTimes) gets the phases "parse" (reading the files) and
+    "snapshot" (building the scheduler's nodes and pods).
+    """
+    kubeconfig = getattr(args, "kubeconfig", None)      # commands without live mode lack it
+    context = getattr(args, "context", None)
+    if context is not None and kubeconfig is None:
+        raise InputError("--context needs --kubeconfig", field="--context")
+    if args.cluster and sum(1 for c in args.cluster if c == "-") > 1:
         raise InputError("standard input ('-') can be given only once", field="--cluster")
-    snapshot = load_cluster(args.cluster)
+    live_notes = []
+    with gc_paused():
+        if kubeconfig is not None:
+            objects, live_notes = read_live_cluster(kubeconfig, context)
+        else:
+            objects = load_objects(args.cluster, keep=SNAPSHOT_FIELDS)
+        if times is not None:
+            times.done("parse")
+        snapshot = cluster_from_objects(objects)
+        del objects
+        if times is not None:
+            times.done("snapshot")
     profile = load_profile(args.scheduler_config)
-    return snapshot, profile, snapshot.notes + profile.notes
+    return snapshot, profile, live_notes + snapshot.notes + profile.notes
+
+
+def read_live_cluster(kubeconfig, context):
+    """[(object, source)] and notes from the API server; connection problems
+    are bad input (one line, exit 2) like a bad file."""
+    from tacker_hwaffinity.kube import client, cluster
+    from tacker_hwaffinity.k8s import pruning
+    try:
+        conn = client.connect(kubeconfig, context)
+        try:
+            return cluster.read_cluster(conn, pruning.pruner(SNAPSHOT_FIELDS))
+        finally:
+            conn.close()
+    except client.KubeError as e:
+        raise InputError(str(e), field="--kubeconfig")

@@ -713,13 +713,25 @@ class ControlPlane:
                       {"apiGroups": ["apps"], "resources": ["deployments", "replicasets",
                                                             "statefulsets"],
                        "verbs": ["get", "list", "watch"]}]}, ok=(201, 409))
+        self.bind_cluster_role(name, name, "Group", "hwaffinity:readers")
+
+    def bind_cluster_role(self, binding, role, subject_kind, subject):
+        """A ClusterRoleBinding of ROLE to a User or Group (kept if it exists)."""
         self.admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": name},
+            "metadata": {"name": binding},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": name},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
-                          "name": "hwaffinity:readers"}]}, ok=(201, 409))
+                        "name": role},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": subject_kind,
+                          "name": subject}]}, ok=(201, 409))
+
+    def user_kubeconfig(self, name, cluster_role=None):
+        """A kubeconfig for a new user NAME (client certificate), bound to
+        CLUSTER_ROLE, or to nothing at all."""
+        crt, key = self.pki.issue("user-" + name, "/CN=" + name)
+        if cluster_role:
+            self.bind_cluster_role(name, cluster_role, "User", name)
+        return self._kubeconfig("user-" + name, name, crt, key)
 
     def new_panics(self):
         """{component: [panic, ...]} for the panics logged since the last call."""

@@ -1,0 +1,94 @@
+"""Client set-up: a kubeconfig file (and context) or the in-cluster service
+account, bounded timeouts and retries, and one-line errors.
+
+Every failure becomes :class:`KubeError`, whose message names the server or
+the kubeconfig and says what to do; nothing here logs or prints credentials.
+"""
+import os
+
+CONNECT_TIMEOUT_S = 5
+READ_TIMEOUT_S = 60
+RETRIES = 1            # urllib3 retries of a failed connection (not of HTTP errors)
+
+
+class KubeError(Exception):
+    """The API server could not be used; the message is one line for the user.
+    ``status`` is the HTTP status when the server answered."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
+
+
+class Connection:
+    """An ``ApiClient`` and where it points (for messages)."""
+
+    def __init__(self, api_client, server, context=None):
+        self.api_client = api_client
+        self.server = server
+        self.context = context
+
+    @property
+    def where(self):
+        if self.context:
+            return "%s (context %s)" % (self.server, self.context)
+        return self.server
+
+    def core(self):
+        from kubernetes import client
+        return client.CoreV1Api(self.api_client)
+
+    def timeout(self):
+        return (CONNECT_TIMEOUT_S, READ_TIMEOUT_S)
+
+    def close(self):
+        try:
+            self.api_client.close()
+        except Exception:  # noqa: BLE001 - closing must not hide the result
+            pass
+
+
+def _client_module():
+    try:
+        from kubernetes import client, config
+    except ImportError as e:
+        raise KubeError("the 'kubernetes' Python client is not installed (%s): "
+                        "pip install 'tacker-hwaffinity[kube]'" % e)
+    return client, config
+
+
+def connect(kubeconfig=None, context=None):
+    """A :class:`Connection` from KUBECONFIG (and CONTEXT), or the in-cluster
+    service account when KUBECONFIG is None."""
+    client, config = _client_module()
+    configuration = client.Configuration()
+    if kubeconfig is None:
+        try:
+            config.load_incluster_config(client_configuration=configuration)
+        except config.ConfigException as e:
+            raise KubeError("not running in a cluster and no --kubeconfig given: %s" % e)
+    else:
+        if not os.path.isfile(kubeconfig):
+            raise KubeError("kubeconfig %s: no such file" % kubeconfig)
+        try:
+            config.load_kube_config(config_file=kubeconfig, context=context,
+                                    client_configuration=configuration,
+                                    persist_config=False)
+        except config.ConfigException as e:
+            raise KubeError("kubeconfig %s: %s" % (kubeconfig, _first_line(e)))
+        except Exception as e:  # noqa: BLE001 - malformed YAML, missing files, ...
+            raise KubeError("kubeconfig %s: cannot be used (%s: %s)"
+                            % (kubeconfig, type(e).__name__, _first_line(e)))
+        if context is None:
+            try:
+                _, active = config.list_kube_config_contexts(config_file=kubeconfig)
+                context = active.get("name") if active else None
+            except Exception:  # noqa: BLE001 - only used to name the context
+                context = None
+    configuration.retries = RETRIES
+    return Connection(client.ApiClient(configuration), configuration.host, context)
+
+
+def _first_line(e):
+    text = str(e).strip() or type(e).__name__
+    return text.splitlines()[0]
