@@ -11,11 +11,13 @@ CPU manager do), preferring:
 3. otherwise nodes with the most idle cores first;
 4. then single threads, those whose sibling is already taken first.
 
-When allocating in a pool above the leaves, BUDGET caps how many CPUs each
-pool under it can give without overcommitting the shared CPU already granted
-in it; PATH(cpu) names the pools a CPU belongs to (its leaf first). When the
-caps cannot meet the request each pool may give one CPU more (an overcommit
-below one CPU), and only then are the caps dropped.
+When allocating in a pool above the leaves, BUDGET gives, per pool under it,
+the shared capacity (milli-CPU) it has left after the shared CPU already
+granted in it; PATH(cpu) names the pools a CPU belongs to (its leaf first).
+First each pool gives at most its whole free CPUs (the budget rounded
+down); when that cannot meet the request, the budget rounded up (an
+overcommit below one CPU, and none where the budget is a whole number of
+CPUs); only then are the caps dropped.
 """
 
 
@@ -31,9 +33,10 @@ def take_cpus(machine, free, count, path=None, budget=None):
         def path(c):
             return (machine.cpus[c].node,)
     if budget:
-        for extra in (0, 1):    # caps first; then up to one CPU more per pool
-            capped = _take(machine, free, count, path,
-                           {g: b + extra for g, b in budget.items()})
+        floor = {g: max(0, b // 1000) for g, b in budget.items()}
+        ceil = {g: max(0, -(-b // 1000)) for g, b in budget.items()}
+        for caps in (floor, ceil):
+            capped = _take(machine, free, count, path, dict(caps))
             if capped is not None:
                 return capped
     return _take(machine, free, count, path, {})

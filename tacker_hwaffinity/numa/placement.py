@@ -267,8 +267,8 @@ class Placer:
         return grant
 
     def _budget(self, pool):
-        """Pools under POOL a CPU belongs to (leaf first), and how many CPUs each
-        can give away without overcommitting the shared CPU granted in it."""
+        """Pools under POOL a CPU belongs to (leaf first), and the shared
+        capacity (milli-CPU) each has left after the shared CPU granted in it."""
         up = self._up
         leaf_of = self._leaf_of
 
@@ -277,8 +277,7 @@ class Placer:
             return (leaf,) + tuple(x.id for x in up[leaf][1:] if x.depth > pool.depth)
         budget = {}
         for x in self._subtree[pool.id][1:]:
-            slack = 1000 * len(x.sharable - self.used) - self._sub(self.shared, x)
-            budget[x.id] = max(0, slack // 1000)
+            budget[x.id] = 1000 * len(x.sharable - self.used) - self._sub(self.shared, x)
         return path, budget
 
     def cpuset(self, grant):

@@ -3,7 +3,7 @@ import os
 
 import pytest
 import yaml
-from hypothesis import given, settings, strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from tacker_hwaffinity.numa.placement import Placer, affinity_score
 from tacker_hwaffinity.numa.request import NORMAL, RESERVED, Request, request_for
@@ -232,7 +232,21 @@ def test_replay_rebuilds_the_same_state():
            [(d.grant.pool.name, d.grant.exclusive) for d in two.decisions]
 
 
+# Found by hypothesis: a parent pool's exclusive grant once took a whole CPU
+# from a NUMA node whose shared capacity was used exactly to the CPU.
+OVERCOMMIT_EXAMPLE = [
+    ("2", "Guaranteed", 0, 0), ("100m", "Guaranteed", 0, 0), ("100m", "Guaranteed", 0, 0),
+    ("100m", "BestEffort", 0, 0), ("100m", "BestEffort", 0, 0), ("100m", "Guaranteed", 0, 0),
+    ("1500m", "Guaranteed", 0, 0), ("3", "Guaranteed", 0, 0), ("100m", "Guaranteed", 0, 0),
+    ("100m", "Guaranteed", 0, 0), ("1", "Guaranteed", 1, 0), ("100m", "Guaranteed", 0, 0),
+    ("1500m", "Guaranteed", 1, 0), ("2", "Guaranteed", 0, 0), ("500m", "Guaranteed", 0, 0),
+    ("1", "Guaranteed", 0, 0), ("1500m", "Guaranteed", 0, 0), ("1500m", "Guaranteed", 1, 1),
+    ("4", "Guaranteed", 0, 0), ("4", "Guaranteed", 0, 0), ("4", "Guaranteed", 0, 0),
+    ("500m", "Guaranteed", 0, 0), ("2", "Guaranteed", 0, 0)]
+
+
 @settings(max_examples=40, deadline=None)
+@example(seq=OVERCOMMIT_EXAMPLE)
 @given(st.lists(st.tuples(st.sampled_from(["100m", "500m", "1", "1500m", "2", "3", "4"]),
                           st.sampled_from(["Guaranteed", "Burstable", "BestEffort"]),
                           st.integers(-3, 3), st.integers(0, 20)), min_size=1, max_size=25))
