@@ -53,7 +53,7 @@ def _client_module():
         from kubernetes import client, config
     except ImportError as e:
         raise KubeError("the 'kubernetes' Python client is not installed (%s): "
-                        "pip install 'tacker-hwaffinity[kube]'" % e)
+                        "pip install kubernetes" % e)
     return client, config
 
 
