@@ -390,6 +390,38 @@ def wait_until(predicate, timeout, interval=0.2, what="condition"):
         time.sleep(interval)
 
 
+def node_object(name, labels, address, cpu, memory, pods):
+    """A Ready Node as a kubelet registers it (capacity = allocatable, the
+    pressure conditions, InternalIP/Hostname addresses, nodeInfo)."""
+    all_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                  "kubernetes.io/arch": "amd64"}
+    all_labels.update(labels or {})
+    now = now_rfc3339()
+    capacity = {"cpu": cpu, "memory": memory, "pods": str(pods)}
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": all_labels},
+        "spec": {},
+        "status": {
+            "capacity": capacity, "allocatable": dict(capacity),
+            "conditions": [
+                {"type": t, "status": "False", "reason": "KubeletHasSufficient" + t[:-8],
+                 "lastHeartbeatTime": now, "lastTransitionTime": now}
+                for t in ("MemoryPressure", "DiskPressure", "PIDPressure")] + [
+                {"type": "Ready", "status": "True", "reason": "KubeletReady",
+                 "message": "fake kubelet of the hwaffinity test harness",
+                 "lastHeartbeatTime": now, "lastTransitionTime": now}],
+            "addresses": [{"type": "InternalIP", "address": address},
+                          {"type": "Hostname", "address": name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+            "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux",
+                         "kubeletVersion": "v" + KUBE_VERSION,
+                         "kubeProxyVersion": "v" + KUBE_VERSION,
+                         "containerRuntimeVersion": "fake://0", "osImage": "fake",
+                         "kernelVersion": "", "bootID": "", "machineID": "",
+                         "systemUUID": ""}}}
+
+
 # --------------------------------------------------------------------------
 # Fake kubelet
 
@@ -799,33 +831,7 @@ class ControlPlane:
         until it is schedulable."""
         index = len(self.nodes) + 1
         address = address or "127.0.1.%d" % (index % 250 + 1)
-        all_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                      "kubernetes.io/arch": "amd64"}
-        all_labels.update(labels or {})
-        now = now_rfc3339()
-        capacity = {"cpu": cpu, "memory": memory, "pods": str(pods)}
-        self.admin.create("/api/v1/nodes", {
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": all_labels},
-            "spec": {},
-            "status": {
-                "capacity": capacity, "allocatable": dict(capacity),
-                "conditions": [
-                    {"type": t, "status": "False", "reason": "KubeletHasSufficient" + t[:-8],
-                     "lastHeartbeatTime": now, "lastTransitionTime": now}
-                    for t in ("MemoryPressure", "DiskPressure", "PIDPressure")] + [
-                    {"type": "Ready", "status": "True", "reason": "KubeletReady",
-                     "message": "fake kubelet of the hwaffinity test harness",
-                     "lastHeartbeatTime": now, "lastTransitionTime": now}],
-                "addresses": [{"type": "InternalIP", "address": address},
-                              {"type": "Hostname", "address": name}],
-                "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
-                "nodeInfo": {"architecture": "amd64", "operatingSystem": "linux",
-                             "kubeletVersion": "v" + KUBE_VERSION,
-                             "kubeProxyVersion": "v" + KUBE_VERSION,
-                             "containerRuntimeVersion": "fake://0", "osImage": "fake",
-                             "kernelVersion": "", "bootID": "", "machineID": "",
-                             "systemUUID": ""}}})
+        self.admin.create("/api/v1/nodes", node_object(name, labels, address, cpu, memory, pods))
         crt, key = self.pki.issue("node-" + name, "/O=system:nodes/CN=system:node:" + name)
         node_client = KubeClient(self.server, self.pki.ca_crt, crt, key)
         self.nodes[name] = address
@@ -840,17 +846,10 @@ class ControlPlane:
         (otherwise the controller taints them again)."""
         if self.node_lifecycle:
             raise HarnessError("add_static_nodes needs ControlPlane(node_lifecycle=False)")
-        now = now_rfc3339()
-        capacity = {"cpu": cpu, "memory": memory, "pods": str(pods)}
-        for name in names:
-            labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux"}
-            labels.update(labels_of(name))
-            self.admin.create("/api/v1/nodes", {
-                "apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-                "spec": {}, "status": {
-                    "capacity": capacity, "allocatable": dict(capacity),
-                    "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                    "lastHeartbeatTime": now, "lastTransitionTime": now}]}})
+        for i, name in enumerate(names):
+            self.admin.create("/api/v1/nodes", node_object(
+                name, labels_of(name), "127.2.%d.%d" % (i // 250, i % 250 + 1), cpu, memory,
+                pods))
             self.admin.patch("/api/v1/nodes/" + name, {"spec": {"taints": None}})
 
     def wait_node_schedulable(self, name, timeout=30):
