@@ -4,7 +4,7 @@ import sys
 
 from tacker_hwaffinity.cli.common import add_cluster_args, load_inputs
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.scheduling import sampling
+from tacker_hwaffinity.scheduling import planner, sampling
 from tacker_hwaffinity.scheduling.planner import pod_notes
 from tacker_hwaffinity.scheduling.snapshot import load_workloads
 
@@ -41,8 +41,10 @@ def explain(snapshot, profile, pod):
     return {"pod": pod.key, "nodes": nodes,
             "selected": None if chosen is None else state.nodes[chosen].name,
             "summary": None if chosen is not None else ev.summary(),
-            "notes": [sampling.sampling_note(fw.percentage_of_nodes_to_score,
-                                             len(state.nodes), 1)] if sampled else []}
+            "notes": planner.state_notes(state, fw) + (
+                [planner.PREEMPTION_NOTE % pod.key] if chosen is None and fw.preemption else [])
+            + ([sampling.sampling_note(fw.percentage_of_nodes_to_score,
+                                       len(state.nodes), 1)] if sampled else [])}
 
 
 def run(args):

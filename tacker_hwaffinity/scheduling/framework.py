@@ -1,18 +1,19 @@
 """One scheduling cycle: filter every node, score the feasible ones, pick one.
 
 Filters run in kube-scheduler's default order and a node's status is its
-first failing plugin, as in ``RunFilterPlugins``. Scores are normalised
-per plugin over the feasible nodes, multiplied by the plugin weight and
-summed.
+first failing plugin, as in ``RunFilterPlugins``. Each score plugin gives
+its normalised scores over the feasible nodes (``scores(cycle, feasible)``,
+0 where a plugin skips the pod), multiplied by the plugin weight and summed.
 
-Tie-break (kube-scheduler picks at random among the best): among the nodes
-with the highest total, the one with the highest NodeResourcesFit
-least-allocated score for this pod (the default scoring that spreads
-pods), then the fewest bound pods, then the first node name in
-lexicographic order. Deterministic: the same input always gives the same plan.
+Tie-break (kube-scheduler's selectHost picks at random, uniformly, among the
+nodes with the highest total): among those, the one with the highest
+least-allocated cpu/memory score for this pod, then the fewest bound pods,
+then the first node name in lexicographic order. Deterministic: the same
+input always gives the same plan, and the plan is one kube-scheduler can make.
 """
 import numpy as np
 
+from tacker_hwaffinity.scheduling import resources
 from tacker_hwaffinity.scheduling.plugins import nodeaffinity
 
 NO_NODE_AVAILABLE = "0/%d nodes are available:"
@@ -84,6 +85,7 @@ class Framework:
         self.filters = list(filters)
         self.scorers = list(scorers)  # [(plugin, weight)]
         self.percentage_of_nodes_to_score = None   # see sampling.py
+        self.preemption = False  # DefaultPreemption enabled (not modelled: named in notes)
 
     def evaluate(self, state, pod, score=True):
         cycle = Cycle(state, pod)
@@ -106,7 +108,7 @@ class Framework:
         ev = Evaluation(state, pod, self.filters, rejections, prefilter_msg, absent)
         if score and ev.feasible.any():
             for plugin, weight in self.scorers:
-                norm = plugin.normalize(plugin.score(cycle), ev.feasible)
+                norm = plugin.scores(cycle, ev.feasible)
                 ev.scores[plugin.name] = norm
                 ev.total += weight * norm
         return ev
@@ -129,13 +131,10 @@ class Framework:
 
 
 def least_allocated(state, pod_nonzero, idx):
-    """NodeResourcesFit LeastAllocated score (cpu and memory, weight 1 each) for nodes IDX."""
-    score = np.zeros(len(idx), dtype=np.int64)
+    """LeastAllocated cpu/memory score (weight 1 each) for nodes IDX: the tie-break key."""
+    parts = []
     for r in ("cpu", "memory"):
-        cap = state.alloc[r][idx]
+        cap = np.maximum(state.allocatable(r)[idx], 0)
         req = state.nonzero_requested[r][idx] + pod_nonzero[r]
-        ok = (cap > 0) & (req <= cap)
-        s = np.zeros(len(idx), dtype=np.int64)
-        s[ok] = ((cap[ok] - req[ok]) * 100) // cap[ok]
-        score += s
-    return score // 2
+        parts.append((resources.least_requested(req, cap), 1, cap > 0))
+    return resources.weighted_average(parts)

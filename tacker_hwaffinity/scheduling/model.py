@@ -7,7 +7,7 @@ per template and shared by every replica.
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.k8s.quantity import milli_value, parse_quantity, value
 from tacker_hwaffinity.k8s.validation import label_value_error, qualified_name_error
-from tacker_hwaffinity.scheduling import selectors
+from tacker_hwaffinity.scheduling import selectors, spreading
 from tacker_hwaffinity.scheduling.terms import RawTerm
 
 DEFAULT_NAMESPACE = "default"
@@ -123,13 +123,16 @@ def tolerates(tolerations, taint):
 
 
 class Node:
-    __slots__ = ("name", "labels", "taints", "unschedulable", "allocatable")
+    __slots__ = ("name", "labels", "taints", "unschedulable", "allocatable", "images")
 
-    def __init__(self, name, labels, taints=(), unschedulable=False, allocatable=None):
+    def __init__(self, name, labels, taints=(), unschedulable=False, allocatable=None,
+                 images=None):
         self.name, self.labels, self.taints = name, labels, tuple(taints)
         self.unschedulable = unschedulable
-        # resource -> int (milli-cpu, bytes, pod count); a missing resource is not checked
+        # resource -> int (milli-cpu, else the value: bytes, counts); see resources.py
+        # for what a resource missing here means
         self.allocatable = allocatable or {}
+        self.images = images or {}  # image name -> size in bytes (status.images)
 
     @classmethod
     def parse(cls, obj):
@@ -151,18 +154,39 @@ class Node:
             raise InputError("expected true or false", field="spec.unschedulable")
         status = _mapping(obj.get("status"), "status")
         alloc_raw = status.get("allocatable")
+        field = "status.allocatable"
         if alloc_raw is None:
-            alloc_raw = status.get("capacity")
+            alloc_raw, field = status.get("capacity"), "status.capacity"
         alloc = {}
-        for res, q in _mapping(alloc_raw, "status.allocatable").items():
-            if res not in ("cpu", "memory", "pods"):
-                continue
-            try:
-                qty = parse_quantity(q)
-            except ValueError as e:
-                raise InputError(str(e), field="status.allocatable.%s" % res)
-            alloc[res] = milli_value(qty) if res == "cpu" else value(qty)
-        return cls(name, labels, taints, unschedulable, alloc)
+        for res, q in _mapping(alloc_raw, field).items():
+            alloc[res] = _amount(res, q, "%s.%s" % (field, res))
+        return cls(name, labels, taints, unschedulable, alloc,
+                   _images(status.get("images"), "status.images"))
+
+
+def _amount(resource, q, field):
+    """A resource quantity as kube-scheduler counts it: milli-CPU, else the value."""
+    try:
+        qty = parse_quantity(q)
+    except ValueError as e:
+        raise InputError(str(e), field=field)
+    return milli_value(qty) if resource == "cpu" else value(qty)
+
+
+def _images(raw, field):
+    """status.images -> {name: sizeBytes}, every name of every image."""
+    out = {}
+    for i, img in enumerate(_list(raw, field)):
+        f = "%s[%d]" % (field, i)
+        img = _mapping(img, f)
+        size = img.get("sizeBytes", 0)
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise InputError("expected a non-negative integer", field=f + ".sizeBytes")
+        for j, n in enumerate(_list(img.get("names"), f + ".names")):
+            if not isinstance(n, str):
+                raise InputError("expected a string", field="%s.names[%d]" % (f, j))
+            out[n] = size
+    return out
 
 
 def _container_requests(c, field):
@@ -171,54 +195,45 @@ def _container_requests(c, field):
     limits = _mapping(res.get("limits"), field + ".resources.limits")
     for k, v in limits.items():  # API defaulting: a limit without a request sets the request
         requests.setdefault(k, v)
-    out = {}
-    for k in ("cpu", "memory"):
-        if k in requests:
-            try:
-                q = parse_quantity(requests[k])
-            except ValueError as e:
-                raise InputError(str(e), field="%s.resources.requests.%s" % (field, k))
-            out[k] = milli_value(q) if k == "cpu" else value(q)
-    return out
+    return {k: _amount(k, q, "%s.resources.requests.%s" % (field, k))
+            for k, q in requests.items()}
+
+
+def _sum_requests(k, containers, inits, overhead, missing):
+    """Resource K of the pod; MISSING (if not None) stands for a container not asking."""
+    def get(r):
+        return r.get(k, 0) if missing is None else r.get(k, missing)
+    plain = sum(get(r) for r in containers)
+    sidecars = init_max = 0
+    for always, r in inits:
+        if always:  # sidecar: runs alongside the app
+            sidecars += get(r)
+            init_max = max(init_max, sidecars)
+        else:
+            init_max = max(init_max, sidecars + get(r))
+    return max(plain + sidecars, init_max) + overhead.get(k, 0)
 
 
 def _pod_requests(spec, prefix):
-    """(cpu, memory) requests and their non-zero variants, as kube-scheduler sums them."""
-    total = {"cpu": 0, "memory": 0}
-    nonzero = {"cpu": 0, "memory": 0}
-    containers = _list(spec.get("containers"), prefix + "containers")
-    for i, c in enumerate(containers):
-        r = _container_requests(_mapping(c, "%scontainers[%d]" % (prefix, i)),
-                                "%scontainers[%d]" % (prefix, i))
-        for k in total:
-            total[k] += r.get(k, 0)
-        nonzero["cpu"] += r.get("cpu", DEFAULT_MILLI_CPU)
-        nonzero["memory"] += r.get("memory", DEFAULT_MEMORY)
-    sidecars = {"cpu": 0, "memory": 0}
-    init_max = {"cpu": 0, "memory": 0}
+    """Every resource's request and the cpu/memory non-zero variants, as kube-scheduler
+    sums them (resourcehelper.PodRequests): containers plus sidecars, or the largest
+    init container step if more, plus overhead."""
+    containers = [_container_requests(_mapping(c, "%scontainers[%d]" % (prefix, i)),
+                                      "%scontainers[%d]" % (prefix, i))
+                  for i, c in enumerate(_list(spec.get("containers"), prefix + "containers"))]
+    inits = []
     for i, c in enumerate(_list(spec.get("initContainers"), prefix + "initContainers")):
         f = "%sinitContainers[%d]" % (prefix, i)
         c = _mapping(c, f)
-        r = _container_requests(c, f)
-        if c.get("restartPolicy") == "Always":  # sidecar: runs alongside the app
-            for k in total:
-                sidecars[k] += r.get(k, 0)
-                init_max[k] = max(init_max[k], sidecars[k])
-        else:
-            for k in total:
-                init_max[k] = max(init_max[k], sidecars[k] + r.get(k, 0))
-    for k in total:
-        total[k] = max(total[k] + sidecars[k], init_max[k])
-        nonzero[k] = max(nonzero[k] + sidecars[k], init_max[k])
-    for k, v in _mapping(spec.get("overhead"), prefix + "overhead").items():
-        if k in total:
-            try:
-                q = parse_quantity(v)
-            except ValueError as e:
-                raise InputError(str(e), field="%soverhead.%s" % (prefix, k))
-            amount = milli_value(q) if k == "cpu" else value(q)
-            total[k] += amount
-            nonzero[k] += amount
+        inits.append((c.get("restartPolicy") == "Always", _container_requests(c, f)))
+    overhead = {k: _amount(k, v, "%soverhead.%s" % (prefix, k))
+                for k, v in _mapping(spec.get("overhead"), prefix + "overhead").items()}
+    names = {"cpu", "memory"}
+    for r in containers + [r for _, r in inits] + [overhead]:
+        names.update(r)
+    total = {k: _sum_requests(k, containers, inits, overhead, None) for k in sorted(names)}
+    nonzero = {k: _sum_requests(k, containers, inits, overhead, d)
+               for k, d in (("cpu", DEFAULT_MILLI_CPU), ("memory", DEFAULT_MEMORY))}
     return total, nonzero
 
 
@@ -266,6 +281,10 @@ class PodSpecInfo:
             self.raw_terms[attr] = tuple(
                 RawTerm.parse(item, "%s.%s[%d]" % (gfield, lst, i), weighted)
                 for i, item in enumerate(items))
+        self.spread = spreading.parse_constraints(spec.get("topologySpreadConstraints"),
+                                                  prefix + "topologySpreadConstraints")
+        self.images = tuple(_images_of(spec, prefix))
+        self.unmodelled = _unmodelled(spec)
         self.has_pod_affinity = any(self.raw_terms.values())
         self.uses_extension = any(t.uses_extension()
                                   for ts in self.raw_terms.values() for t in ts)
@@ -288,6 +307,17 @@ class PodSpecInfo:
             na.get("preferredDuringSchedulingIgnoredDuringExecution"),
             field + ".preferredDuringSchedulingIgnoredDuringExecution")
 
+    def resolved_spread(self, labels, created):
+        """The pod's own topology spread constraints, matchLabelKeys merged."""
+        if not self.spread:
+            return ()
+        keys = tuple(labels.get(k) for c in self.spread for k in c.match_label_keys)
+        ck = ("spread", keys, created)
+        got = self._resolved.get(ck)
+        if got is None:
+            got = self._resolved[ck] = tuple(c.resolve(labels, created) for c in self.spread)
+        return got
+
     def resolved_terms(self, namespace, labels, created):
         """The pod's four term lists with namespace defaulting and matchLabelKeys merged."""
         keys = tuple(labels.get(k) for k in self._label_keys())
@@ -306,6 +336,41 @@ class PodSpecInfo:
                 keys.extend(t.match_label_keys)
                 keys.extend(t.mismatch_label_keys)
         return keys
+
+
+def _images_of(spec, prefix):
+    """Container images, init containers first (ImageLocality's order)."""
+    for lst in ("initContainers", "containers"):
+        for i, c in enumerate(_list(spec.get(lst), prefix + lst)):
+            image = _mapping(c, "%s%s[%d]" % (prefix, lst, i)).get("image")
+            yield image if isinstance(image, str) else ""
+
+
+# Volume sources that kube-scheduler's volume plugins act on (VolumeBinding, VolumeZone,
+# VolumeRestrictions, NodeVolumeLimits); configMap, secret, emptyDir, hostPath,
+# downwardAPI and projected volumes do not take part in scheduling.
+SCHEDULED_VOLUMES = ("persistentVolumeClaim", "ephemeral", "csi", "gcePersistentDisk",
+                     "awsElasticBlockStore", "azureDisk", "cinder", "rbd", "iscsi")
+
+
+def _unmodelled(spec):
+    """What of this spec takes part in kube-scheduler's decision but is not modelled."""
+    out = []
+    used = sorted({k for v in _list(spec.get("volumes"), "volumes") if isinstance(v, dict)
+                   for k in v if k in SCHEDULED_VOLUMES})
+    if used:
+        out.append("volumes (%s: VolumeBinding, VolumeRestrictions, VolumeZone, "
+                   "NodeVolumeLimits)" % ", ".join(used))
+    if spec.get("resourceClaims"):
+        out.append("resourceClaims (DynamicResources)")
+    if any(isinstance(p, dict) and p.get("hostPort")
+           for lst in ("initContainers", "containers")
+           for c in _list(spec.get(lst), lst) if isinstance(c, dict)
+           for p in _list(c.get("ports"), "ports")):
+        out.append("hostPort (NodePorts)")
+    if spec.get("schedulingGates"):
+        out.append("schedulingGates (the pod is not scheduled until they are removed)")
+    return tuple(out)
 
 
 def parse_preferred_node_terms(raw, field):
@@ -332,15 +397,19 @@ class Pod:
     """A pod: bound (``node_name`` set) or waiting to be scheduled."""
 
     __slots__ = ("namespace", "name", "labels", "spec", "node_name", "terminating",
-                 "terms", "class_key", "source")
+                 "terms", "spread", "class_key", "source", "owner", "owner_selector")
 
     def __init__(self, namespace, name, labels, spec, node_name="", terminating=False,
-                 created=True, source=None):
+                 created=True, source=None, owner=None, owner_selector=None):
         self.namespace, self.name, self.labels, self.spec = namespace, name, labels, spec
         self.node_name = node_name
         self.terminating = terminating
         self.source = source
+        # the controlling owner (apiVersion, kind, name), and its selector when the pod was made
+        # here from a workload (else it is looked up in the cluster: see ClusterState)
+        self.owner, self.owner_selector = owner, owner_selector
         self.terms = spec.resolved_terms(namespace, labels, created)
+        self.spread = spec.resolved_spread(labels, created)
         self.class_key = (namespace, tuple(sorted(labels.items())))
 
     @property
@@ -359,4 +428,15 @@ class Pod:
         spec = PodSpecInfo(obj.get("spec"))
         return cls(ns, name, labels, spec, node_name=spec.node_name,
                    terminating=bool(meta.get("deletionTimestamp")), created=created,
-                   source=source)
+                   source=source, owner=controller_of(meta))
+
+
+def controller_of(meta):
+    """(apiVersion, kind, name) of the ownerReference with controller: true, or None."""
+    refs = meta.get("ownerReferences")
+    if not isinstance(refs, list):
+        return None
+    for ref in refs:
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return (ref.get("apiVersion"), ref.get("kind"), ref.get("name"))
+    return None

@@ -6,9 +6,26 @@ GT_LT_NOTE = ("pod %s uses Gt/Lt in a pod (anti-)affinity label selector: a hwaf
               "extension (the Gt/Lt proposal) that plain Kubernetes rejects")
 
 
+NOT_MODELLED_NOTE = ("pod %s uses %s, which kube-scheduler's plugins check and the plan does "
+                     "not model: it assumes every node passes them")
+PREEMPTION_NOTE = ("pod %s fits no node: kube-scheduler's DefaultPreemption would then try "
+                   "to evict lower-priority pods to make room, which is not modelled")
+NO_IMAGES_NOTE = ("no node lists status.images: ImageLocality scores 0 on every node, as "
+                  "kube-scheduler does for nodes that report no images (a live cluster's "
+                  "nodes do report them)")
+
+
+def state_notes(state, framework):
+    """What a person should know about how the snapshot is read."""
+    scorers = {p.name for p, _ in framework.scorers}
+    if "ImageLocality" in scorers and state.nodes and not any(n.images for n in state.nodes):
+        return [NO_IMAGES_NOTE]
+    return []
+
+
 def pod_notes(pod):
     """What a person should know about how this pod's spec is read."""
-    notes = []
+    notes = [NOT_MODELLED_NOTE % (pod.key, what) for what in pod.spec.unmodelled]
     if pod.spec.uses_extension:
         notes.append(GT_LT_NOTE % pod.key)
     if pod.spec.required_node is not None:
@@ -53,7 +70,7 @@ class Plan:
 
 def plan(state, framework, pods, topology_key=DEFAULT_HOST_LABEL):
     """Place PODS in order on STATE (mutated: placed pods are bound)."""
-    placements, notes = [], []
+    placements, notes = [], state_notes(state, framework)
     seen = set()
     percentage = framework.percentage_of_nodes_to_score
     sampled = 0
@@ -68,6 +85,8 @@ def plan(state, framework, pods, topology_key=DEFAULT_HOST_LABEL):
         i = framework.select(state, ev)
         if i is None:
             placements.append(Placement(pod, None, None, [ev.summary()]))
+            if framework.preemption:
+                notes.append(PREEMPTION_NOTE % pod.key)
             continue
         state.bind(pod, i)
         node = state.nodes[i]

@@ -4,15 +4,20 @@ The first profile's plugin sets are merged with the v1 defaults exactly as
 kube-scheduler does (defaults live under ``multiPoint``; an extension
 point's ``disabled`` list, ``'*'`` included, removes them there; plugins
 enabled at a specific point override their multiPoint entry and come
-first). Plugins we do not model are accepted and reported in ``notes``.
+first). Every default plugin that filters or scores on what a snapshot holds is
+modelled; the volume, DRA and port plugins are named in a plan's notes when a
+pod uses what they act on (``model.PodSpecInfo.unmodelled``).
 """
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.scheduling import selectors
+from tacker_hwaffinity.scheduling import plugin_args, selectors
 from tacker_hwaffinity.scheduling.framework import Framework
 from tacker_hwaffinity.scheduling.model import parse_preferred_node_terms
-from tacker_hwaffinity.scheduling.plugins import basic
+from tacker_hwaffinity.scheduling import spreading
+from tacker_hwaffinity.scheduling.plugins import basic, noderesources
+from tacker_hwaffinity.scheduling.plugins.imagelocality import ImageLocality
 from tacker_hwaffinity.scheduling.plugins.interpod import InterPodAffinity
 from tacker_hwaffinity.scheduling.plugins.nodeaffinity import NodeAffinity
+from tacker_hwaffinity.scheduling.plugins.topologyspread import PodTopologySpread
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 # kube-scheduler's v1 default plugins, in order, with their score weights.
@@ -30,10 +35,13 @@ OTHER_IN_TREE = ("DynamicResources", "NodeResourcesLeastAllocated", "NodeResourc
 KNOWN_PLUGINS = {name for name, _ in DEFAULT_MULTIPOINT} | set(OTHER_IN_TREE)
 # Extension points each modelled plugin implements (what we model of it).
 MODELLED_FILTERS = ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
-                    "NodeResourcesFit", "InterPodAffinity")
-MODELLED_SCORES = ("NodeAffinity", "InterPodAffinity")
-NOT_MODELLED_SCORES = ("TaintToleration", "NodeResourcesFit", "PodTopologySpread",
-                       "NodeResourcesBalancedAllocation", "ImageLocality")
+                    "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity")
+MODELLED_SCORES = ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread",
+                   "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality")
+# Plugins that only act on what a snapshot does not model; a plan names them in its
+# notes when a pod uses what they act on.
+NOT_MODELLED = ("NodePorts", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
+                "VolumeZone", "DynamicResources", "DefaultPreemption", "SchedulingGates")
 EXTENSION_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore",
                     "score", "reserve", "permit", "preBind", "bind", "postBind", "multiPoint")
 _TOP_FIELDS = {"apiVersion", "kind", "parallelism", "leaderElection", "clientConnection",
@@ -94,6 +102,9 @@ class Profile:
         self.hard_weight, self.ignore_existing_preferred = 1, False
         self.added_required, self.added_preferred = None, ()
         self.percentage_of_nodes_to_score = None     # None/0: adaptive
+        self.spread_defaults, self.spread_system_defaulted = spreading.SYSTEM_DEFAULTS, True
+        self.fit = {}  # NodeResourcesFit constructor arguments from its args
+        self.balanced_resources = noderesources.DEFAULT_RESOURCES
         points = {}
         profile = {}
         try:
@@ -114,10 +125,8 @@ class Profile:
         multipoint = _merge(DEFAULT_MULTIPOINT, *points["multiPoint"])
         self.filters = [n for n, _ in _expand(multipoint, points["filter"], MODELLED_FILTERS)]
         self.scores = _expand(multipoint, points["score"], MODELLED_SCORES)
-        explicit = {n for ep in ("multiPoint", "score") for n, _ in points[ep][0]}
-        for name, _ in _expand(multipoint, points["score"], NOT_MODELLED_SCORES):
-            if name in explicit:
-                self.notes.append("score plugin %s is enabled but not modelled" % name)
+        self.preemption = any(n == "DefaultPreemption" for n, _ in
+                              _expand(multipoint, points["postFilter"], ("DefaultPreemption",)))
 
     def _parse_top(self, raw):
         _check_fields(raw, _TOP_FIELDS, "")
@@ -164,6 +173,31 @@ class Profile:
             elif pc.get("name") == "NodeAffinity":
                 _check_fields(args, {"apiVersion", "kind", "addedAffinity"}, f + ".args")
                 self._parse_added(args.get("addedAffinity"), f + ".args.addedAffinity")
+            elif pc.get("name") == "PodTopologySpread":
+                self._parse_spread(args, f + ".args")
+            elif pc.get("name") == "NodeResourcesFit":
+                self.fit = plugin_args.fit_args(args, f + ".args")
+            elif pc.get("name") == "NodeResourcesBalancedAllocation":
+                _check_fields(args, {"apiVersion", "kind", "resources"}, f + ".args")
+                self.balanced_resources = plugin_args.resource_specs(
+                    args.get("resources"), f + ".args.resources",
+                    noderesources.DEFAULT_RESOURCES)
+
+    def _parse_spread(self, args, field):
+        """PodTopologySpreadArgs: defaultingType System (v1's default) or List."""
+        _check_fields(args, {"apiVersion", "kind", "defaultConstraints", "defaultingType"},
+                      field)
+        kind = args.get("defaultingType") or "System"
+        if kind not in ("System", "List"):
+            raise InputError("unsupported value %r: expected System or List" % (kind,),
+                             field=field + ".defaultingType")
+        defaults = spreading.parse_constraints(args.get("defaultConstraints"),
+                                               field + ".defaultConstraints", default=True)
+        if kind == "System" and defaults:
+            raise InputError("when .defaultingType is \"System\", .defaultConstraints must "
+                             "be empty", field=field + ".defaultConstraints")
+        self.spread_system_defaulted = kind == "System"
+        self.spread_defaults = spreading.SYSTEM_DEFAULTS if kind == "System" else defaults
 
     def _parse_added(self, raw, field):
         if raw is None:
@@ -187,10 +221,17 @@ class Profile:
         nodeaff = NodeAffinity(self.added_required, self.added_preferred)
         plugins = {"NodeUnschedulable": basic.NodeUnschedulable(), "NodeName": basic.NodeName(),
                    "TaintToleration": basic.TaintToleration(), "NodeAffinity": nodeaff,
-                   "NodeResourcesFit": basic.NodeResourcesFit(), "InterPodAffinity": interpod}
+                   "NodeResourcesFit": noderesources.NodeResourcesFit(**self.fit),
+                   "PodTopologySpread": PodTopologySpread(self.spread_defaults,
+                                                          self.spread_system_defaulted),
+                   "InterPodAffinity": interpod,
+                   "NodeResourcesBalancedAllocation":
+                       noderesources.NodeResourcesBalancedAllocation(self.balanced_resources),
+                   "ImageLocality": ImageLocality()}
         fw = Framework([plugins[n] for n in self.filters],
                        [(plugins[n], w) for n, w in self.scores])
         fw.percentage_of_nodes_to_score = self.percentage_of_nodes_to_score
+        fw.preemption = self.preemption
         return fw
 
 

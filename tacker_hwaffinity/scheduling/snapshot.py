@@ -3,26 +3,33 @@ from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.k8s.yamlio import gc_paused, load_objects
 from tacker_hwaffinity.scheduling import workloads
 from tacker_hwaffinity.scheduling.model import (
-    DEFAULT_NAMESPACE, Namespace, Node, Pod, object_label)
+    DEFAULT_NAMESPACE, Namespace, Node, Pod, metadata, object_label, parse_labels)
+from tacker_hwaffinity.scheduling.selectors import (
+    EQUALS, LabelSelector, Requirement, SelectorError, parse_label_selector)
 from tacker_hwaffinity.scheduling.state import ClusterState
 
-CLUSTER_KINDS = ("Node", "Pod", "Namespace")
+CLUSTER_KINDS = ("Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet",
+                 "ReplicationController")
+# Kinds read for their selector only: default topology spreading derives a pod's
+# selector from the Services that select it and from its controller.
+SELECTOR_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController")
 
 # What the engine reads of snapshot objects (model.Node.parse, Pod.parse, Namespace.parse,
-# object_label): per kind, the keys kept of each listed top-level field. The loader drops
-# every other key of those fields while reading (see k8s.pruning), so memory follows what
-# is used: most of what kubectl prints is metadata.managedFields, Node status.images and
-# Pod status. Fields not listed are kept whole. Reading one more field means adding it
-# here, e.g. "images" to the Node "status" entry for ImageLocality.
+# object_label, selectors_of): per kind, the keys kept of each listed top-level field. The
+# loader drops every other key of those fields while reading (see k8s.pruning), so memory
+# follows what is used: most of what kubectl prints is metadata.managedFields and Pod
+# status. Fields not listed are kept whole. Reading one more field means adding it here.
+_SELECTOR_ONLY = {"metadata": ("name", "namespace"), "spec": ("selector",), "status": ()}
 SNAPSHOT_FIELDS = {
     "Node": {"metadata": ("name", "namespace", "labels"),
-             "status": ("allocatable", "capacity")},
+             "status": ("allocatable", "capacity", "images")},
     "Pod": {"metadata": ("name", "namespace", "labels", "deletionTimestamp"),
             "spec": ("nodeName", "nodeSelector", "tolerations", "affinity", "containers",
                      "initContainers", "overhead"),
             "status": ("phase",)},
     "Namespace": {"metadata": ("name", "namespace", "labels")},
 }
+SNAPSHOT_FIELDS.update({kind: _SELECTOR_ONLY for kind in SELECTOR_KINDS})
 
 
 def _located(fn, obj, source):
@@ -49,12 +56,38 @@ class Snapshot:
     names generated for new pods avoid.
     """
 
-    def __init__(self, nodes, namespaces, pods, notes, pod_keys=None):
+    def __init__(self, nodes, namespaces, pods, notes, pod_keys=None, services=(),
+                 controllers=None):
         self.nodes, self.namespaces, self.pods, self.notes = nodes, namespaces, pods, notes
         self.pod_keys = pod_keys if pod_keys is not None else {p.key for p in pods}
+        self.services = list(services)  # [(namespace, selector map)]
+        self.controllers = dict(controllers or {})  # see ClusterState
+
+    def add_selectors(self, obj):
+        """Take in a Service, ReplicaSet, StatefulSet or ReplicationController's selector."""
+        kind = obj.get("kind")
+        meta, name = metadata(obj, kind)
+        ns = meta.get("namespace") or DEFAULT_NAMESPACE
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        raw = spec.get("selector")
+        if kind in ("Service", "ReplicationController"):
+            sel = parse_labels(raw, "spec.selector")
+            if kind == "Service":
+                if sel:  # a Service without a selector selects no pod
+                    self.services.append((ns, sel))
+                return
+            selector = LabelSelector([Requirement(k, EQUALS, [v]) for k, v in sel.items()])
+        else:
+            try:
+                selector = parse_label_selector(raw, "spec.selector")
+            except SelectorError as e:
+                raise InputError(e.message, field=e.field)
+        version = "v1" if kind == "ReplicationController" else "apps/v1"
+        if obj.get("apiVersion") == version:
+            self.controllers[(ns, version, kind, name)] = selector
 
     def state(self):
-        state = ClusterState(self.nodes, self.namespaces)
+        state = ClusterState(self.nodes, self.namespaces, self.services, self.controllers)
         for pod in self.pods:
             state.bind(pod, state.index[pod.node_name])
         return state
@@ -69,9 +102,12 @@ def cluster_from_objects(objects):
     """Snapshot from [(object, source name)]."""
     nodes, namespaces, pods, notes = [], [], [], []
     seen_nodes, pending, unknown_node, skipped, pod_keys = set(), 0, 0, {}, set()
+    snap = Snapshot(nodes, namespaces, [], notes, pod_keys)
     for obj, source in objects:
         kind = _kind(obj, source)
-        if kind == "Node":
+        if kind in SELECTOR_KINDS:
+            _located(lambda: snap.add_selectors(obj), obj, source)
+        elif kind == "Node":
             node = _located(lambda: Node.parse(obj), obj, source)
             if node.name in seen_nodes:
                 raise InputError("node %r is given twice" % node.name, source=source,
@@ -108,7 +144,8 @@ def cluster_from_objects(objects):
     for kind, n in sorted(skipped.items()):
         notes.append("%d %s object(s) in the cluster files are ignored (their pods are "
                      "listed as Pods)" % (n, kind))
-    return Snapshot(nodes, namespaces, bound, notes, pod_keys)
+    snap.pods = bound
+    return snap
 
 
 def load_workloads(paths, snapshot=None):
@@ -118,7 +155,9 @@ def load_workloads(paths, snapshot=None):
 def workloads_from_objects(objects, snapshot=None, avoid=()):
     """Pods to schedule, in file order, and notes on objects that create none.
 
-    A fixed pod name (StatefulSet, Pod) given twice or already bound in SNAPSHOT
+    Services among the workloads join SNAPSHOT's selectors: default topology
+    spreading reads them. A fixed pod name (StatefulSet, Pod) given twice or
+    already bound in SNAPSHOT
     is an error, as the API server would refuse to create it; generated names
     avoid every pod name seen so far, and the names in AVOID (pods a caller
     created in earlier calls), instead (see ``workloads``).
@@ -129,6 +168,9 @@ def workloads_from_objects(objects, snapshot=None, avoid=()):
     taken |= set(avoid)
     for obj, source in objects:
         kind = _kind(obj, source)
+        if kind == "Service" and snapshot is not None:
+            # created with the workloads: its selector counts for default spreading
+            _located(lambda: snapshot.add_selectors(obj), obj, source)
         if kind in workloads.NON_WORKLOAD_KINDS:
             notes.append("%s: %s creates no pods here and is not planned"
                          % (source, object_label(obj)))

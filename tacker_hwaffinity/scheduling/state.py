@@ -7,9 +7,13 @@ plus a few vector operations over the nodes, not O(pods x nodes).
 """
 import numpy as np
 
+from tacker_hwaffinity.scheduling import selectors
+from tacker_hwaffinity.scheduling.resources import UNCHECKED, node_allocatable  # noqa: F401
 from tacker_hwaffinity.scheduling.selectors import NOTHING
 
-UNCHECKED = -1  # allocatable not given for a resource: it is not checked
+# The controllers whose selector kube-scheduler's default spreading reads (DefaultSelector).
+SELECTOR_OWNERS = (("v1", "ReplicationController"), ("apps/v1", "ReplicaSet"),
+                   ("apps/v1", "StatefulSet"))
 
 # Kinds of an existing pod's terms that act on incoming pods (symmetry).
 EXISTING_KINDS = ("required_anti", "required_affinity", "preferred_affinity", "preferred_anti")
@@ -84,18 +88,46 @@ class TermGroup:
         return hit
 
 
-class ClusterState:
-    """Nodes, namespaces and bound pods, with the counts the plugins read."""
+class NodeCounts:
+    """Per node, how many bound, non-terminating pods MATCHER selects (PodTopologySpread)."""
 
-    def __init__(self, nodes, namespaces=()):
+    __slots__ = ("matcher", "counts", "_cache")
+
+    def __init__(self, matcher, n):
+        self.matcher = matcher
+        self.counts = np.zeros(n, dtype=np.int64)
+        self._cache = {}
+
+    def add(self, pod, node_index):
+        if pod.terminating:
+            return
+        hit = self._cache.get(pod.class_key)
+        if hit is None:
+            hit = self._cache[pod.class_key] = self.matcher(pod)
+        if hit:
+            self.counts[node_index] += 1
+
+
+class ClusterState:
+    """Nodes, namespaces and bound pods, with the counts the plugins read.
+
+    SERVICES: ``[(namespace, selector map)]``; CONTROLLERS: ``{(namespace, apiVersion,
+    kind, name): LabelSelector}`` of ReplicaSets, StatefulSets and ReplicationControllers:
+    what default topology spreading derives a pod's selector from.
+    """
+
+    def __init__(self, nodes, namespaces=(), services=(), controllers=None):
         self.nodes = list(nodes)
         self.index = {n.name: i for i, n in enumerate(self.nodes)}
         self.namespaces = {ns.name: ns for ns in namespaces}
+        self.services = list(services)
+        self.controllers = dict(controllers or {})
         n = len(self.nodes)
-        self.alloc = {r: np.array([node.allocatable.get(r, UNCHECKED) for node in self.nodes],
-                                  dtype=np.int64) for r in ("cpu", "memory", "pods")}
+        self.alloc = {}
         self.requested = {r: np.zeros(n, dtype=np.int64) for r in ("cpu", "memory")}
         self.nonzero_requested = {r: np.zeros(n, dtype=np.int64) for r in ("cpu", "memory")}
+        for r in ("cpu", "memory", "pods"):
+            self.allocatable(r)
         self.pod_count = np.zeros(n, dtype=np.int64)
         self.unschedulable = np.array([node.unschedulable for node in self.nodes], dtype=bool)
         names = np.array([x.name for x in self.nodes])
@@ -103,7 +135,61 @@ class ClusterState:
         self.pods = []  # (pod, node index), in binding order
         self._domains = {}
         self._counts = {}
+        self._node_counts = {}
         self._groups = {kind: {} for kind in EXISTING_KINDS}
+        self._default_selectors = {}
+        self.cache = {}  # per-state values plugins derive from nodes only (masks, images)
+
+    def allocatable(self, resource):
+        """Allocatable RESOURCE per node (UNCHECKED where it is not checked)."""
+        a = self.alloc.get(resource)
+        if a is None:
+            a = self.alloc[resource] = np.array(
+                [node_allocatable(node, resource) for node in self.nodes], dtype=np.int64)
+        return a
+
+    def requested_of(self, resource):
+        """Sum of the bound pods' requests of RESOURCE per node, kept up to date."""
+        r = self.requested.get(resource)
+        if r is None:
+            r = self.requested[resource] = np.zeros(len(self.nodes), dtype=np.int64)
+            for pod, i in self.pods:
+                r[i] += pod.spec.requests.get(resource, 0)
+        return r
+
+    def node_counts(self, sig, matcher):
+        """Per-node counts of bound non-terminating pods for MATCHER (identified by SIG)."""
+        c = self._node_counts.get(sig)
+        if c is None:
+            c = self._node_counts[sig] = NodeCounts(matcher, len(self.nodes))
+            for pod, i in self.pods:
+                c.add(pod, i)
+        return c.counts
+
+    def default_selector(self, pod):
+        """helper.DefaultSelector: the selectors of the Services that select POD and of
+        its controlling ReplicaSet, StatefulSet or ReplicationController; None if empty."""
+        key = (pod.namespace, pod.class_key, pod.owner, id(pod.owner_selector))
+        if key in self._default_selectors:
+            return self._default_selectors[key]
+        merged = {}
+        for ns, sel in self.services:
+            if ns == pod.namespace and all(pod.labels.get(k) == v for k, v in sel.items()):
+                merged.update(sel)
+        owner_sel = pod.owner_selector
+        if owner_sel is None and pod.owner is not None and pod.owner[:2] in SELECTOR_OWNERS:
+            owner_sel = self.controllers.get((pod.namespace,) + tuple(pod.owner))
+        if owner_sel is not None and pod.owner is not None \
+                and pod.owner[:2] == SELECTOR_OWNERS[0]:
+            for r in owner_sel.requirements:  # an RC's selector is a plain label map
+                merged[r.key] = r.values[0]
+            owner_sel = None
+        reqs = [selectors.Requirement(k, selectors.EQUALS, [v]) for k, v in merged.items()]
+        if owner_sel is not None and not owner_sel.nothing:
+            reqs.extend(owner_sel.requirements)
+        got = selectors.LabelSelector(reqs) if reqs else None
+        self._default_selectors[key] = got
+        return got
 
     def ns_labels(self, namespace):
         ns = self.namespaces.get(namespace)
@@ -132,12 +218,16 @@ class ClusterState:
         """Record POD as running on node NODE_INDEX and update every count."""
         self.pods.append((pod, node_index))
         self.pod_count[node_index] += 1
-        for r in ("cpu", "memory"):
-            self.requested[r][node_index] += pod.spec.requests[r]
-            self.nonzero_requested[r][node_index] += pod.spec.nonzero_requests[r]
+        requests = pod.spec.requests
+        for r, arr in self.requested.items():
+            arr[node_index] += requests.get(r, 0)
+        for r, arr in self.nonzero_requested.items():
+            arr[node_index] += pod.spec.nonzero_requests[r]
         ns_labels = self.ns_labels(pod.namespace)
         for c in self._counts.values():
             c.add(pod, node_index, ns_labels)
+        for c in self._node_counts.values():
+            c.add(pod, node_index)
         if not pod.spec.has_pod_affinity:
             return
         for kind in EXISTING_KINDS:

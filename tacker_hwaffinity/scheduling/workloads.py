@@ -21,7 +21,8 @@ import json
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling.model import (
     DEFAULT_NAMESPACE, Pod, PodSpecInfo, metadata, parse_labels)
-from tacker_hwaffinity.scheduling.selectors import SelectorError, parse_label_selector
+from tacker_hwaffinity.scheduling.selectors import (
+    EQUALS, LabelSelector, Requirement, SelectorError, parse_label_selector)
 
 WORKLOAD_KINDS = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "Job")
 # Kinds that may sit beside workloads in a manifest set and create no pods to plan.
@@ -91,6 +92,7 @@ def _template(obj, ns):
     if not isinstance(tmeta, dict):
         raise InputError("expected a mapping", field="spec.template.metadata")
     labels = parse_labels(tmeta.get("labels"), "spec.template.metadata.labels")
+    sel = None
     if "selector" in spec:
         try:
             sel = parse_label_selector(spec.get("selector"), "spec.selector")
@@ -102,7 +104,7 @@ def _template(obj, ns):
         if not sel.matches(labels):
             raise InputError("selector does not match template labels", field="spec.selector")
     info = PodSpecInfo(tpl.get("spec"), "spec.template.spec.")
-    return spec, tpl, labels, info
+    return spec, tpl, labels, info, sel
 
 
 def expand(obj, source=None, taken=frozenset()):
@@ -120,27 +122,38 @@ def expand(obj, source=None, taken=frozenset()):
     if kind == "Pod":
         pod = Pod.parse(obj, created=False, source=source)
         return [pod] if pod is not None else []
-    spec, tpl, labels, info = _template(obj, ns)
+    spec, tpl, labels, info, selector = _template(obj, ns)
     replicas = _int_field(spec, "replicas", 1, "spec.replicas")
 
     used = set()
+    owner = owner_selector = None
 
     def make(pod_name, extra):
-        return Pod(ns, pod_name, dict(labels, **extra), info, created=False, source=source)
+        return Pod(ns, pod_name, dict(labels, **extra), info, created=False, source=source,
+                   owner=owner, owner_selector=owner_selector)
 
     def generated(prefix, *parts):
         """PREFIX and 5 characters derived from PARTS: the first such name not taken."""
         return _free_name(ns, lambda attempt: prefix + _candidate_suffix(attempt, *parts),
                           taken, used)
 
+    if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+        owner_selector = selector
     if kind == "Deployment":
         h = template_hash(tpl)
         prefix = "%s-%s-" % (name, h)
+        # its ReplicaSet <name>-<hash> selects the Deployment's pods of this template
+        owner = ("apps/v1", "ReplicaSet", name + "-" + h)
+        if selector is not None:
+            owner_selector = LabelSelector(selector.requirements + (
+                Requirement("pod-template-hash", EQUALS, [h]),))
         return [make(generated(prefix, ns, name, h, i), {"pod-template-hash": h})
                 for i in range(replicas)]
     if kind == "ReplicaSet":
+        owner = ("apps/v1", "ReplicaSet", name)
         return [make(generated(name + "-", ns, name, i), {}) for i in range(replicas)]
     if kind == "StatefulSet":
+        owner = ("apps/v1", "StatefulSet", name)
         ordinals = spec.get("ordinals") or {}
         start = _int_field(ordinals if isinstance(ordinals, dict) else {}, "start", 0,
                            "spec.ordinals.start")
@@ -160,6 +173,7 @@ def expand(obj, source=None, taken=frozenset()):
         job_labels = {"batch.kubernetes.io/controller-uid": uid, "controller-uid": uid,
                       "batch.kubernetes.io/job-name": name, "job-name": name}
         indexed = spec.get("completionMode") == "Indexed"
+        owner = ("batch/v1", "Job", name)
         pods = []
         for i in range(parallelism):
             if indexed:

@@ -181,7 +181,8 @@ def test_snapshot_fields_are_dropped_and_the_rest_kept(parsers, tmp_path):
         full_node, full_pod = kubectl_node(), kubectl_pod()
         assert node["metadata"] == {"labels": full_node["metadata"]["labels"], "name": "n1"}
         assert node["status"] == {"allocatable": full_node["status"]["allocatable"],
-                                  "capacity": full_node["status"]["capacity"]}
+                                  "capacity": full_node["status"]["capacity"],
+                                  "images": full_node["status"]["images"]}  # ImageLocality
         assert node["spec"] == full_node["spec"]  # not listed: kept whole
         assert "managedFields" not in pod["metadata"] and pod["status"] == {"phase": "Running"}
         assert pod["metadata"]["deletionTimestamp"] == full_pod["metadata"]["deletionTimestamp"]

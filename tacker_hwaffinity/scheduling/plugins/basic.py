@@ -1,9 +1,8 @@
-"""The filters that decide feasibility besides affinity: node name, unschedulable,
-taints (NoSchedule/NoExecute) and resources (cpu, memory, pods)."""
+"""Node name, unschedulable, and taints: NoSchedule/NoExecute filter, PreferNoSchedule score."""
 import numpy as np
 
 from tacker_hwaffinity.scheduling.model import Taint, tolerates
-from tacker_hwaffinity.scheduling.plugins import Rejection
+from tacker_hwaffinity.scheduling.plugins import Rejection, default_normalize
 
 _UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
 
@@ -62,30 +61,19 @@ class TaintToleration:
         failed[list(bad)] = True
         return Rejection(failed, lambda i: [bad[i]])
 
-
-# code bits: 1 too many pods, 2 cpu, 4 memory -> reasons in kube-scheduler's order
-_FIT_REASONS = tuple(
-    tuple(r for bit, r in ((1, "Too many pods"), (2, "Insufficient cpu"),
-                           (4, "Insufficient memory")) if code & bit)
-    for code in range(8))
-
-
-class NodeResourcesFit:
-    name = "NodeResourcesFit"
-
-    def filter(self, cycle):
-        state, req = cycle.state, cycle.pod.spec.requests
-        alloc = state.alloc
-        too_many = (alloc["pods"] >= 0) & (state.pod_count + 1 > alloc["pods"])
-        short = {}
-        for r in ("cpu", "memory"):
-            if req[r] > 0:
-                short[r] = (alloc[r] >= 0) & (req[r] > alloc[r] - state.requested[r])
-        codes = too_many.astype(np.int8)
-        for bit, r in ((2, "cpu"), (4, "memory")):
-            if r in short:
-                codes |= short[r].astype(np.int8) * bit
-        failed = codes > 0
-        if not failed.any():
-            return None
-        return Rejection(failed, codes=codes, table=_FIT_REASONS)
+    def scores(self, cycle, feasible):
+        """Untolerated PreferNoSchedule taints, fewer is better (reverse normalisation).
+        Only tolerations with effect PreferNoSchedule or none count, as upstream."""
+        state = cycle.state
+        tols = tuple(t for t in cycle.pod.spec.tolerations
+                     if t.effect in ("", "PreferNoSchedule"))
+        preferred = state.cache.get("prefer-no-schedule")
+        if preferred is None:
+            per_node = ((i, [t for t in n.taints if t.effect == "PreferNoSchedule"])
+                        for i, n in enumerate(state.nodes))
+            preferred = state.cache["prefer-no-schedule"] = [(i, ts) for i, ts in per_node
+                                                              if ts]
+        raw = np.zeros(len(state.nodes), dtype=np.int64)
+        for i, taints in preferred:
+            raw[i] = sum(1 for t in taints if not tolerates(tols, t))
+        return default_normalize(raw, feasible, reverse=True)

@@ -78,6 +78,9 @@ class InterPodAffinity:
             return None
         return Rejection(failed, codes=code, table=_REASONS)
 
+    def scores(self, cycle, feasible):
+        return self.normalize(self.score(cycle), feasible)
+
     def score(self, cycle):
         state, pod = cycle.state, cycle.pod
         pref_aff = self.incoming_terms(cycle, "preferred_affinity")

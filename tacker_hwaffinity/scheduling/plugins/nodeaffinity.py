@@ -70,6 +70,9 @@ class NodeAffinity:
             return None
         return Rejection(failed, codes=code, table=((), (ERR_ENFORCED,), (ERR_POD,)))
 
+    def scores(self, cycle, feasible):
+        return self.normalize(self.score(cycle), feasible)
+
     def score(self, cycle):
         state, spec = cycle.state, cycle.pod.spec
         raw = np.zeros(len(state.nodes), dtype=np.int64)

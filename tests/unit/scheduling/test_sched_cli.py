@@ -7,6 +7,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from tacker_hwaffinity.scheduling.profile import Profile
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 SAMPLES = os.path.join(ROOT, "samples")
 CLUSTER = os.path.join(SAMPLES, "cluster.yaml")
@@ -70,8 +72,12 @@ def test_explain_json_contract():
     assert master["reasons"] == ["node(s) had untolerated taint "
                                  "{node-role.kubernetes.io/control-plane: }"]
     worker = next(n for n in out["nodes"] if n["name"] == "worker-0")
-    assert worker["scores"] == {"NodeAffinity": 0, "InterPodAffinity": 0}
-    assert worker["total"] == 0
+    assert set(worker["scores"]) == {
+        "TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread",
+        "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality"}
+    weights = dict(Profile().scores)
+    assert worker["total"] == sum(weights[k] * v for k, v in worker["scores"].items())
+    assert worker["scores"]["TaintToleration"] == 100  # no PreferNoSchedule taint
 
 
 def test_explain_notes_the_gt_lt_extension(tmp_path):

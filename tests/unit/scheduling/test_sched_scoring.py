@@ -87,7 +87,7 @@ def test_only_feasible_nodes_are_scored():
         pref_aff=[weighted(5, term("region", {"app": "a"}))]))
     r = run(NODES, incoming, existing)
     assert r["m1"]["scores"] == {} and r["m1"]["total"] is None
-    assert r["m2"]["scores"] == {IPA: 0, NA: 0}
+    assert {k: r["m2"]["scores"][k] for k in (IPA, NA)} == {IPA: 0, NA: 0}
 
 
 def test_with_all_filters_disabled_every_node_is_scored():
@@ -128,8 +128,11 @@ def test_weights_multiply_into_the_total():
     nodes = [node("a", {"disk": "ssd"}), node("b")]
     incoming = pod("p", affinity=affinity(node=node_pref(
         (5, {"key": "disk", "operator": "In", "values": ["ssd"]}))))
-    assert run(nodes, incoming)["a"]["total"] == 200  # default weight 2
+    r = run(nodes, incoming)
+    assert r["a"]["scores"][NA] == 100 and r["b"]["scores"][NA] == 0
+    assert r["a"]["total"] - r["b"]["total"] == 200  # default weight 2, the rest equal
     cfg = config(plugins={"score": {"enabled": [{"name": "NodeAffinity", "weight": 7}]}})
-    assert run(nodes, incoming, cfg=cfg)["a"]["total"] == 700
+    r = run(nodes, incoming, cfg=cfg)
+    assert r["a"]["total"] - r["b"]["total"] == 700
     off = config(plugins={"score": {"disabled": [{"name": "NodeAffinity"}]}})
-    assert run(nodes, incoming, cfg=off)["a"]["scores"] == {IPA: 0}
+    assert NA not in run(nodes, incoming, cfg=off)["a"]["scores"]

@@ -1,0 +1,148 @@
+"""NodeResourcesFit (filter and scoring strategies) and NodeResourcesBalancedAllocation.
+
+Filter: pod count, then cpu, memory, ephemeral-storage, then the scalar
+resources (extended, hugepages) the pod asks for, in name order; extended
+resources in ``ignoredResources`` or ``ignoredResourceGroups`` are not checked.
+
+Scores (no normalisation, as upstream): each listed resource with a non-zero
+allocatable scores, and the node's score is the weighted average. NodeResourcesFit
+counts cpu and memory with kube-scheduler's non-zero defaults (100m, 200Mi for a
+container without a request); BalancedAllocation counts requests as they are and
+skips pods that request none of its resources (best-effort).
+"""
+import numpy as np
+
+from tacker_hwaffinity.scheduling import resources as res
+from tacker_hwaffinity.scheduling.plugins import Rejection
+
+LEAST, MOST, RATIO = "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"
+DEFAULT_RESOURCES = (("cpu", 1), ("memory", 1))
+_FIXED_ORDER = ("cpu", "memory", "ephemeral-storage")
+_TABLE_LIMIT = 6  # up to this many checked resources, reasons come from a code table
+
+
+class NodeResourcesFit:
+    name = "NodeResourcesFit"
+
+    def __init__(self, strategy=LEAST, resources=DEFAULT_RESOURCES, shape=None,
+                 ignored=(), ignored_groups=()):
+        self.strategy, self.resources = strategy, tuple(resources)
+        self.ignored, self.ignored_groups = frozenset(ignored), frozenset(ignored_groups)
+        if strategy == RATIO:
+            scaled = tuple((u, s * (res.MAX_NODE_SCORE // res.MAX_CUSTOM_PRIORITY_SCORE))
+                           for u, s in shape)
+            self._ratio = res.broken_linear(scaled)
+        self._tables = {}
+
+    def _checked(self, req):
+        """Resources to check for a pod requesting REQ, in upstream's order."""
+        names = [r for r in _FIXED_ORDER if req.get(r, 0) > 0]
+        for r in sorted(req):
+            if r in _FIXED_ORDER or req[r] == 0 or not res.is_scalar(r):
+                continue
+            if res.is_extended(r) and (r in self.ignored
+                                       or r.split("/")[0] in self.ignored_groups):
+                continue
+            names.append(r)
+        return names
+
+    def filter(self, cycle):
+        state, req = cycle.state, cycle.pod.spec.requests
+        pods = state.allocatable("pods")
+        too_many = (pods >= 0) & (state.pod_count + 1 > pods)
+        names = self._checked(req)
+        shorts = []
+        for r in names:
+            alloc = state.allocatable(r)
+            shorts.append((alloc >= 0) & (req[r] > alloc - state.requested_of(r)))
+        if len(names) <= _TABLE_LIMIT:
+            codes = too_many.astype(np.int16)
+            for bit, short in enumerate(shorts, 1):
+                codes |= short.astype(np.int16) << bit
+            failed = codes > 0
+            if not failed.any():
+                return None
+            return Rejection(failed, codes=codes, table=self._table(tuple(names)))
+        failed = too_many.copy()
+        for short in shorts:
+            failed |= short
+
+        def why(i):
+            out = ["Too many pods"] if too_many[i] else []
+            return out + ["Insufficient %s" % r for r, s in zip(names, shorts) if s[i]]
+        return Rejection(failed, why) if failed.any() else None
+
+    def _table(self, names):
+        got = self._tables.get(names)
+        if got is None:
+            labels = ("Too many pods",) + tuple("Insufficient %s" % r for r in names)
+            got = self._tables[names] = tuple(
+                tuple(label for bit, label in enumerate(labels) if code >> bit & 1)
+                for code in range(1 << len(labels)))
+        return got
+
+    def _request_vectors(self, state, pod, name):
+        """(node requested including the pod, allocatable for scoring) of one resource."""
+        spec = pod.spec
+        if name in spec.nonzero_requests:
+            requested = state.nonzero_requested[name] + spec.nonzero_requests[name]
+        else:
+            want = spec.requests.get(name, 0)
+            if want == 0 and res.is_scalar(name):
+                return None
+            requested = state.requested_of(name) + want
+        return requested, np.maximum(state.allocatable(name), 0)
+
+    def scores(self, cycle, feasible):
+        state, pod = cycle.state, cycle.pod
+        parts = []
+        for name, weight in self.resources:
+            got = self._request_vectors(state, pod, name)
+            if got is None:
+                continue
+            requested, alloc = got
+            if self.strategy == LEAST:
+                score = res.least_requested(requested, alloc)
+            elif self.strategy == MOST:
+                score = res.most_requested(requested, alloc)
+            else:
+                util = np.full(len(alloc), res.MAX_NODE_SCORE, dtype=np.int64)
+                ok = (alloc > 0) & (requested <= alloc)
+                util[ok] = requested[ok] * res.MAX_NODE_SCORE // alloc[ok]
+                score = self._ratio(util)
+            parts.append((score, weight, alloc > 0))
+        out = res.weighted_average(parts, rounded=self.strategy == RATIO,
+                                   skip_zero=self.strategy == RATIO)
+        if not len(out):
+            out = np.zeros(len(state.nodes), dtype=np.int64)
+        out[~feasible] = 0
+        return out
+
+
+class NodeResourcesBalancedAllocation:
+    name = "NodeResourcesBalancedAllocation"
+
+    def __init__(self, resources=DEFAULT_RESOURCES):
+        self.resources = tuple(resources)
+
+    def scores(self, cycle, feasible):
+        state, spec = cycle.state, cycle.pod.spec
+        n = len(state.nodes)
+        wants = [spec.requests.get(name, 0) for name, _ in self.resources]
+        if not any(wants):  # best-effort pod: PreScore returns Skip
+            return np.zeros(n, dtype=np.int64)
+        fractions, present = [], []
+        for (name, _), want in zip(self.resources, wants):
+            if want == 0 and res.is_scalar(name):
+                continue
+            alloc = np.maximum(state.allocatable(name), 0)
+            requested = state.requested_of(name) + want
+            ok = alloc > 0
+            f = np.zeros(n, dtype=np.float64)
+            f[ok] = requested[ok] / alloc[ok]
+            fractions.append(f)
+            present.append(ok)
+        out = res.balanced(fractions, present) if present else np.full(
+            n, res.MAX_NODE_SCORE, dtype=np.int64)
+        out[~feasible] = 0
+        return out
