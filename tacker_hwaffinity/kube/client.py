@@ -38,6 +38,10 @@ class Connection:
         from kubernetes import client
         return client.CoreV1Api(self.api_client)
 
+    def apps(self):
+        from kubernetes import client
+        return client.AppsV1Api(self.api_client)
+
     def timeout(self):
         return (CONNECT_TIMEOUT_S, READ_TIMEOUT_S)
 

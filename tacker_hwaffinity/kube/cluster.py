@@ -1,6 +1,8 @@
 """The cluster snapshot `hwaffinity plan` needs, read from a live API server:
 nodes, pods and namespaces, as ``kubectl get nodes,pods,namespaces -A -o json``
-would print them, at one resourceVersion where the server allows it.
+would print them, at one resourceVersion where the server allows it; and the
+selectors of Services, ReplicaSets, StatefulSets and ReplicationControllers,
+which kube-scheduler's default topology spreading reads.
 
 Resource versions are etcd revisions shared by every kind stored together,
 so the pods and namespaces are listed at exactly the nodes' version
@@ -12,11 +14,18 @@ snapshot file: the planner ignores them, but their names are taken.
 from tacker_hwaffinity.kube.client import KubeError
 from tacker_hwaffinity.kube.lists import PAGE_SIZE, list_json
 
-# (kind, CoreV1Api method, what), in kubectl's print order
+# (kind, API group, method, what), in kubectl's print order
 LISTS = (
-    ("Node", "list_node", "nodes"),
-    ("Pod", "list_pod_for_all_namespaces", "pods in all namespaces"),
-    ("Namespace", "list_namespace", "namespaces"),
+    ("Node", "core", "list_node", "nodes"),
+    ("Pod", "core", "list_pod_for_all_namespaces", "pods in all namespaces"),
+    ("Namespace", "core", "list_namespace", "namespaces"),
+    ("Service", "core", "list_service_for_all_namespaces", "services in all namespaces"),
+    ("ReplicationController", "core", "list_replication_controller_for_all_namespaces",
+     "replicationcontrollers in all namespaces"),
+    ("ReplicaSet", "apps", "list_replica_set_for_all_namespaces",
+     "replicasets in all namespaces"),
+    ("StatefulSet", "apps", "list_stateful_set_for_all_namespaces",
+     "statefulsets in all namespaces"),
 )
 
 
@@ -24,11 +33,11 @@ def read_cluster(conn, prune=None, page_size=PAGE_SIZE):
     """([(object, source)], notes) for the planner. PRUNE(object) drops, in
     place, what the planner never reads, page by page, so memory follows what
     is used."""
-    api = conn.core()
+    apis = {"core": conn.core(), "apps": conn.apps()}
     source = "cluster %s" % conn.where
     objects, notes, version = [], [], None
-    for kind, method, what in LISTS:
-        call = getattr(api, method)
+    for kind, group, method, what in LISTS:
+        call = getattr(apis[group], method)
         if version is None:
             items, version = list_json(conn, call, kind, what, page_size, prune)
         else:

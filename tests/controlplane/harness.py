@@ -536,6 +536,11 @@ class FakeKubelet(threading.Thread):
 # --------------------------------------------------------------------------
 # The control plane
 
+# What a cluster snapshot lists (README): the scheduler's objects, and the ones whose
+# selectors default topology spreading reads.
+SNAPSHOT_KINDS = "nodes,pods,namespaces,services,replicationcontrollers,replicasets,statefulsets"
+
+
 class ControlPlane:
     def __init__(self, binaries, run_dir=None, log=print, node_lifecycle=True, api_qps=None):
         """NODE_LIFECYCLE False starts the controller manager without the
@@ -740,7 +745,8 @@ class ControlPlane:
         self.admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", {
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
             "metadata": {"name": name},
-            "rules": [{"apiGroups": [""], "resources": ["nodes", "pods", "namespaces"],
+            "rules": [{"apiGroups": [""], "resources": ["nodes", "pods", "namespaces",
+                                                        "services", "replicationcontrollers"],
                        "verbs": ["get", "list", "watch"]},
                       {"apiGroups": ["apps"], "resources": ["deployments", "replicasets",
                                                             "statefulsets"],
@@ -903,9 +909,9 @@ class ControlPlane:
                               check=True, capture_output=True, text=True, timeout=timeout).stdout
 
     def snapshot_yaml(self):
-        """The cluster as `kubectl get nodes,pods,namespaces -A -o yaml` prints
-        it, taken with the read-only identity."""
-        return self.kubectl("get", "nodes,pods,namespaces", "-A", "-o", "yaml",
+        """The cluster as `kubectl get SNAPSHOT_KINDS -A -o yaml` prints it, taken
+        with the read-only identity."""
+        return self.kubectl("get", SNAPSHOT_KINDS, "-A", "-o", "yaml",
                             kubeconfig=self.reader_kubeconfig)
 
     def component_logs(self):

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tacker_hwaffinity.kube import client as kube_client
-from tacker_hwaffinity.kube.cluster import read_cluster
+from tacker_hwaffinity.kube.cluster import LISTS, read_cluster
 
 from . import harness
 from . import workloads as w
@@ -87,7 +87,7 @@ def test_paged_lists_read_everything_at_one_version(control_plane, existing_pods
                 for o, _ in objects]
     assert keys(whole) == keys(paged)
     kinds = [k for k, _, _ in keys(whole)]
-    assert kinds == sorted(kinds, key=["Node", "Pod", "Namespace"].index)
+    assert kinds == sorted(kinds, key=[k for k, _, _, _ in LISTS].index)
     assert kinds.count("Pod") >= 4 and kinds.count("Node") >= 6
     obj, source = whole[0]
     assert obj["apiVersion"] == "v1" and source.startswith("cluster https://127.0.0.1:")

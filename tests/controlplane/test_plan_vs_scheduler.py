@@ -10,6 +10,7 @@ rules leave one choice.
 """
 import collections
 import json
+import os
 import subprocess
 import sys
 
@@ -91,6 +92,39 @@ def scenario_anti_with_node_affinity(ns):
     return [], _pods(ns, "pair", 3, {"app": "pair"}, aff=aff)
 
 
+def scenario_spread_deployment(ns):
+    labels = {"app": "amf"}
+    return [], [w.deployment("amf", ns, 6, labels, spread=[w.spread(KEY, labels)])]
+
+
+def scenario_spread_existing_pods(ns):
+    """Two pods already on host-a count: the four new replicas go 2/2 to host-b and host-c."""
+    old = {"app": "sp", "role": "old"}
+    setup = [w.pod("old-%d" % i, ns, old, node_selector={HOSTNAME: "worker-1"})
+             for i in range(2)]
+    new = {"app": "sp", "role": "new"}
+    return setup, [w.deployment("sp", ns, 4, new, spread=[w.spread(KEY, {"app": "sp"})])]
+
+
+def scenario_spread_with_node_affinity(ns):
+    """Only host-a and host-b pass the node affinity, so only they are domains."""
+    labels = {"app": "na"}
+    return [], _pods(ns, "na", 4, labels, aff=_node_affinity_in(["host-a", "host-b"]),
+                     spread=[w.spread(KEY, labels)])
+
+
+def scenario_spread_vnf_b_amf(ns):
+    """The VNF-B package's own AMF Deployment, as shipped."""
+    with open(AMF) as f:
+        docs = [d for d in yaml.safe_load_all(f) if d and d.get("kind") == "Deployment"]
+    for d in docs:
+        d["metadata"]["namespace"] = ns
+    return [], docs
+
+
+AMF = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                   "csar", "cnf", "Files", "kubernetes", "amf.yaml")
+
 SCENARIOS = {
     # name: (builder, expected counts per host, expected pending, unique nodes)
     "required-anti-pods": (scenario_required_anti_pods,
@@ -108,6 +142,15 @@ SCENARIOS = {
     "preferred-affinity": (scenario_preferred_affinity, {"host-c": 3}, [], None),
     "anti-with-node-affinity": (scenario_anti_with_node_affinity,
                                 {"host-a": 1, "host-b": 1}, ["pair-2"], None),
+    # PodTopologySpread DoNotSchedule: the counts per domain are the rule's, not luck's
+    "spread-deployment": (scenario_spread_deployment,
+                          {"host-a": 2, "host-b": 2, "host-c": 2}, 0, None),
+    "spread-existing-pods": (scenario_spread_existing_pods, {"host-b": 2, "host-c": 2}, 0,
+                             None),
+    "spread-with-node-affinity": (scenario_spread_with_node_affinity,
+                                  {"host-a": 2, "host-b": 2}, [], None),
+    "spread-vnf-b-amf": (scenario_spread_vnf_b_amf,
+                         {"host-a": 2, "host-b": 2, "host-c": 2}, 0, None),
 }
 
 

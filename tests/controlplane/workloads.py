@@ -22,11 +22,19 @@ def affinity(kind, mode, topology_key, match_labels, weight=100):
     return {key: rules}
 
 
-def pod_spec(aff=None, node_selector=None, cpu="100m", memory="64Mi"):
+def spread(topology_key, match_labels, max_skew=1, when="DoNotSchedule"):
+    """One topologySpreadConstraints item (the fields Kubernetes 1.20 knows)."""
+    return {"maxSkew": max_skew, "topologyKey": topology_key, "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": dict(match_labels)}}
+
+
+def pod_spec(aff=None, node_selector=None, cpu="100m", memory="64Mi", spread=None):
     spec = {"terminationGracePeriodSeconds": 1,
             "automountServiceAccountToken": False,
             "containers": [{"name": "app", "image": IMAGE,
                             "resources": {"requests": {"cpu": cpu, "memory": memory}}}]}
+    if spread:
+        spec["topologySpreadConstraints"] = list(spread)
     if aff:
         spec["affinity"] = aff
     if node_selector:

@@ -14,6 +14,9 @@ def container(requests=None, limits=None, image="x", **extra):
     return c
 
 
+SHORT = ["Insufficient hugepages-1Gi", "Insufficient intel.com/sriov_net"]
+
+
 def test_extended_resources_and_hugepages_filter_with_upstream_reasons():
     nodes = [node("sriov", alloc={"cpu": "8", "memory": "8Gi", "pods": "10",
                                   "intel.com/sriov_net": "2", "hugepages-1Gi": "4Gi"}),
@@ -23,10 +26,10 @@ def test_extended_resources_and_hugepages_filter_with_upstream_reasons():
                              "memory": "1Gi"})
     r = run(nodes, pod("upf", containers=[want]))
     assert r["sriov"]["feasible"] and r["unknown"]["feasible"]
-    assert r["plain"]["reasons"] == ["Insufficient hugepages-1Gi", "Insufficient intel.com/sriov_net"]
+    assert r["plain"]["reasons"] == SHORT
     busy = [pod("b%d" % i, on="sriov", containers=[want]) for i in range(2)]
     r = run(nodes[:2], pod("upf", containers=[want]), busy)
-    assert r["sriov"]["reasons"] == ["Insufficient hugepages-1Gi", "Insufficient intel.com/sriov_net"]
+    assert r["sriov"]["reasons"] == SHORT
     assert r[None]["summary"] == ("0/2 nodes are available: 2 Insufficient hugepages-1Gi, "
                                   "2 Insufficient intel.com/sriov_net.")
 
