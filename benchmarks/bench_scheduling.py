@@ -63,29 +63,55 @@ TEMPLATES = {
 }
 COLORS = {"anti-hostname": "green", "anti-zone": "green", "affinity-zone": "blue",
           "preferred-affinity": "red", "preferred-anti": "yellow", "node-affinity": "none"}
-# (name, template, nodes, zones, init pods, measured pods, upstream threshold pods/s)
+ZONE = "topology.kubernetes.io/zone"
+# scheduler_perf's topology_spreading templates: (pod spec fields, labels)
+SPREAD_TEMPLATES = {
+    "spread": ({"topologySpreadConstraints": [{
+        "maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"color": "blue"}}}]}, {"color": "blue"}),
+    "preferred-spread": ({"topologySpreadConstraints": [{
+        "maxSkew": 5, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"color": "blue"}}}]}, {"color": "blue"}),
+    # no constraints: the system defaults apply, with the Service's selector
+    "with-service": ({}, {"app": "scheduler-perf"}),
+    "default": ({}, {}),
+}
+SERVICE = ("sched-1", {"app": "scheduler-perf"})  # templates/service.yaml, in service-ns
+# (name, template, nodes, zones, init pods, measured pods, upstream threshold pods/s,
+#  init pods' template when it differs)
 CASES = (
-    ("SchedulingPodAntiAffinity/hostname", "anti-hostname", 5000, 1, 1000, 2000, 60),
-    ("SchedulingPodAntiAffinity/zone", "anti-zone", 5000, 100, 0, 2000, 60),
-    ("SchedulingPodAffinity/zone", "affinity-zone", 5000, 1, 5000, 5000, 35),
-    ("SchedulingPreferredPodAffinity", "preferred-affinity", 5000, 1, 5000, 5000, 90),
-    ("SchedulingPreferredPodAntiAffinity", "preferred-anti", 5000, 1, 5000, 5000, 90),
-    ("SchedulingNodeAffinity", "node-affinity", 5000, 1, 5000, 10000, 220),
+    ("SchedulingPodAntiAffinity/hostname", "anti-hostname", 5000, 1, 1000, 2000, 60, None),
+    ("SchedulingPodAntiAffinity/zone", "anti-zone", 5000, 100, 0, 2000, 60, None),
+    ("SchedulingPodAffinity/zone", "affinity-zone", 5000, 1, 5000, 5000, 35, None),
+    ("SchedulingPreferredPodAffinity", "preferred-affinity", 5000, 1, 5000, 5000, 90, None),
+    ("SchedulingPreferredPodAntiAffinity", "preferred-anti", 5000, 1, 5000, 5000, 90, None),
+    ("SchedulingNodeAffinity", "node-affinity", 5000, 1, 5000, 10000, 220, None),
+    ("TopologySpreading/5000Nodes_5000Pods", "spread", 5000, 3, 5000, 5000, 460, "default"),
+    ("PreferredTopologySpreading/5000Nodes_5000Pods", "preferred-spread", 5000, 3, 5000, 5000,
+     340, "default"),
+    ("DefaultTopologySpreading/5000Nodes_50000Pods", "with-service", 5000, 3, 5000, 50000,
+     160, "default"),
 )
 
 
 def make_nodes(n, zones):
     return [Node("node-%05d" % i,
                  {"kubernetes.io/hostname": "node-%05d" % i,
-                  "topology.kubernetes.io/zone": "zone%d" % (1 + i % zones)},
+                  ZONE: "zone%d" % (1 + i % zones)},
                  allocatable={"cpu": 4000, "memory": 32 * GI, "pods": 110})
             for i in range(n)]
 
 
 def make_pods(template, namespace, count, prefix):
-    spec = PodSpecInfo({"affinity": TEMPLATES[template],
-                        "containers": [{"name": "c", "image": "pause", "resources": RESOURCES}]})
-    labels = {"color": COLORS[template]}
+    """COUNT pods of TEMPLATE; pods of one case share an owner, as a ReplicaSet's would."""
+    container = {"name": "c", "image": "pause", "resources": RESOURCES}
+    if template in SPREAD_TEMPLATES:
+        fields, labels = SPREAD_TEMPLATES[template]
+        if template in ("with-service", "default"):  # templates without requests
+            container = {"name": "c", "image": "pause"}
+    else:
+        fields, labels = {"affinity": TEMPLATES[template]}, {"color": COLORS[template]}
+    spec = PodSpecInfo(dict(fields, containers=[container]))
     return [Pod(namespace, "%s-%d" % (prefix, i), labels, spec, created=False)
             for i in range(count)]
 
@@ -94,11 +120,11 @@ def peak_rss_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def run_case(name, template, nodes, zones, init, measured, threshold, scale):
+def run_case(name, template, nodes, zones, init, measured, threshold, init_template, scale):
     init, measured = max(1, int(init * scale)) if init else 0, max(1, int(measured * scale))
-    state = ClusterState(make_nodes(nodes, zones))
+    state = ClusterState(make_nodes(nodes, zones), services=[SERVICE])
     fw = Profile().framework()
-    planner.plan(state, fw, make_pods(template, "sched-0", init, "init"))
+    planner.plan(state, fw, make_pods(init_template or template, "sched-0", init, "init"))
     pods = make_pods(template, "sched-1", measured, "pod")
     t0 = time.perf_counter()
     result = planner.plan(state, fw, pods)

@@ -110,31 +110,42 @@ class Framework:
             for plugin, weight in self.scorers:
                 norm = plugin.scores(cycle, ev.feasible)
                 ev.scores[plugin.name] = norm
-                ev.total += weight * norm
+                if norm is not state.zeros:
+                    ev.total += weight * norm
         return ev
 
     def select(self, state, ev):
         """Index of the node to bind to, or None."""
-        feasible = np.flatnonzero(ev.feasible)
-        if len(feasible) == 0:
+        if not ev.feasible.any():
             return None
-        if len(feasible) == 1:
-            return int(feasible[0])
-        total = ev.total[feasible]
-        best = feasible[total == total.max()]
-        if len(best) == 1:
-            return int(best[0])
-        la = least_allocated(state, ev.pod.spec.nonzero_requests, best)
-        pods = np.minimum(state.pod_count[best], (1 << 22) - 1)
-        key = (la << 44) + (((1 << 22) - 1 - pods) << 22) + ((1 << 22) - 1 - state.names_rank[best])
-        return int(best[int(np.argmax(key))])
+        # total, then least-allocated (0..100) in one key; infeasible nodes below all
+        key = np.where(ev.feasible, ev.total * 128
+                       + least_allocated(state, ev.pod.spec.nonzero_requests), -1)
+        best = np.flatnonzero(key == key.max())
+        if len(best) > 1:
+            pods = state.pod_count[best]
+            best = best[pods == pods.min()]
+        return int(best[int(np.argmin(state.names_rank[best]))])
 
 
-def least_allocated(state, pod_nonzero, idx):
-    """LeastAllocated cpu/memory score (weight 1 each) for nodes IDX: the tie-break key."""
-    parts = []
-    for r in ("cpu", "memory"):
-        cap = np.maximum(state.allocatable(r)[idx], 0)
-        req = state.nonzero_requested[r][idx] + pod_nonzero[r]
-        parts.append((resources.least_requested(req, cap), 1, cap > 0))
-    return resources.weighted_average(parts)
+def least_allocated(state, pod_nonzero):
+    """LeastAllocated cpu/memory score (weight 1 each) of every node: the tie-break key."""
+    want = (pod_nonzero["cpu"], pod_nonzero["memory"])
+
+    def compute(nodes):
+        parts = []
+        for r, w in zip(("cpu", "memory"), want):
+            cap = np.maximum(state.allocatable(r)[nodes], 0)
+            req = state.nonzero_requested[r][nodes] + w
+            parts.append((resources.least_requested(req, cap), 1, cap > 0))
+        return resources.weighted_average(parts)
+
+    def compute_one(i):
+        parts = []
+        for r, w in zip(("cpu", "memory"), want):
+            cap = max(int(state.allocatable(r)[i]), 0)
+            if cap > 0:
+                req = int(state.nonzero_requested[r][i]) + w
+                parts.append((resources.least_requested_one(req, cap), 1))
+        return resources.weighted_average_one(parts)
+    return state.node_values(("tie-least-allocated", want), compute, compute_one)

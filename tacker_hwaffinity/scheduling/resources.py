@@ -124,3 +124,51 @@ def balanced(fractions, present):
             acc += np.where(p, (f - mean) * (f - mean), 0.0)
         std[more] = np.sqrt(acc[more] / count[more])
     return ((1 - std) * MAX_NODE_SCORE).astype(np.int64)
+
+
+# One node at a time (ClusterState.node_values' compute_one): the same integer and
+# float operations as the vector forms above, on Python numbers.
+
+def least_requested_one(requested, capacity):
+    if capacity <= 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * MAX_NODE_SCORE // capacity
+
+
+def most_requested_one(requested, capacity):
+    if capacity <= 0:
+        return 0
+    return min(requested, capacity) * MAX_NODE_SCORE // capacity
+
+
+def weighted_average_one(parts, rounded=False, skip_zero=False):
+    """PARTS: [(score, weight)] of the resources the node has."""
+    total = weights = 0
+    for score, weight in parts:
+        if skip_zero and score <= 0:
+            continue
+        total += score * weight
+        weights += weight
+    if weights == 0:
+        return 0
+    if rounded:
+        return int(np.floor(total / weights + 0.5))
+    return total // weights
+
+
+def balanced_one(fractions):
+    """FRACTIONS of the resources the node has, in order."""
+    fr = [min(f, 1.0) for f in fractions]
+    std = 0.0
+    if len(fr) == 2:
+        std = abs((fr[0] - fr[1]) / 2)
+    elif len(fr) > 2:
+        total = 0.0
+        for f in fr:
+            total += f
+        mean = total / len(fr)
+        acc = 0.0
+        for f in fr:
+            acc = acc + (f - mean) * (f - mean)
+        std = float(np.sqrt(acc / len(fr)))
+    return int((1 - std) * MAX_NODE_SCORE)

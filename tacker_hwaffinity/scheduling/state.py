@@ -138,7 +138,13 @@ class ClusterState:
         self._node_counts = {}
         self._groups = {kind: {} for kind in EXISTING_KINDS}
         self._default_selectors = {}
+        self._node_values = {}
         self.cache = {}  # per-state values plugins derive from nodes only (masks, images)
+        # shared results for plugins that score every node alike (never modified)
+        self.zeros = np.zeros(n, dtype=np.int64)
+        self.zeros.setflags(write=False)
+        self.hundreds = np.full(n, 100, dtype=np.int64)
+        self.hundreds.setflags(write=False)
 
     def allocatable(self, resource):
         """Allocatable RESOURCE per node (UNCHECKED where it is not checked)."""
@@ -156,6 +162,34 @@ class ClusterState:
             for pod, i in self.pods:
                 r[i] += pod.spec.requests.get(resource, 0)
         return r
+
+    def node_values(self, key, compute, compute_one=None):
+        """Per-node values that depend only on each node and what is bound to it (a
+        resource score for one request, say), kept up to date: COMPUTE(idx) gives them
+        for the node indices IDX, all nodes at first and then only the nodes pods were
+        bound to since; COMPUTE_ONE(i), if given, for one node (faster than an array
+        of one). Callers must not modify the array."""
+        got = self._node_values.get(key)
+        bound = len(self.pods)
+        if got is None:
+            values = compute(np.arange(len(self.nodes)))
+            self._node_values[key] = [values, bound]
+            return values
+        values, seen = got
+        if seen < bound:
+            if bound - seen == 1 and compute_one is not None:
+                i = self.pods[seen][1]
+                values[i] = compute_one(i)
+                got[1] = bound
+                return values
+            if bound - seen == 1:
+                changed = np.array([self.pods[seen][1]], dtype=np.int64)
+            else:
+                changed = np.unique(np.fromiter((i for _, i in self.pods[seen:]),
+                                                dtype=np.int64))
+            values[changed] = compute(changed)
+            got[1] = bound
+        return values
 
     def node_counts(self, sig, matcher):
         """Per-node counts of bound non-terminating pods for MATCHER (identified by SIG)."""

@@ -48,6 +48,10 @@ def default_normalize(raw, feasible, reverse=False, max_priority=100):
     out = np.zeros_like(raw)
     if not feasible.any():
         return out
+    if not raw.any():
+        if reverse:
+            out[feasible] = max_priority
+        return out
     top = max(int(raw[feasible].max()), 0)
     if top == 0:
         if reverse:

@@ -73,6 +73,8 @@ class TaintToleration:
                         for i, n in enumerate(state.nodes))
             preferred = state.cache["prefer-no-schedule"] = [(i, ts) for i, ts in per_node
                                                               if ts]
+        if not preferred:  # no PreferNoSchedule taint anywhere: every node scores 100
+            return state.hundreds
         raw = np.zeros(len(state.nodes), dtype=np.int64)
         for i, taints in preferred:
             raw[i] = sum(1 for t in taints if not tolerates(tols, t))

@@ -38,14 +38,24 @@ class ImageLocality:
 
     def scores(self, cycle, feasible):
         state, spec = cycle.state, cycle.pod.spec
+        any_images = state.cache.get("any-images")
+        if any_images is None:
+            any_images = state.cache["any-images"] = any(n.images for n in state.nodes)
+        if not any_images:
+            return state.zeros  # nothing is on any node: every sum is below the minimum
+        cache = state.cache.setdefault("image-locality", {})
+        got = cache.get(spec.images)
+        if got is None:
+            got = cache[spec.images] = self._scores(state, spec)
+        return got
+
+    def _scores(self, state, spec):
         total = np.zeros(len(state.nodes), dtype=np.int64)
         for image in spec.images:
             total += self._image_scores(state, normalized_image_name(image))
         max_threshold = MAX_CONTAINER_THRESHOLD * len(spec.images)
         clamped = np.clip(total, MIN_THRESHOLD, max(max_threshold, MIN_THRESHOLD))
         span = max_threshold - MIN_THRESHOLD
-        out = np.zeros(len(state.nodes), dtype=np.int64)
-        if span > 0:
-            out = 100 * (clamped - MIN_THRESHOLD) // span
-        out[~feasible] = 0
-        return out
+        if span <= 0:
+            return state.zeros
+        return 100 * (clamped - MIN_THRESHOLD) // span

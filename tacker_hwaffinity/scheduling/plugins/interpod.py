@@ -79,7 +79,8 @@ class InterPodAffinity:
         return Rejection(failed, codes=code, table=_REASONS)
 
     def scores(self, cycle, feasible):
-        return self.normalize(self.score(cycle), feasible)
+        raw = self.score(cycle)
+        return self.normalize(raw, feasible) if raw.any() else cycle.state.zeros
 
     def score(self, cycle):
         state, pod = cycle.state, cycle.pod

@@ -71,6 +71,8 @@ class NodeAffinity:
         return Rejection(failed, codes=code, table=((), (ERR_ENFORCED,), (ERR_POD,)))
 
     def scores(self, cycle, feasible):
+        if not cycle.pod.spec.preferred_node and not self.added_preferred:
+            return cycle.state.zeros
         return self.normalize(self.score(cycle), feasible)
 
     def score(self, cycle):

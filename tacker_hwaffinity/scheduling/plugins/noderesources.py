@@ -5,7 +5,10 @@ resources (extended, hugepages) the pod asks for, in name order; extended
 resources in ``ignoredResources`` or ``ignoredResourceGroups`` are not checked.
 
 Scores (no normalisation, as upstream): each listed resource with a non-zero
-allocatable scores, and the node's score is the weighted average. NodeResourcesFit
+allocatable scores, and the node's score is the weighted average. A node's
+score depends only on that node, so it is kept per request and recomputed only
+for the nodes pods were bound to since (``ClusterState.node_values``); scores
+of infeasible nodes are left as they are (the framework never reads them). NodeResourcesFit
 counts cpu and memory with kube-scheduler's non-zero defaults (100m, 200Mi for a
 container without a request); BalancedAllocation counts requests as they are and
 skips pods that request none of its resources (best-effort).
@@ -81,26 +84,51 @@ class NodeResourcesFit:
                 for code in range(1 << len(labels)))
         return got
 
-    def _request_vectors(self, state, pod, name):
-        """(node requested including the pod, allocatable for scoring) of one resource."""
-        spec = pod.spec
+    def _request(self, spec, name):
+        """The pod's amount of resource NAME as this score counts it, or None to skip it."""
         if name in spec.nonzero_requests:
-            requested = state.nonzero_requested[name] + spec.nonzero_requests[name]
-        else:
-            want = spec.requests.get(name, 0)
-            if want == 0 and res.is_scalar(name):
-                return None
-            requested = state.requested_of(name) + want
-        return requested, np.maximum(state.allocatable(name), 0)
+            return spec.nonzero_requests[name]
+        want = spec.requests.get(name, 0)
+        return None if want == 0 and res.is_scalar(name) else want
 
     def scores(self, cycle, feasible):
-        state, pod = cycle.state, cycle.pod
+        state, spec = cycle.state, cycle.pod.spec
+        used = tuple((name, weight, self._request(spec, name)) for name, weight in self.resources)
+        used = tuple(u for u in used if u[2] is not None)
+        return state.node_values(("fit", id(self), used),
+                                 lambda idx: self._score(state, used, idx),
+                                 lambda i: self._score_one(state, used, i))
+
+    def _score_one(self, state, used, i):
         parts = []
-        for name, weight in self.resources:
-            got = self._request_vectors(state, pod, name)
-            if got is None:
+        for name, weight, want in used:
+            if name in state.nonzero_requested:
+                requested = int(state.nonzero_requested[name][i]) + want
+            else:
+                requested = int(state.requested_of(name)[i]) + want
+            alloc = max(int(state.allocatable(name)[i]), 0)
+            if alloc == 0:
                 continue
-            requested, alloc = got
+            if self.strategy == LEAST:
+                score = res.least_requested_one(requested, alloc)
+            elif self.strategy == MOST:
+                score = res.most_requested_one(requested, alloc)
+            else:
+                util = requested * res.MAX_NODE_SCORE // alloc if requested <= alloc \
+                    else res.MAX_NODE_SCORE
+                score = int(self._ratio(np.array([util], dtype=np.int64))[0])
+            parts.append((score, weight))
+        return res.weighted_average_one(parts, rounded=self.strategy == RATIO,
+                                        skip_zero=self.strategy == RATIO)
+
+    def _score(self, state, used, idx):
+        parts = []
+        for name, weight, want in used:
+            if name in state.nonzero_requested:
+                requested = state.nonzero_requested[name][idx] + want
+            else:
+                requested = state.requested_of(name)[idx] + want
+            alloc = np.maximum(state.allocatable(name)[idx], 0)
             if self.strategy == LEAST:
                 score = res.least_requested(requested, alloc)
             elif self.strategy == MOST:
@@ -111,12 +139,10 @@ class NodeResourcesFit:
                 util[ok] = requested[ok] * res.MAX_NODE_SCORE // alloc[ok]
                 score = self._ratio(util)
             parts.append((score, weight, alloc > 0))
-        out = res.weighted_average(parts, rounded=self.strategy == RATIO,
-                                   skip_zero=self.strategy == RATIO)
-        if not len(out):
-            out = np.zeros(len(state.nodes), dtype=np.int64)
-        out[~feasible] = 0
-        return out
+        if not parts:
+            return np.zeros(len(idx), dtype=np.int64)
+        return res.weighted_average(parts, rounded=self.strategy == RATIO,
+                                    skip_zero=self.strategy == RATIO)
 
 
 class NodeResourcesBalancedAllocation:
@@ -127,22 +153,34 @@ class NodeResourcesBalancedAllocation:
 
     def scores(self, cycle, feasible):
         state, spec = cycle.state, cycle.pod.spec
-        n = len(state.nodes)
         wants = [spec.requests.get(name, 0) for name, _ in self.resources]
         if not any(wants):  # best-effort pod: PreScore returns Skip
-            return np.zeros(n, dtype=np.int64)
+            return state.zeros
+        used = tuple((name, want) for (name, _), want in zip(self.resources, wants)
+                     if not (want == 0 and res.is_scalar(name)))
+        return state.node_values(("balanced", used), lambda idx: self._score(state, used, idx),
+                                 lambda i: self._score_one(state, used, i))
+
+    @staticmethod
+    def _score_one(state, used, i):
+        fractions = []
+        for name, want in used:
+            alloc = max(int(state.allocatable(name)[i]), 0)
+            if alloc > 0:
+                fractions.append((int(state.requested_of(name)[i]) + want) / alloc)
+        return res.balanced_one(fractions)
+
+    @staticmethod
+    def _score(state, used, idx):
         fractions, present = [], []
-        for (name, _), want in zip(self.resources, wants):
-            if want == 0 and res.is_scalar(name):
-                continue
-            alloc = np.maximum(state.allocatable(name), 0)
-            requested = state.requested_of(name) + want
+        for name, want in used:
+            alloc = np.maximum(state.allocatable(name)[idx], 0)
+            requested = state.requested_of(name)[idx] + want
             ok = alloc > 0
-            f = np.zeros(n, dtype=np.float64)
+            f = np.zeros(len(idx), dtype=np.float64)
             f[ok] = requested[ok] / alloc[ok]
             fractions.append(f)
             present.append(ok)
-        out = res.balanced(fractions, present) if present else np.full(
-            n, res.MAX_NODE_SCORE, dtype=np.int64)
-        out[~feasible] = 0
-        return out
+        if not present:
+            return np.full(len(idx), res.MAX_NODE_SCORE, dtype=np.int64)
+        return res.balanced(fractions, present)
