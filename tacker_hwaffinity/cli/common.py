@@ -35,11 +35,13 @@ def add_cluster_args(parser):
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--cluster", action="append", metavar="FILE",
                         help="cluster snapshot: nodes, pods and namespaces as "
-                             "'kubectl get nodes,pods,namespaces -A -o yaml' prints them "
-                             "(repeatable; '-' reads standard input)")
+                             "'kubectl get nodes,pods,namespaces -A -o yaml' prints them; "
+                             "add services,replicasets,statefulsets,replicationcontrollers "
+                             "for default topology spreading (repeatable; '-' reads "
+                             "standard input)")
     source.add_argument("--kubeconfig", metavar="FILE",
-                        help="read nodes, pods and namespaces from the cluster's API server "
-                             "instead (needs get/list on them: deploy/rbac/plan-reader.yaml)")
+                        help="read the snapshot from the cluster's API server instead "
+                             "(needs get/list: deploy/rbac/plan-reader.yaml)")
     parser.add_argument("--context", metavar="NAME",
                         help="the kubeconfig context to use (default: its current context)")
     parser.add_argument("--scheduler-config", metavar="FILE",
