@@ -6,7 +6,8 @@ from tacker_hwaffinity.cli.common import add_cluster_args, load_inputs
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import planner, sampling
 from tacker_hwaffinity.scheduling.planner import pod_notes
-from tacker_hwaffinity.scheduling.snapshot import load_workloads
+from tacker_hwaffinity.k8s.yamlio import load_objects
+from tacker_hwaffinity.scheduling.snapshot import workloads_from_objects
 
 
 def register(sub):
@@ -49,7 +50,11 @@ def explain(snapshot, profile, pod):
 
 def run(args):
     snapshot, profile, notes = load_inputs(args)
-    pods, wnotes = load_workloads([args.pod])
+    objects = load_objects([args.pod])
+    for obj, source in objects:  # a Service beside the pod selects it for default spreading
+        if isinstance(obj, dict) and obj.get("kind") == "Service":
+            snapshot.add_selectors(obj)
+    pods, wnotes = workloads_from_objects(objects)
     if not pods:
         raise InputError("no pod found (expected a Pod or a workload)", source=args.pod)
     pod = pods[0]

@@ -71,20 +71,20 @@ class PodTopologySpread:
         state, spec = cycle.state, cycle.pod.spec
         mask = None
         if c.affinity_policy == HONOR and (spec.node_selector or spec.required_node is not None):
-            key = ("pts-affinity", id(spec))
-            mask = cycle.cache.get(key)
+            sel, req = spec.node_selector, spec.required_node
+            key = ("pts-affinity", tuple(sorted(sel.items())), None if req is None else req.sig)
+            mask = state.cache.get(key)  # nodes do not change during a plan
             if mask is None:
-                sel, req = spec.node_selector, spec.required_node
-                mask = cycle.cache[key] = np.fromiter(
+                mask = state.cache[key] = np.fromiter(
                     (all(n.labels.get(k) == v for k, v in sel.items())
                      and (req is None or req.matches(n.labels, n.name)) for n in state.nodes),
                     dtype=bool, count=len(state.nodes))
         if c.taints_policy == HONOR:
-            key = ("pts-taints", id(spec))
-            tmask = cycle.cache.get(key)
+            tols = spec.tolerations
+            key = ("pts-taints", tuple((t.key, t.operator, t.value, t.effect) for t in tols))
+            tmask = state.cache.get(key)
             if tmask is None:
-                tols = spec.tolerations
-                tmask = cycle.cache[key] = np.fromiter(
+                tmask = state.cache[key] = np.fromiter(
                     (all(tolerates(tols, t) for t in n.taints
                          if t.effect in ("NoSchedule", "NoExecute")) for n in state.nodes),
                     dtype=bool, count=len(state.nodes))

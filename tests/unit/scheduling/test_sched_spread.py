@@ -148,3 +148,32 @@ def test_do_not_schedule_never_exceeds_max_skew(hosts, skew, replicas):
     assert p.complete
     counts = [per_domain(p).get(h, 0) for h in set(hosts)]
     assert max(counts) - min(counts) <= skew
+
+
+def test_explain_and_plan_read_a_service_beside_the_workload(tmp_path):
+    """Default spreading's selector comes from a Service in the pod's own file."""
+    import json
+
+    import yaml
+
+    from .test_sched_cli import cli
+    nodes = [node("a", {"zone": "z1"}), node("b", {"zone": "z2"})]
+    pods = [pod("e%d" % i, {"app": "x"}, on="a") for i in range(2)]
+    cluster = tmp_path / "cluster.yaml"
+    cluster.write_text(yaml.safe_dump_all(nodes + pods))
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+           "spec": {"selector": {"app": "x"}}}
+    workload = tmp_path / "pod.yaml"
+    workload.write_text(yaml.safe_dump_all([svc, pod("in", {"app": "x"})]))
+    sched = tmp_path / "sched.yaml"
+    sched.write_text(yaml.safe_dump(config(plugin_config=[{"name": "PodTopologySpread", "args": {
+        "defaultingType": "List", "defaultConstraints": [spread("zone")]}}])))
+    out = cli("explain", "--cluster", str(cluster), "--pod", str(workload),
+              "--scheduler-config", str(sched), "-o", "json")
+    assert out.returncode == 0, out.stderr
+    by_name = {n["name"]: n for n in json.loads(out.stdout)["nodes"]}
+    assert by_name["a"]["reasons"] == [SPREAD] and by_name["b"]["feasible"]
+    out = cli("plan", "--cluster", str(cluster), str(workload),
+              "--scheduler-config", str(sched), "-o", "json")
+    assert out.returncode == 0, out.stderr
+    assert [p["node"] for p in json.loads(out.stdout)["placements"]] == ["b"]
