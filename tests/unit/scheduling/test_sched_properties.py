@@ -98,10 +98,14 @@ json_like = st.recursive(scalars, lambda inner: st.one_of(
         "matchExpressions", "key", "operator", "values", "topologyKey", "weight",
         "podAffinityTerm", "nodeSelectorTerms", "template", "replicas", "selector", "status",
         "allocatable", "taints", "tolerations", "containers", "resources", "requests",
-        "namespaceSelector", "namespaces", "matchLabelKeys", "nodeName", "effect", "cpu"]),
+        "namespaceSelector", "namespaces", "matchLabelKeys", "nodeName", "effect", "cpu",
+        "topologySpreadConstraints", "maxSkew", "whenUnsatisfiable", "minDomains",
+        "nodeAffinityPolicy", "nodeTaintsPolicy", "images", "names", "sizeBytes", "overhead",
+        "initContainers", "hugepages-1Gi", "ownerReferences", "pluginConfig", "args",
+        "scoringStrategy", "defaultConstraints", "defaultingType", "volumes", "profiles"]),
         inner, max_size=4)), max_leaves=25)
 kinds = st.sampled_from(["Pod", "Node", "Namespace", "Deployment", "StatefulSet", "Job",
-                         "ReplicaSet", "Service", "Bogus", None])
+                         "ReplicaSet", "Service", "ReplicationController", "Bogus", None])
 
 
 def obj_of(kind, body):
@@ -143,3 +147,23 @@ def test_round_tripped_yaml_objects_load_or_fail_cleanly(kind, body):
             cluster_from_objects([(obj, "f")])
     except InputError:
         pass
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.sampled_from(["PodTopologySpread", "NodeResourcesFit",
+                        "NodeResourcesBalancedAllocation"]),
+       st.one_of(json_like, st.fixed_dictionaries({}, optional={
+           "scoringStrategy": st.fixed_dictionaries({}, optional={
+               "type": st.sampled_from(["LeastAllocated", "MostAllocated",
+                                        "RequestedToCapacityRatio", "x"]),
+               "resources": json_like, "requestedToCapacityRatio": json_like}),
+           "defaultingType": st.sampled_from(["List", "System", "", 3]),
+           "defaultConstraints": json_like, "resources": json_like,
+           "ignoredResources": json_like})))
+def test_plugin_args_never_raise_anything_but_input_error(name, args):
+    raw = {"apiVersion": "kubescheduler.config.k8s.io/v1", "kind": "KubeSchedulerConfiguration",
+           "profiles": [{"pluginConfig": [{"name": name, "args": args}]}]}
+    try:
+        Profile(raw, "f").framework()
+    except InputError as e:
+        assert str(e)
