@@ -113,17 +113,18 @@ def scenario_spread_with_node_affinity(ns):
                      spread=[w.spread(KEY, labels)])
 
 
-def scenario_spread_vnf_b_amf(ns):
-    """The VNF-B package's own AMF Deployment, as shipped."""
-    with open(AMF) as f:
-        docs = [d for d in yaml.safe_load_all(f) if d and d.get("kind") == "Deployment"]
-    for d in docs:
-        d["metadata"]["namespace"] = ns
-    return [], docs
+def _shipped(path):
+    """The Deployments of a shipped manifest, moved to the test's namespace."""
+    def build(ns):
+        with open(os.path.join(ROOT, path)) as f:
+            docs = [d for d in yaml.safe_load_all(f) if d and d.get("kind") == "Deployment"]
+        for d in docs:
+            d["metadata"]["namespace"] = ns
+        return [], docs
+    return build
 
 
-AMF = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
-                   "csar", "cnf", "Files", "kubernetes", "amf.yaml")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 SCENARIOS = {
     # name: (builder, expected counts per host, expected pending, unique nodes)
@@ -149,8 +150,13 @@ SCENARIOS = {
                              None),
     "spread-with-node-affinity": (scenario_spread_with_node_affinity,
                                   {"host-a": 2, "host-b": 2}, [], None),
-    "spread-vnf-b-amf": (scenario_spread_vnf_b_amf,
+    # the shipped manifests: the VNF-B package's AMF (spread) and the README's samples
+    "spread-vnf-b-amf": (_shipped("csar/cnf/Files/kubernetes/amf.yaml"),
                          {"host-a": 2, "host-b": 2, "host-c": 2}, 0, None),
+    "sample-upf-required": (_shipped("samples/cnf/upf-required.yaml"),
+                            {"host-a": 1, "host-b": 1, "host-c": 1}, 0, None),
+    "sample-smf-preferred": (_shipped("samples/cnf/smf-preferred.yaml"),
+                             {"host-a": 2, "host-b": 2, "host-c": 2}, 0, None),
 }
 
 
