@@ -1,4 +1,6 @@
-"""Where a container's cpuset lives: its cgroup v2 directory under /sys/fs/cgroup.
+"""Where a container's cpuset lives: its cgroup directory, relative to the
+cgroup v2 root (/sys/fs/cgroup) or, for v1, to the cpuset controller
+(/sys/fs/cgroup/cpuset).
 
 Kubelet's layout (reference section 6): Guaranteed pods sit directly under
 ``kubepods``; Burstable and BestEffort pods under a QoS level. The runtime
@@ -27,11 +29,18 @@ def container_cgroup_dir(container, driver="systemd"):
     pod = container.pod
     if not pod.uid or not container.id:
         return None
-    qos = _QOS_DIR.get(pod.qosclass, "")
-    runtime = getattr(container, "runtime", "containerd") or "containerd"
-    cid = container.id
+    return cgroup_path(pod.uid, pod.qosclass, container.id,
+                       getattr(container, "runtime", None), driver)
+
+
+def cgroup_path(pod_uid, qosclass, container_id, runtime=None, driver="systemd"):
+    """The same path from plain values (the node agent has no subjects): a bare
+    container ID; RUNTIME "cri-o" or anything else (containerd naming)."""
+    qos = _QOS_DIR.get(qosclass, "")
+    runtime = runtime or "containerd"
+    cid = container_id
     if driver == "systemd":
-        uid = pod.uid.replace("-", "_")
+        uid = pod_uid.replace("-", "_")
         parts = ["kubepods.slice"]
         if qos:
             parts.append("kubepods-%s.slice" % qos)
@@ -40,7 +49,7 @@ def container_cgroup_dir(container, driver="systemd"):
             parts.append("kubepods-pod%s.slice" % uid)
         parts.append(("crio-%s.scope" if runtime == "cri-o" else "cri-containerd-%s.scope") % cid)
     elif driver == "cgroupfs":
-        parts = ["kubepods"] + ([qos] if qos else []) + ["pod" + pod.uid]
+        parts = ["kubepods"] + ([qos] if qos else []) + ["pod" + pod_uid]
         parts.append("crio-" + cid if runtime == "cri-o" else cid)
     else:
         raise ValueError("unknown cgroup driver %r (expected %s)" % (driver, ", ".join(DRIVERS)))

@@ -1,0 +1,1 @@
+"""The node agent: applies a placement to the containers of its own node."""
