@@ -266,6 +266,28 @@ class Placer:
         self.grants[container] = grant
         return grant
 
+    def release(self, container):
+        """Give CONTAINER's grant back (the container is gone): its exclusive CPUs
+        return to the shared sets, its shared and reserved portions and memory are
+        freed. Returns the Grant, or None if it had none."""
+        grant = self.grants.pop(container, None)
+        self._affinities.pop(container, None)
+        if grant is None:
+            return None
+        pid = grant.pool.id
+        self.used -= grant.exclusive
+        if grant.portion > 0:
+            if grant.cpu_type == NORMAL:
+                self.shared[pid] -= grant.portion
+            else:
+                self.reserved[pid] -= grant.portion
+        self.mem[pid] -= grant.memory
+        key = (pid, grant.cpu_type)
+        self.count[key] -= 1
+        if not self.count[key]:
+            del self.count[key]
+        return grant
+
     def _budget(self, pool):
         """Pools under POOL a CPU belongs to (leaf first), and the shared
         capacity (milli-CPU) each has left after the shared CPU granted in it."""

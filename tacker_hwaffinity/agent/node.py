@@ -1,0 +1,204 @@
+"""One node's containers and where the NUMA engine puts them: the agent's decisions, no I/O.
+
+The agent feeds pods as the API server shows them (``sync`` after every list,
+``update``/``delete`` per watch event). A container is placed once its ID is
+known (the runtime created it), in the order its pod was created and then its
+place in the pod spec: the order ``hwaffinity numa plan --existing`` replays,
+so an agent that restarts and replays the node decides what it decided before.
+A container keeps its grant across restarts (a new container ID only moves
+the cgroup to write); a deleted pod gives its CPUs back, and the shared sets
+of every pool grow again.
+
+``targets()`` is what every placed container's cgroup should hold: exclusive
+grants keep their CPUs, shared ones follow their pool's shared set (which
+shrinks and grows as exclusive CPUs are taken and released, as upstream).
+"""
+import json
+
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.numa import affinity as affmod
+from tacker_hwaffinity.numa.cpuset import format_list
+from tacker_hwaffinity.numa.placement import Placer
+from tacker_hwaffinity.numa.subjects import pod_from_object
+
+ANNOTATION = "hwaffinity.io/numa"
+TERMINAL = ("Succeeded", "Failed")
+
+
+class Target:
+    """What one container's cgroup should hold."""
+
+    __slots__ = ("key", "pod_uid", "qos", "container_id", "runtime", "cpus", "mems")
+
+    def __init__(self, key, pod_uid, qos, container_id, runtime, cpus, mems):
+        self.key, self.pod_uid, self.qos = key, pod_uid, qos
+        self.container_id, self.runtime = container_id, runtime
+        self.cpus, self.mems = frozenset(cpus), frozenset(mems)
+
+
+def _order_key(obj):
+    meta = obj.get("metadata") or {}
+    return (meta.get("creationTimestamp") or "", meta.get("namespace") or "",
+            meta.get("name") or "")
+
+
+def _uid(obj):
+    return (obj.get("metadata") or {}).get("uid")
+
+
+def _running(obj):
+    return (obj.get("status") or {}).get("phase") not in TERMINAL \
+        and not (obj.get("metadata") or {}).get("deletionTimestamp")
+
+
+class NodeState:
+    """Placement of the containers of the pods bound to one node."""
+
+    def __init__(self, machine, **placer_opts):
+        self.placer = Placer(machine, **placer_opts)
+        self.pods = {}          # pod uid -> numa.subjects.Pod (the first view with IDs)
+        self.placed = {}        # (pod uid, container name) -> numa.subjects.Container
+        self.ids = {}           # (pod uid, container name) -> (container id, runtime)
+        self.errors = {}        # (pod uid, container name) -> message
+        self.pod_errors = {}    # pod uid -> message (the pod object itself is unusable)
+
+    # -- events -------------------------------------------------------
+    def sync(self, objects):
+        """The full list of pods on the node: forget the pods that are gone, then take
+        in the others in creation order. Returns the pod uids whose decisions changed."""
+        live = [o for o in objects if _uid(o) and _running(o)]
+        keep = {_uid(o) for o in live}
+        changed = set()
+        for uid in [u for u in self.pods if u not in keep]:
+            changed |= self._forget(uid)
+        for uid in [u for u in self.pod_errors if u not in keep]:
+            self.pod_errors.pop(uid)
+        for obj in sorted(live, key=_order_key):
+            changed |= self.update(obj)
+        return changed
+
+    def update(self, obj):
+        """A pod was added or changed. Returns the pod uids whose decisions changed."""
+        uid = _uid(obj)
+        if not uid:
+            return set()
+        if not _running(obj):
+            return self._forget(uid)
+        try:
+            pod = pod_from_object(obj)
+        except InputError as e:
+            self.pod_errors[uid] = str(e)
+            return {uid}
+        self.pod_errors.pop(uid, None)
+        known = self.pods.get(uid)
+        if known is None:
+            known = self.pods[uid] = pod
+        changed = set()
+        ready = [c for c in pod.containers if c.id]
+        for c in ready:
+            key = (uid, c.name)
+            ident = (c.id, c.runtime or "containerd")
+            if key in self.placed or key in self.errors:
+                if self.ids.get(key) != ident:   # restarted: same grant, new cgroup
+                    self.ids[key] = ident
+                    changed.add(uid)
+                continue
+            self.ids[key] = ident
+            self._place(known, c.name, key)
+            changed.add(uid)
+        return changed
+
+    def delete(self, obj):
+        uid = _uid(obj)
+        return self._forget(uid) if uid else set()
+
+    def vanished(self, key):
+        """The container's cgroup was gone when written: release its grant; a new
+        container ID (a restart) places it again."""
+        container = self.placed.pop(key, None)
+        self.ids.pop(key, None)
+        self.errors.pop(key, None)
+        if container is not None:
+            self.placer.release(container)
+
+    # -- internals ----------------------------------------------------
+    def _place(self, pod, name, key):
+        container = next((c for c in pod.containers if c.name == name), None)
+        if container is None:
+            return
+        try:
+            affs = affmod.pod_affinities(pod).get(name, [])
+        except InputError as e:
+            self.errors[key] = "bad annotation: %s" % e
+            return
+        self.placer.set_affinities(container, affs)
+        try:
+            decision = self.placer.place(container)
+        except InputError as e:
+            self.errors[key] = "bad annotation: %s" % e
+            return
+        if decision.error:
+            self.errors[key] = decision.error
+        else:
+            self.placed[key] = container
+
+    def _forget(self, uid):
+        pod = self.pods.pop(uid, None)
+        self.pod_errors.pop(uid, None)
+        if pod is None:
+            return set()
+        for c in pod.containers:
+            key = (uid, c.name)
+            self.errors.pop(key, None)
+            self.ids.pop(key, None)
+            container = self.placed.pop(key, None)
+            if container is not None:
+                self.placer.release(container)
+        return {uid}
+
+    # -- results ------------------------------------------------------
+    def targets(self):
+        """{(pod uid, container name): Target} for every placed container."""
+        out = {}
+        for key, container in self.placed.items():
+            grant = self.placer.grants[container]
+            cid, runtime = self.ids[key]
+            out[key] = Target(key, key[0], self.pods[key[0]].qosclass, cid, runtime,
+                              self.placer.cpuset(grant), self.placer.memset(grant))
+        return out
+
+    def decisions(self, uid):
+        """{container name: decision} of one pod, as the annotation records it."""
+        pod = self.pods.get(uid)
+        if pod is None:
+            return {}
+        out = {}
+        for c in pod.containers:
+            key = (uid, c.name)
+            if key in self.errors:
+                out[c.name] = {"error": self.errors[key]}
+            elif key in self.placed:
+                g = self.placer.grants[self.placed[key]]
+                entry = {"pool": g.pool.name, "mems": format_list(self.placer.memset(g))}
+                if g.exclusive:
+                    entry["exclusiveCpus"] = format_list(g.exclusive)
+                if g.portion:
+                    entry["sharedMilliCpu"] = g.portion
+                entry["cpuType"] = g.cpu_type
+                out[c.name] = entry
+        return out
+
+    def annotation(self, uid):
+        """The value of the pod's ``hwaffinity.io/numa`` annotation (None: nothing to say)."""
+        d = self.decisions(uid)
+        return json.dumps(d, sort_keys=True, separators=(",", ":")) if d else None
+
+    def failures(self, uid):
+        """[(container name, message)] of one pod's containers the engine could not place."""
+        if uid in self.pod_errors:
+            return [("", self.pod_errors[uid])]
+        pod = self.pods.get(uid)
+        if pod is None:
+            return []
+        return [(c.name, self.errors[(uid, c.name)]) for c in pod.containers
+                if (uid, c.name) in self.errors]
