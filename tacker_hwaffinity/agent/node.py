@@ -3,8 +3,11 @@
 The agent feeds pods as the API server shows them (``sync`` after every list,
 ``update``/``delete`` per watch event). A container is placed once its ID is
 known (the runtime created it), in the order its pod was created and then its
-place in the pod spec: the order ``hwaffinity numa plan --existing`` replays,
-so an agent that restarts and replays the node decides what it decided before.
+place in the pod spec: the order ``hwaffinity numa plan --existing`` replays.
+A container whose pod already records a decision for it (the annotation
+``hwaffinity.io/numa``, written by an earlier run of the agent) gets that very
+grant back instead, when it still fits: so an agent that restarts changes no
+running container's CPUs, whatever happened on the node meanwhile.
 A container keeps its grant across restarts (a new container ID only moves
 the cgroup to write); a deleted pod gives its CPUs back, and the shared sets
 of every pool grow again.
@@ -17,7 +20,7 @@ import json
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.numa import affinity as affmod
-from tacker_hwaffinity.numa.cpuset import format_list
+from tacker_hwaffinity.numa.cpuset import format_list, parse_list
 from tacker_hwaffinity.numa.placement import Placer
 from tacker_hwaffinity.numa.subjects import pod_from_object
 
@@ -132,6 +135,8 @@ class NodeState:
             self.errors[key] = "bad annotation: %s" % e
             return
         self.placer.set_affinities(container, affs)
+        if self._restore(pod, container, key):
+            return
         try:
             decision = self.placer.place(container)
         except InputError as e:
@@ -141,6 +146,23 @@ class NodeState:
             self.errors[key] = decision.error
         else:
             self.placed[key] = container
+
+    def _restore(self, pod, container, key):
+        """Take back the grant the pod's annotation records for CONTAINER, if any fits."""
+        try:
+            recorded = json.loads(pod.annotations.get(ANNOTATION) or "{}").get(container.name)
+            if not isinstance(recorded, dict) or "pool" not in recorded:
+                return False
+            exclusive = parse_list(recorded.get("exclusiveCpus") or "")
+            decision = self.placer.restore(container, recorded["pool"],
+                                           recorded.get("cpuType", "normal"), exclusive,
+                                           int(recorded.get("sharedMilliCpu") or 0))
+        except (ValueError, TypeError, AttributeError):
+            return False
+        if decision is None:
+            return False
+        self.placed[key] = container
+        return True
 
     def _forget(self, uid):
         pod = self.pods.pop(uid, None)

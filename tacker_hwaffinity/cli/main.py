@@ -12,7 +12,7 @@ from tacker_hwaffinity import __version__
 from tacker_hwaffinity.errors import InputError
 
 # Subcommand modules under tacker_hwaffinity.cli, in help order.
-COMMAND_MODULES = ("explain", "plan", "numa", "translate", "relabel", "csar")
+COMMAND_MODULES = ("explain", "plan", "numa", "translate", "relabel", "csar", "agent")
 
 EXIT_BAD_INPUT = 2
 
@@ -23,19 +23,23 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_BAD_INPUT, "%s: error: %s\n" % (self.prog, message))
 
 
-def build_parser():
+def build_parser(command=None):
+    """The parser; with COMMAND (a known subcommand), only that subcommand's module is
+    imported: a command pays for its own dependencies only (the node agent, for one,
+    never loads the scheduling engine's numpy)."""
     parser = _Parser(prog="hwaffinity",
                      description="Hardware-aware affinity for Kubernetes on OpenStack.")
     parser.add_argument("--version", action="version", version=__version__)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for name in COMMAND_MODULES:
+    for name in (command,) if command in COMMAND_MODULES else COMMAND_MODULES:
         importlib.import_module("tacker_hwaffinity.cli." + name).register(sub)
     return parser
 
 
 def main(argv=None):
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -22,8 +22,8 @@ def api_error(conn, verb, what, e):
                          "trying to %s %s" % (conn.where, verb, what), status)
     if status == 403:
         return KubeError("API server %s: forbidden to %s %s: the identity needs %s on them "
-                         "(see the README's ClusterRole for plan)" % (conn.where, verb, what,
-                                                                      verb), status)
+                         "(deploy/ has each component's ClusterRole)" % (conn.where, verb,
+                                                                         what, verb), status)
     if status is not None:
         reason = _status_message(e) or getattr(e, "reason", "") or "error"
         return KubeError("API server %s: cannot %s %s: HTTP %s: %s"

@@ -18,7 +18,6 @@ when known, the line and column inside the annotation value.
 import math
 import re
 
-import numpy as np
 import yaml
 
 _NULLS = ("", "~", "null", "Null", "NULL")
@@ -199,6 +198,7 @@ def go_float32_string(f):
         return "NaN"
     if math.isinf(f):
         return "+Inf" if f > 0 else "-Inf"
+    import numpy as np   # here: the node agent never needs it, and it costs 15 MiB
     with np.errstate(over="ignore"):
         f32 = np.float32(f)
     if np.isinf(f32):

@@ -266,6 +266,33 @@ class Placer:
         self.grants[container] = grant
         return grant
 
+    def restore(self, container, pool_name, cpu_type, exclusive, portion):
+        """Take back a grant recorded earlier (the node agent's annotation) instead of
+        deciding again; the Decision, or None when it no longer fits (unknown pool,
+        CPUs outside it or already granted, a portion without capacity)."""
+        pool = next((p for p in self.pools if p.name == pool_name), None)
+        exclusive = frozenset(exclusive)
+        if pool is None or cpu_type not in (NORMAL, RESERVED) or portion < 0 \
+                or not exclusive <= pool.cpus or exclusive & self.used:
+            return None
+        req = request_for(container, self.prefer_isolated, self.reserved_namespaces)
+        if portion and cpu_type == NORMAL:
+            self.used |= exclusive
+            fits = self.allocatable_shared(pool) >= portion
+            self.used -= exclusive
+            if not fits:
+                return None
+        self.used |= exclusive
+        if portion and cpu_type == NORMAL:
+            self.shared[pool.id] += portion
+        elif portion:
+            self.reserved[pool.id] += portion
+        self.mem[pool.id] += req.memory
+        self.count[(pool.id, cpu_type)] = self.count.get((pool.id, cpu_type), 0) + 1
+        grant = Grant(container, pool, cpu_type, exclusive, portion, req.memory)
+        self.grants[container] = grant
+        return self.record(Decision(container, req, grant, (), {}, None, True))
+
     def release(self, container):
         """Give CONTAINER's grant back (the container is gone): its exclusive CPUs
         return to the shared sets, its shared and reserved portions and memory are

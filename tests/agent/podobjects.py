@@ -19,8 +19,8 @@ def pod_object(name, containers=("c",), cpu="2", memory="1Gi", ns="default", qos
            "status": {"phase": "Running", "qosClass": qos}}
     if ids:
         obj["status"]["containerStatuses"] = [
-            {"name": c, "containerID": "containerd://%s" % uuid.uuid5(
-                uuid.NAMESPACE_OID, uid + c).hex * 2} for c in containers]
+            {"name": c, "containerID": "containerd://%s" % (uuid.uuid5(
+                uuid.NAMESPACE_OID, uid + c).hex * 2)} for c in containers]
     return obj
 
 

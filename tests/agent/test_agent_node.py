@@ -123,3 +123,39 @@ def test_release_restores_the_placer_exactly(specs, data):
     assert (placer.used, placer.shared, placer.reserved, placer.mem, placer.count,
             placer.grants) == (fresh.used, fresh.shared, fresh.reserved, fresh.mem,
                                fresh.count, fresh.grants)
+
+
+def annotated(state, obj):
+    obj = json.loads(json.dumps(obj))
+    obj["metadata"]["annotations"][ANNOTATION] = state.annotation(obj["metadata"]["uid"])
+    return obj
+
+
+def test_a_restarted_agent_takes_back_the_recorded_grants_whatever_the_history():
+    m = server()
+    first = NodeState(m)
+    early = [pod_object("old%d" % i, created="2026-01-01T00:00:0%dZ" % i) for i in range(3)]
+    late = [pod_object("p%d" % i, cpu=c, created="2026-01-01T00:01:0%dZ" % i)
+            for i, c in enumerate(("2", "500m", "4", "1"))]
+    first.sync(early + late)
+    for p in early:                 # the old pods went away after the others were placed
+        first.delete(p)
+    view = {k: (v.cpus, v.mems) for k, v in first.targets().items()}
+    again = NodeState(m)
+    again.sync([annotated(first, p) for p in late])
+    assert {k: (v.cpus, v.mems) for k, v in again.targets().items()} == view
+    # a replay without the annotations decides afresh (here: differently)
+    fresh = NodeState(m)
+    fresh.sync(late)
+    assert {k: (v.cpus, v.mems) for k, v in fresh.targets().items()} != view
+
+
+def test_a_recorded_grant_that_no_longer_fits_is_decided_again():
+    s = NodeState(server())
+    a = pod_object("a")
+    s.update(a)
+    twin = pod_object("twin", created="2026-11-23T10:00:01Z")
+    twin["metadata"]["annotations"][ANNOTATION] = s.annotation(a["metadata"]["uid"])
+    s.update(twin)        # claims a's CPUs: taken, so it gets its own
+    t = {k[0]: v.cpus for k, v in s.targets().items()}
+    assert not t[a["metadata"]["uid"]] & t[twin["metadata"]["uid"]]

@@ -429,7 +429,13 @@ class FakeKubelet(threading.Thread):
     """Keeps kubelet-less nodes alive for the control plane: renews each
     node's Lease, refreshes the Ready condition heartbeat, moves pods bound to
     the node to Running/Ready and completes graceful pod deletion. Acts as
-    each node with that node's own client certificate."""
+    each node with that node's own client certificate.
+
+    Runtime hooks (for tests whose containers are real processes): when set,
+    ``start_pod(node, pod)`` is called before a pod is reported Running and
+    returns {container name: container ID} ("containerd://<id>", reported in
+    its containerStatuses), or None to keep the pod Pending this round; and
+    ``stop_pod(node, pod)`` is called before a pod's deletion is completed."""
 
     def __init__(self, interval=1.0, status_every=8.0):
         super().__init__(name="fake-kubelet", daemon=True)
@@ -439,6 +445,8 @@ class FakeKubelet(threading.Thread):
         self._lock = threading.Lock()
         self._halt = threading.Event()
         self.errors = []
+        self.start_pod = None
+        self.stop_pod = None
 
     def add(self, name, client, address):
         with self._lock:
@@ -502,19 +510,25 @@ class FakeKubelet(threading.Thread):
              "message": "fake kubelet of the hwaffinity test harness",
              "lastHeartbeatTime": now}]}}, kind="strategic")
 
-    @staticmethod
-    def _sync_pods(client, name, address):
+    def _sync_pods(self, client, name, address):
         pods = client.get("/api/v1/pods", fieldSelector="spec.nodeName=" + name)["items"]
         for pod in pods:
             meta, status = pod["metadata"], pod.get("status", {})
             ns, pname = meta["namespace"], meta["name"]
             if meta.get("deletionTimestamp"):
+                if self.stop_pod is not None:
+                    self.stop_pod(name, pod)
                 client.delete("/api/v1/namespaces/%s/pods/%s" % (ns, pname),
                               {"kind": "DeleteOptions", "apiVersion": "v1",
                                "gracePeriodSeconds": 0,
                                "preconditions": {"uid": meta["uid"]}},
                               ok=(200, 202, 404, 409))
             elif status.get("phase", "Pending") == "Pending":
+                ids = {}
+                if self.start_pod is not None:
+                    ids = self.start_pod(name, pod)
+                    if ids is None:
+                        continue
                 now = now_rfc3339()
                 containers = pod["spec"].get("containers", [])
                 status_path = "/api/v1/namespaces/%s/pods/%s/status" % (ns, pname)
@@ -525,9 +539,10 @@ class FakeKubelet(threading.Thread):
                         {"type": t, "status": "True", "lastTransitionTime": now}
                         for t in ("Initialized", "Ready", "ContainersReady", "PodScheduled")],
                     "containerStatuses": [
-                        {"name": c["name"], "image": c.get("image", ""), "imageID": "",
-                         "ready": True, "restartCount": 0, "started": True,
-                         "state": {"running": {"startedAt": now}}}
+                        dict({"name": c["name"], "image": c.get("image", ""), "imageID": "",
+                              "ready": True, "restartCount": 0, "started": True,
+                              "state": {"running": {"startedAt": now}}},
+                             **({"containerID": ids[c["name"]]} if c["name"] in ids else {}))
                         for c in containers]}},
                     content_type="application/strategic-merge-patch+json",
                     ok=(200, 404, 409))   # the pod may be going away meanwhile
@@ -631,6 +646,26 @@ class ControlPlane:
     def uptime(self):
         """Seconds since every component was ready."""
         return time.monotonic() - self.ready_at
+
+    def restart_apiserver(self, down_for=0.0, timeout=60, grace=3.0):
+        """Stop kube-apiserver, keep it down for DOWN_FOR seconds, start it
+        again with the same arguments on the same port and wait until it serves
+        /readyz. Its log continues in the same file; the panic scan goes on
+        from where it was.
+
+        SIGTERM first, SIGKILL after GRACE seconds (by its process group): on
+        SIGTERM, v1.20 stops listening at once but keeps open watches served
+        for up to a minute, so a graceful stop would take that long."""
+        index = next(i for i, c in enumerate(self.components) if c.name == "kube-apiserver")
+        old = self.components[index]
+        old.stop(timeout=grace)
+        time.sleep(down_for)
+        new = Component(old.name, old.argv, old.log_path)
+        new._panic_offset = old._panic_offset   # lines already scanned stay scanned
+        self.components[index] = new
+        port = urllib.parse.urlsplit(self.server).port
+        self._wait_https(new, port, "/readyz", timeout, client=self.admin)
+        return new
 
     def _start_all(self, timeout):
         deadline = time.monotonic() + timeout

@@ -1,0 +1,133 @@
+"""``hwaffinity agent``: the node agent (a DaemonSet): container NUMA affinity, enforced.
+
+Watches the pods bound to ``--node``, places their containers with the NUMA
+engine and writes ``cpuset.cpus``/``cpuset.mems`` into their cgroups; records
+each decision in the pod annotation ``hwaffinity.io/numa`` and failures as
+Events; serves ``/metrics`` and ``/healthz``. Refuses to start, with one line
+and exit 2, where it would fight the kubelet or cannot write.
+"""
+import logging
+import os
+import signal
+import sys
+import threading
+
+from tacker_hwaffinity.errors import InputError
+
+DEFAULT_PORT = 9464
+
+
+def register(sub):
+    p = sub.add_parser("agent", help="node agent: enforce container NUMA affinity in cgroups",
+                       description=__doc__.splitlines()[0])
+    p.add_argument("--node", default=os.environ.get("NODE_NAME"),
+                   help="this node's name (default: $NODE_NAME, from the downward API)")
+    p.add_argument("--kubeconfig", help="kubeconfig (default: the in-cluster service account)")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--sysfs-root", default="/sys", help="sysfs to read the machine from")
+    p.add_argument("--cgroup-root", default="/sys/fs/cgroup", help="cgroup file system root")
+    p.add_argument("--kubelet-root", default="/var/lib/kubelet",
+                   help="kubelet state directory (cpu_manager_state)")
+    p.add_argument("--reserved-cpus", metavar="LIST",
+                   help="CPUs of the reserved class (the kubelet's reservedSystemCPUs)")
+    p.add_argument("--metrics-address", default="0.0.0.0:%d" % DEFAULT_PORT,
+                   metavar="HOST:PORT", help="where /metrics and /healthz are served")
+    p.add_argument("--resync", type=float, default=60.0, metavar="SECONDS",
+                   help="full reconcile interval: cgroups re-read and corrected")
+    p.add_argument("--dry-run", action="store_true",
+                   help="log the decisions; write no cgroup, annotation or Event")
+    p.add_argument("--cpu-map", metavar="FILE",
+                   help="testing/emulation: map the recorded topology's CPU and memory-node "
+                        "ids to this machine's (JSON {\"cpus\": {LIST: ID}, \"mems\": ...})")
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING"))
+    p.set_defaults(func=run)
+
+
+def _address(text):
+    host, _, port = text.rpartition(":")
+    try:
+        return host or "0.0.0.0", int(port)
+    except ValueError:
+        raise InputError("expected HOST:PORT, got %r" % text, field="--metrics-address")
+
+
+def prepare(args, log):
+    """Everything that can refuse: (machine, layout, cpu maps). Raises Refused/InputError."""
+    from tacker_hwaffinity.agent import cgroupfs, preflight
+    from tacker_hwaffinity.cli.numa import load_machine
+    if not args.node:
+        raise InputError("no node name: give --node or set NODE_NAME", field="--node")
+    log.info(preflight.check_cpu_manager(args.kubelet_root))
+    try:
+        layout = cgroupfs.detect(args.cgroup_root)
+        if not args.dry_run:
+            layout.check_writable()
+    except cgroupfs.LayoutError as e:
+        raise preflight.Refused(str(e))
+    args.machine = None
+    machine = load_machine(args)
+    cpu_map = mem_map = None
+    if args.cpu_map:
+        try:
+            cpu_map, mem_map = preflight.read_cpu_map(args.cpu_map)
+        except (OSError, ValueError) as e:
+            raise InputError("cannot read the CPU map: %s" % e, source=args.cpu_map)
+    log.info("node %s: %s; %s", args.node, machine.summary(), layout.describe())
+    return machine, layout, cpu_map, mem_map
+
+
+def run(args):
+    from prometheus_client import CollectorRegistry
+
+    from tacker_hwaffinity.agent import cgroupfs, preflight
+    from tacker_hwaffinity.agent.node import NodeState
+    from tacker_hwaffinity.agent.runner import Agent, Metrics, PodApi
+    from tacker_hwaffinity.kube import client as kube_client
+    from tacker_hwaffinity.kube.informer import Informer
+    from tacker_hwaffinity.kube.serve import HealthServer
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("hwaffinity.agent")
+    # the informer says once why a call failed; urllib3's own retry warning would repeat it
+    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
+    host, port = _address(args.metrics_address)
+    try:
+        machine, layout, cpu_map, mem_map = prepare(args, log)
+        conn = kube_client.connect(args.kubeconfig, args.context)
+    except (preflight.Refused, kube_client.KubeError) as e:
+        sys.stderr.write("hwaffinity agent: refusing to run: %s\n" % e)
+        return 2
+    registry = CollectorRegistry()
+    writer = cgroupfs.Writer(layout, cpu_map=cpu_map, mem_map=mem_map, dry_run=args.dry_run)
+    agent = Agent(PodApi(conn), args.node, NodeState(machine), layout, writer,
+                  Metrics(registry), log=log, dry_run=args.dry_run)
+    informer = Informer(conn, conn.core().list_pod_for_all_namespaces, "Pod",
+                        "pods on node %s" % args.node, agent.on_event, on_sync=agent.on_sync,
+                        field_selector="spec.nodeName=" + args.node, log=log)
+    stop = threading.Event()
+
+    def health():
+        if not informer.synced.is_set():
+            return False, "pods of node %s not listed yet (%s)" % (
+                args.node, informer.last_error or "listing")
+        return True, "ok"
+    server = HealthServer(port, host=host, registry=registry, health=health)
+    server.start()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    resync = threading.Thread(target=_resync, args=(agent, stop, args.resync),
+                              name="resync", daemon=True)
+    resync.start()
+    log.info("watching the pods of node %s (metrics on %s:%d)", args.node, host, server.port)
+    try:
+        informer.run(stop)
+    finally:
+        server.stop()
+        conn.close()
+    return 0
+
+
+def _resync(agent, stop, interval):
+    """Every INTERVAL seconds, a full reconcile."""
+    while not stop.wait(interval):
+        agent.resync()

@@ -1,0 +1,286 @@
+"""List, then watch, one kind: the one watch loop every in-cluster component
+shares, so that none of them writes its own ``while True: watch``.
+
+Objects are the API server's JSON (plain dicts, as :func:`lists.list_json`
+returns them), never client models. The watch stream is read raw rather than
+through ``kubernetes.watch.Watch``, because that class decodes every event
+into a model, silently re-watches once from the same (expired)
+resourceVersion on a 410 and loops forever without ``timeout_seconds``; here
+the loop's policy is explicit:
+
+- a (re)list replaces the cache and calls ``on_sync(objects)``, so a caller
+  can reconcile what changed while no watch was open (deletions included:
+  the handler never sees those as DELETED);
+- a watch that the server ends normally (``timeout_seconds``) is re-opened
+  from the last resourceVersion, which BOOKMARK events keep advancing;
+- 410 Gone (an HTTP status or an ERROR event) means the version left the
+  server's window: list again, at once;
+- any other failure is logged as one line, counted, and retried after an
+  exponential backoff; connection failures re-watch from the same version
+  (the server answers 410 if it cannot serve it), an ERROR event relists.
+
+A list in flight is bounded by the connection's timeouts; ``stop`` ends a
+backoff wait at once and a blocked watch read by shutting its socket.
+"""
+import json
+import logging
+import socket
+import threading
+import time
+
+from tacker_hwaffinity.kube.client import CONNECT_TIMEOUT_S, KubeError
+from tacker_hwaffinity.kube.lists import PAGE_SIZE, api_error, list_json
+
+WATCH_READ_MARGIN_S = 30   # read timeout beyond timeoutSeconds: a silent dead peer shows up
+SHORT_WATCH_S = 1.0        # a watch ended sooner, with no event, is backed off like an error
+STOP_POLL_S = 0.25         # how often the stop guard checks that run() has ended
+
+_OBJECT_EVENTS = ("ADDED", "MODIFIED", "DELETED")
+
+
+class _Gone(Exception):
+    """The resourceVersion is too old for the server (410): list again."""
+
+
+class _WatchError(Exception):
+    """An ERROR event other than 410 ended the watch."""
+
+
+class _Broken(Exception):
+    """The connection failed in the middle of an open watch."""
+
+
+def _key(obj):
+    meta = obj.get("metadata") or {}
+    return (meta.get("namespace") or "", meta.get("name"))
+
+
+class Informer:
+    """List then watch one kind through LIST_CALL (a ``CoreV1Api``/``AppsV1Api``
+    list method; bind a namespace with ``functools.partial``), calling
+    ``handler(event_type, obj)`` for ADDED/MODIFIED/DELETED and
+    ``on_sync(objects)`` after every list. KIND names the kind in messages and
+    fills ``kind`` where the server leaves it out; WHAT says what is listed
+    ("pods on node n1"). LOG is a ``logging.Logger``.
+
+    Callbacks run on the thread of :meth:`run`, one at a time, after the cache
+    was updated; an exception in one is logged with its traceback (a bug)
+    and the loop carries on. ``synced``, ``relists`` (lists after the first),
+    ``errors``, ``last_error`` and ``last_event_time`` (``time.monotonic()``
+    of the last list, event or bookmark) are for health checks and metrics.
+    """
+
+    def __init__(self, conn, list_call, kind, what, handler, on_sync=None,
+                 field_selector=None, label_selector=None, timeout_seconds=300,
+                 backoff_initial=0.5, backoff_max=30.0, log=None):
+        self.conn = conn
+        self.list_call = list_call
+        self.kind = kind
+        self.what = what
+        self.handler = handler
+        self.on_sync = on_sync
+        self.selectors = {k: v for k, v in (("field_selector", field_selector),
+                                            ("label_selector", label_selector)) if v}
+        self.timeout_seconds = int(timeout_seconds)
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.log = log or logging.getLogger(__name__)
+        self.synced = threading.Event()
+        self.relists = 0
+        self.errors = 0
+        self.last_error = None
+        self.last_event_time = None
+        self.resource_version = None
+        self._cache = {}
+        self._lock = threading.Lock()
+        self._response = None
+        self._delay = backoff_initial
+
+    # -- the cache -----------------------------------------------------------
+    def get(self, namespace, name):
+        """The cached object, or None (NAMESPACE None or "" for cluster-scoped kinds)."""
+        with self._lock:
+            return self._cache.get((namespace or "", name))
+
+    def list(self):
+        """Every cached object (a new list; the objects themselves are shared)."""
+        with self._lock:
+            return list(self._cache.values())
+
+    # -- the loop --------------------------------------------------------------
+    def run(self, stop):
+        """List and watch until STOP (a ``threading.Event``) is set."""
+        done = threading.Event()
+        guard = threading.Thread(target=self._guard, args=(stop, done), daemon=True,
+                                 name="informer-stop-%s" % self.kind)
+        guard.start()
+        try:
+            while not stop.is_set():
+                relist = self._round(stop)
+                if relist:
+                    self.resource_version = None
+        finally:
+            done.set()
+
+    def _round(self, stop):
+        """One list (when needed) and one watch; True when the next round must list."""
+        started = time.monotonic()
+        try:
+            if self.resource_version is None:
+                self._list()
+            if stop.is_set():
+                return False
+            if self._watch(stop) == 0 and time.monotonic() - started < SHORT_WATCH_S:
+                self._sleep(stop)          # the server closes watches at once: do not spin
+            else:
+                self._delay = self.backoff_initial
+            return False
+        except _Gone as e:
+            if not stop.is_set():
+                self.log.info("%s informer: resourceVersion %s expired (%s); listing %s again",
+                              self.kind, self.resource_version, e, self.what)
+            return True
+        except Exception as e:  # noqa: BLE001 - every failure is retried, see below
+            if stop.is_set():
+                return False
+            self.errors += 1
+            self.last_error = self._describe(e)
+            self.log.warning("%s informer: %s; retrying in %.1fs",
+                             self.kind, self.last_error, self._delay)
+            self._sleep(stop)
+            return isinstance(e, _WatchError)
+
+    def _sleep(self, stop):
+        stop.wait(self._delay)
+        self._delay = min(self._delay * 2, self.backoff_max)
+
+    def _describe(self, e):
+        """One line, no traceback, nothing from the request headers."""
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+        if isinstance(e, KubeError):
+            return str(e)
+        if isinstance(e, _WatchError):
+            return "API server %s: the watch of %s failed: %s" % (self.conn.where, self.what, e)
+        if isinstance(e, _Broken):
+            return "API server %s: the watch of %s broke off (%s)" % (
+                self.conn.where, self.what, e)
+        if isinstance(e, (ApiException, HTTPError, OSError)):
+            return str(api_error(self.conn, "watch", self.what, e))
+        text = (str(e).strip() or type(e).__name__).splitlines()[0]
+        return "API server %s: cannot watch %s (%s: %s)" % (
+            self.conn.where, self.what, type(e).__name__, text)
+
+    def _list(self):
+        items, version = list_json(self.conn, self.list_call, self.kind, self.what,
+                                   PAGE_SIZE, **self.selectors)
+        if not version:
+            raise KubeError("API server %s: the list of %s has no resourceVersion"
+                            % (self.conn.where, self.what))
+        with self._lock:
+            self._cache = {_key(item): item for item in items}
+        self.resource_version = version
+        self.last_event_time = time.monotonic()
+        self._delay = self.backoff_initial
+        if self.synced.is_set():
+            self.relists += 1
+        self.synced.set()
+        if self.on_sync is not None:
+            self._call(self.on_sync, list(items), what="on_sync after listing %d" % len(items))
+
+    def _watch(self, stop):
+        """Read one watch to its end; the number of events it brought."""
+        from kubernetes.client.exceptions import ApiException
+        try:
+            response = self.list_call(
+                watch=True, resource_version=self.resource_version,
+                allow_watch_bookmarks=True, timeout_seconds=self.timeout_seconds,
+                _preload_content=False,
+                _request_timeout=(CONNECT_TIMEOUT_S,
+                                  self.timeout_seconds + WATCH_READ_MARGIN_S),
+                **self.selectors)
+        except ApiException as e:
+            if e.status == 410:
+                raise _Gone("HTTP 410") from None
+            raise
+        with self._lock:
+            self._response = response
+        seen = 0
+        try:
+            if stop.is_set():
+                return seen
+            for event in self._events(response):
+                self._dispatch(event)
+                if not seen:
+                    self._delay = self.backoff_initial   # the watch works: a success
+                seen += 1
+            return seen
+        finally:
+            with self._lock:
+                self._response = None
+            response.close()
+            response.release_conn()
+
+    @staticmethod
+    def _events(response):
+        """The decoded events of a watch response, one JSON document a line."""
+        from urllib3.exceptions import HTTPError
+        buffer = b""
+        try:
+            for chunk in response.stream(amt=None, decode_content=True):
+                buffer += chunk
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        yield json.loads(line)
+        except (HTTPError, OSError) as e:
+            text = (str(e).strip() or type(e).__name__).splitlines()[0]
+            raise _Broken(text) from None
+
+    def _dispatch(self, event):
+        kind, obj = event.get("type"), event.get("object") or {}
+        if kind == "ERROR":
+            message = "HTTP %s: %s" % (obj.get("code"), obj.get("message") or obj.get("reason"))
+            if obj.get("code") == 410:
+                raise _Gone(message)
+            raise _WatchError(message)
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        self.last_event_time = time.monotonic()
+        if kind == "BOOKMARK":
+            if version:
+                self.resource_version = version
+            return
+        if kind not in _OBJECT_EVENTS:
+            self.log.warning("%s informer: ignoring a watch event of type %r", self.kind, kind)
+            return
+        obj.setdefault("kind", self.kind)
+        with self._lock:
+            if kind == "DELETED":
+                self._cache.pop(_key(obj), None)
+            else:
+                self._cache[_key(obj)] = obj
+        if version:
+            self.resource_version = version
+        self._call(self.handler, kind, obj, what="handler on %s %s" % (kind, "/".join(
+            p for p in _key(obj) if p)))
+
+    def _call(self, callback, *args, what):
+        try:
+            callback(*args)
+        except Exception:  # noqa: BLE001 - a bug in a callback must not end the loop
+            self.log.exception("%s informer: %s failed", self.kind, what)
+
+    def _guard(self, stop, done):
+        """Unblock a watch read when STOP is set (ends with run())."""
+        while not stop.wait(STOP_POLL_S):
+            if done.is_set():
+                return
+        with self._lock:
+            response = self._response
+        conn = getattr(response, "connection", None) or getattr(response, "_connection", None)
+        sock = getattr(conn, "sock", None)
+        if sock is not None:
+            try:
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)   # not SSLSocket's: no TLS state
+            except OSError:
+                pass

@@ -1,0 +1,146 @@
+"""The agent's loop on plain objects and a plain-file cgroup tree: writes, idempotence,
+vanished containers, refused writes, annotations and Events, dry run."""
+import json
+import logging
+import os
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from tacker_hwaffinity.agent import cgroupfs
+from tacker_hwaffinity.agent.node import ANNOTATION, NodeState
+from tacker_hwaffinity.agent.runner import REASON_PLACEMENT, REASON_WRITE, Agent, Metrics
+from tacker_hwaffinity.kube.client import KubeError
+from tacker_hwaffinity.numa.cpuset import parse_list
+
+from .podobjects import pod_object
+from .test_agent_node import server
+
+
+class Api:
+    def __init__(self, fail=False):
+        self.annotations, self.events, self.fail = {}, [], fail
+
+    def annotate(self, obj, key, value):
+        if self.fail:
+            raise KubeError("connection refused")
+        self.annotations[obj["metadata"]["name"]] = value
+        obj = json.loads(json.dumps(obj))
+        obj["metadata"]["annotations"][key] = value
+        return obj
+
+    def event(self, obj, reason, message):
+        self.events.append((obj["metadata"]["name"], reason, message))
+
+
+def make_dirs(layout, obj):
+    for st in obj["status"]["containerStatuses"]:
+        d = layout.container_dir(obj["metadata"]["uid"], obj["status"]["qosClass"],
+                                 st["containerID"])
+        for level in (os.path.dirname(d), d):
+            os.makedirs(level, exist_ok=True)
+            for f, v in (("cpuset.cpus", "0-111"), ("cpuset.mems", "0-5")):
+                with open(os.path.join(level, f), "w") as fh:
+                    fh.write(v + "\n")
+    return d
+
+
+@pytest.fixture
+def tree(tmp_path):
+    base = tmp_path / "cpuset" / "kubepods.slice"
+    for sub in ("", "kubepods-burstable.slice", "kubepods-besteffort.slice"):
+        (base / sub).mkdir(parents=True, exist_ok=True)
+        (base / sub / "cpuset.cpus").write_text("0-111\n")
+        (base / sub / "cpuset.mems").write_text("0-5\n")
+    return cgroupfs.detect(str(tmp_path))
+
+
+def agent_for(layout, api=None, dry_run=False):
+    return Agent(api or Api(), "n1", NodeState(server()), layout,
+                 cgroupfs.Writer(layout, dry_run=dry_run), Metrics(CollectorRegistry()),
+                 log=logging.getLogger("test.agent"), dry_run=dry_run)
+
+
+def read(d):
+    return tuple(parse_list(open(os.path.join(d, f)).read()) for f in ("cpuset.cpus",
+                                                                    "cpuset.mems"))
+
+
+def test_a_new_container_is_written_read_back_and_annotated(tree):
+    agent = agent_for(tree)
+    p = pod_object("p")
+    d = make_dirs(tree, p)
+    agent.on_sync([])
+    agent.on_event("ADDED", p)
+    decision = json.loads(agent.api.annotations["p"])["c"]
+    assert read(d)[0] == parse_list(decision["exclusiveCpus"])
+    assert read(d)[1] == parse_list(decision["mems"])
+
+
+def test_a_second_full_reconcile_writes_nothing(tree, monkeypatch):
+    agent = agent_for(tree)
+    pods = [pod_object("p%d" % i, cpu=c) for i, c in enumerate(("2", "500m", "1"))]
+    for p in pods:
+        make_dirs(tree, p)
+    agent.on_sync(pods)
+    writes = []
+    monkeypatch.setattr(cgroupfs.Writer, "_write",
+                        staticmethod(lambda *a: writes.append(a)))
+    agent.resync()
+    agent.resync()
+    assert writes == [] and len(agent.api.annotations) == 3
+
+
+def test_a_vanished_container_gives_its_grant_back(tree):
+    agent = agent_for(tree)
+    p = pod_object("p")
+    d = make_dirs(tree, p)
+    os.remove(os.path.join(d, "cpuset.cpus"))
+    os.remove(os.path.join(d, "cpuset.mems"))
+    os.rmdir(d)
+    agent.on_event("ADDED", p)
+    assert not agent.state.placed and not agent.state.placer.used
+    assert agent.api.events == []
+
+
+def test_a_refused_write_is_an_event_and_the_decision_stands(tree):
+    agent = agent_for(tree)
+    p = pod_object("p")
+    d = make_dirs(tree, p)
+    with open(os.path.join(d, "cpuset.cpus"), "w") as f:
+        f.write("not a list\n")
+    agent.on_event("ADDED", p)
+    (event,) = agent.api.events
+    assert event[1] == REASON_WRITE and "cpuset.cpus" in event[2]
+    assert agent.state.placed
+
+
+def test_a_bad_annotation_is_one_event_however_often_it_is_seen(tree):
+    agent = agent_for(tree)
+    p = pod_object("p", annotations={"cri-resource-manager.intel.com/affinity": "c: [[["})
+    agent.on_event("ADDED", p)
+    agent.on_event("MODIFIED", p)
+    agent.resync()
+    (event,) = agent.api.events
+    assert event[1] == REASON_PLACEMENT and "bad annotation" in event[2]
+
+
+def test_api_errors_leave_the_decision_and_retry_later(tree):
+    api = Api(fail=True)
+    agent = agent_for(tree, api)
+    p = pod_object("p")
+    d = make_dirs(tree, p)
+    agent.on_event("ADDED", p)
+    assert agent.state.placed and read(d)[0] != parse_list("0-111")
+    api.fail = False
+    agent.resync()
+    assert ANNOTATION and "p" in api.annotations
+
+
+def test_dry_run_writes_nothing_anywhere(tree):
+    agent = agent_for(tree, dry_run=True)
+    p = pod_object("p")
+    d = make_dirs(tree, p)
+    agent.on_event("ADDED", p)
+    assert read(d) == (parse_list("0-111"), parse_list("0-5"))
+    assert agent.api.annotations == {} and agent.state.placed
