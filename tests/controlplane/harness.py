@@ -923,6 +923,17 @@ class ControlPlane:
             raise ApiError("POST", path, status, payload)
         raise HarnessError("eviction not served")   # pragma: no cover
 
+    def wait_quiet(self, timeout=90):
+        """Until no namespace is being deleted and no pod is terminating anywhere: earlier
+        tests' leftovers, which would make two reads of the cluster differ."""
+        def quiet():
+            spaces = self.admin.get("/api/v1/namespaces")["items"]
+            if any(n.get("status", {}).get("phase") == "Terminating" for n in spaces):
+                return False
+            pods = self.admin.get("/api/v1/pods")["items"]
+            return not any(p["metadata"].get("deletionTimestamp") for p in pods)
+        wait_until(quiet, timeout, what="no namespace or pod being deleted")
+
     def pods(self, namespace, selector=None):
         q = {"labelSelector": selector} if selector else {}
         return self.admin.get("/api/v1/namespaces/%s/pods" % namespace, **q)["items"]

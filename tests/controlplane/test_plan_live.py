@@ -55,6 +55,7 @@ def test_a_plan_read_from_the_api_equals_the_plan_from_kubectl_yaml(
         aff={**w.affinity("anti", "preferred", "CIS-node", {"app": "spread"}),
              **w.affinity("affinity", "preferred", "kubernetes.io/hostname", labels)})))
     snapshot = tmp_path / "cluster.yaml"
+    cp.wait_quiet()     # every bound pod counts in the resource scores: both reads must agree
     snapshot.write_text(cp.snapshot_yaml())
     from_file = hwaffinity("plan", "--cluster", str(snapshot), str(workload), "-o", "json")
     live = hwaffinity("plan", "--kubeconfig", cp.reader_kubeconfig, str(workload), "-o", "json")
