@@ -28,6 +28,22 @@ def check_cpu_manager(kubelet_root):
     return "kubelet CPU manager policy %s (%s)" % (policy or "none", path)
 
 
+def kubelet_reserved_cpus(kubelet_root):
+    """The kubelet's ``reservedSystemCPUs`` from KUBELET_ROOT/config.yaml (kubeadm's
+    place for the kubelet configuration), or None when there is no such file or setting."""
+    import yaml
+    path = os.path.join(kubelet_root, "config.yaml")
+    try:
+        with open(path) as f:
+            config = yaml.safe_load(f)
+    except FileNotFoundError:
+        return None
+    except (OSError, yaml.YAMLError) as e:
+        raise Refused("cannot read the kubelet configuration %s: %s" % (path, e))
+    value = config.get("reservedSystemCPUs") if isinstance(config, dict) else None
+    return str(value) if value not in (None, "") else None
+
+
 def read_cpu_map(path):
     """A CPU/memory-node id map file: {"cpus": {"0-13": 0, ...}, "mems": {"0-7": 0}}.
 

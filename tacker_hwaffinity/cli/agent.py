@@ -29,7 +29,8 @@ def register(sub):
     p.add_argument("--kubelet-root", default="/var/lib/kubelet",
                    help="kubelet state directory (cpu_manager_state)")
     p.add_argument("--reserved-cpus", metavar="LIST",
-                   help="CPUs of the reserved class (the kubelet's reservedSystemCPUs)")
+                   help="CPUs of the reserved class (default: the kubelet's "
+                        "reservedSystemCPUs from KUBELET_ROOT/config.yaml, if any)")
     p.add_argument("--metrics-address", default="0.0.0.0:%d" % DEFAULT_PORT,
                    metavar="HOST:PORT", help="where /metrics and /healthz are served")
     p.add_argument("--resync", type=float, default=60.0, metavar="SECONDS",
@@ -55,6 +56,7 @@ def prepare(args, log):
     """Everything that can refuse: (machine, layout, cpu maps). Raises Refused/InputError."""
     from tacker_hwaffinity.agent import cgroupfs, preflight
     from tacker_hwaffinity.cli.numa import load_machine
+    from tacker_hwaffinity.numa.cpuset import format_list
     if not args.node:
         raise InputError("no node name: give --node or set NODE_NAME", field="--node")
     log.info(preflight.check_cpu_manager(args.kubelet_root))
@@ -65,6 +67,8 @@ def prepare(args, log):
     except cgroupfs.LayoutError as e:
         raise preflight.Refused(str(e))
     args.machine = None
+    if args.reserved_cpus is None:
+        args.reserved_cpus = preflight.kubelet_reserved_cpus(args.kubelet_root)
     machine = load_machine(args)
     cpu_map = mem_map = None
     if args.cpu_map:
@@ -72,7 +76,8 @@ def prepare(args, log):
             cpu_map, mem_map = preflight.read_cpu_map(args.cpu_map)
         except (OSError, ValueError) as e:
             raise InputError("cannot read the CPU map: %s" % e, source=args.cpu_map)
-    log.info("node %s: %s; %s", args.node, machine.summary(), layout.describe())
+    log.info("node %s: %s, reserved CPUs %s; %s", args.node, machine.summary(),
+             format_list(machine.reserved) or "none", layout.describe())
     return machine, layout, cpu_map, mem_map
 
 

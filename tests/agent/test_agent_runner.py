@@ -144,3 +144,32 @@ def test_dry_run_writes_nothing_anywhere(tree):
     agent.on_event("ADDED", p)
     assert read(d) == (parse_list("0-111"), parse_list("0-5"))
     assert agent.api.annotations == {} and agent.state.placed
+
+
+def test_killed_between_write_and_annotation_a_new_agent_makes_them_agree(tree):
+    """The first agent wrote the cgroups but died before recording its decisions."""
+    pods = [pod_object("p%d" % i, cpu=c, created="2026-01-01T00:00:0%dZ" % i)
+            for i, c in enumerate(("2", "1", "500m"))]
+    dirs = [make_dirs(tree, p) for p in pods]
+    first = agent_for(tree, Api(fail=True))
+    first.on_sync(pods)
+    assert first.api.annotations == {}
+    second = agent_for(tree)
+    second.on_sync(pods)
+    for p, d in zip(pods, dirs):
+        decision = json.loads(second.api.annotations[p["metadata"]["name"]])["c"]
+        cpus, mems = read(d)
+        assert mems == parse_list(decision["mems"])
+        assert parse_list(decision.get("exclusiveCpus", "")) <= cpus
+
+
+def test_reserved_cpus_come_from_the_kubelet_configuration(tmp_path):
+    from tacker_hwaffinity.agent import preflight
+    assert preflight.kubelet_reserved_cpus(str(tmp_path)) is None
+    (tmp_path / "config.yaml").write_text("kind: KubeletConfiguration\nreservedSystemCPUs: "
+                                          "0-1\n")
+    assert preflight.kubelet_reserved_cpus(str(tmp_path)) == "0-1"
+    (tmp_path / "cpu_manager_state").write_text('{"policyName": "static"}')
+    with pytest.raises(preflight.Refused) as e:
+        preflight.check_cpu_manager(str(tmp_path))
+    assert "static" in str(e.value)
