@@ -1,0 +1,1 @@
+"""The during-execution controller: labels follow the VMs, RequiredDuringExecution holds."""
