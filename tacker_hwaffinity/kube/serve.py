@@ -29,18 +29,27 @@ class HealthServer:
             self.registry = REGISTRY
         self._server = http.server.ThreadingHTTPServer((self.host, self.port), _handler(self))
         self._server.daemon_threads = True
+        self._server.timeout = 0.2          # handle_request() returns to check _stopping
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
+        self._stopping = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True,
                                         name="health-server-%d" % self.port)
         self._thread.start()
         return self
 
+    def _serve(self):
+        # our own loop rather than serve_forever(): stop() then needs no handshake with
+        # it (socketserver's shutdown() waits for one, which never comes in a process
+        # where eventlet has patched threading, as Tacker's does)
+        while not self._stopping.is_set():
+            self._server.handle_request()
+
     def stop(self):
         if self._server is None:
             return
-        self._server.shutdown()
-        self._server.server_close()
+        self._stopping.set()
         self._thread.join(timeout=5)
+        self._server.server_close()
         self._server = None
 
     def answer(self, path, accept):
