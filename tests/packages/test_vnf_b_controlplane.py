@@ -12,10 +12,9 @@ has a worker of its own (its soft rules decide that). kube-scheduler breaks
 ties at random and names controller pods at random, so which host gets
 which pod is not compared.
 
-The amf variant (topologySpreadConstraints) is the one ``hwaffinity plan``
-does not model: the plan's tie-break (least allocated, then fewest pods)
-spreads it the same way on this evenly loaded cluster, and the real
-scheduler must keep maxSkew 1, which is what the test checks first.
+The amf variant spreads with topologySpreadConstraints (maxSkew 1 over
+``CIS-node``, DoNotSchedule), which the plan applies as kube-scheduler does;
+the real scheduler must keep maxSkew 1, which is what the test checks first.
 
 The PodDisruptionBudgets (applied separately, as an operator would; served
 as policy/v1beta1 by this v1.20 control plane) are checked through the real
