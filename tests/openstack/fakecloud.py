@@ -19,7 +19,13 @@ One eventlet WSGI server on ``127.0.0.1:<port>`` serves:
 * ``/compute`` the Nova API (``/compute/v2.1``);
 * ``/image`` a tiny read-only fake Glance v2 backed by Nova's GlanceFixture;
 * ``/networking`` a fake Neutron v2.0 (``fakeneutron.py``) whose state is
-  the very ``NeutronFixture`` instance Nova's own neutron calls use.
+  the very ``NeutronFixture`` instance Nova's own neutron calls use;
+* ``/_harness`` test switches (:class:`Control`, no token): hold live
+  migrations in progress, stop and restart a compute service (evacuation).
+
+Live migration and evacuation go through Nova's own API; the fake driver
+(:class:`HarnessFakeDriver`) completes a live migration at once unless the
+harness holds it (then Nova's force-complete or abort ends it).
 
 When ready it prints one line ``READY {json}`` on stdout; the JSON has
 ``port``, ``auth_url``, ``compute_url``, ``image_url``, ``network_url``,
@@ -74,12 +80,86 @@ UBUNTU_ID = "0b5e7a2c-4d1f-4e8a-9c3b-2f6d8e1a7b40"
 UBUNTU_NAME = "ubuntu-24.04-server-cloudimg-amd64"
 
 
+class MigrationHold:
+    """Harness switch that keeps live migrations in progress.
+
+    While ``hold`` is on, a live migration that reaches the driver (migration
+    status ``running``, server ``MIGRATING``) waits until Nova's own
+    force-complete (``POST /servers/{id}/migrations/{mid}/action
+    {"force_complete": null}``) or abort (``DELETE
+    /servers/{id}/migrations/{mid}``) reaches the source compute, until the
+    hold is switched off (which completes every held migration), or until
+    ``max_seconds`` have passed (then it completes too).
+    """
+
+    def __init__(self, max_seconds=600.0):
+        self.hold = False
+        self.max_seconds = max_seconds
+        self.held = {}   # instance uuid -> None (waiting), "complete" or "abort"
+
+    def set(self, hold):
+        self.hold = bool(hold)
+        if not self.hold:
+            for uuid in self.held:
+                self.held[uuid] = self.held[uuid] or "complete"
+
+    def wait(self, uuid):
+        """Block (green) until UUID is released; returns "complete" or "abort"."""
+        self.held[uuid] = None
+        deadline = time.monotonic() + self.max_seconds
+        try:
+            while self.held[uuid] is None and time.monotonic() < deadline:
+                eventlet.sleep(0.05)
+            return self.held[uuid] or "complete"
+        finally:
+            del self.held[uuid]
+
+    def release(self, uuid, outcome):
+        if uuid in self.held:
+            self.held[uuid] = outcome
+
+    def state(self):
+        return {"hold": self.hold, "held": sorted(self.held),
+                "max_seconds": self.max_seconds}
+
+
+MIGRATIONS = MigrationHold()
+
+
 class HarnessFakeDriver(fake_virt.FakeDriver):
-    """Roomy fake hypervisor: capacity never limits the tests, policies do."""
+    """Roomy fake hypervisor: capacity never limits the tests, policies do.
+
+    Live migration: completes at once, as FakeDriver's, unless
+    :data:`MIGRATIONS` holds it (then it behaves like Nova's
+    FakeLiveMigrateDriver: running until force-complete or abort). Unlike
+    FakeDriver, the source forgets the guest after the migration (as
+    FakeLiveMigrateDriver does), so a server can later be migrated or
+    evacuated back to its first host (no ``InstanceExists``).
+    """
 
     vcpus = 64
     memory_mb = 131072
     local_gb = 10000
+
+    def live_migration(self, context, instance, dest, post_method, recover_method,
+                       block_migration=False, migrate_data=None):
+        if MIGRATIONS.hold and MIGRATIONS.wait(instance.uuid) == "abort":
+            recover_method(context, instance, dest, migrate_data,
+                           migration_status="cancelled")
+            return
+        post_method(context, instance, dest, block_migration, migrate_data)
+
+    def live_migration_force_complete(self, instance):
+        MIGRATIONS.release(instance.uuid, "complete")
+
+    def live_migration_abort(self, instance):
+        MIGRATIONS.release(instance.uuid, "abort")
+
+    def post_live_migration(self, context, instance, block_device_info, migrate_data=None):
+        # On the source, after the guest runs on the destination.
+        if instance.uuid in self.instances:
+            self.destroy(context, instance, network_info=None,
+                         block_device_info=block_device_info)
 
 
 def _load_driver(virtapi, compute_driver=None):
@@ -136,8 +216,75 @@ class Cloud(test.TestCase, integrated_helpers.InstanceHelperMixin):
         self.hosts = []
         for i in range(1, self.n_computes + 1):
             host = "compute%d" % i
-            self.start_service("compute", host=host)
+            self._start_compute(host)   # -> self.computes[host]
             self.hosts.append(host)
+
+    def stop_compute(self, host):
+        """Stop HOST's nova-compute service (its guests stay on the fake
+        hypervisor), as when a compute host dies."""
+        service = self.computes[host]
+        if not getattr(service, "harness_stopped", False):
+            service.stop()
+            service.harness_stopped = True
+
+    def start_compute(self, host):
+        """Start HOST's nova-compute again: a new service and manager on the
+        same fake hypervisor; its ``init_host`` destroys guests that were
+        evacuated meanwhile, as a real restart does."""
+        service = self.computes[host]
+        if getattr(service, "harness_stopped", False):
+            current = CONF.host
+            self.computes[host] = self.restart_compute_service(service)
+            self.flags(host=current)   # start_service() patches CONF.host
+
+
+# -- harness control ---------------------------------------------------------
+class Control:
+    """``/_harness``: switches for tests (loopback only, no token).
+
+    * ``GET /_harness/migrations`` -> ``{"hold", "held", "max_seconds"}``;
+      ``PUT`` with ``{"hold": true|false}`` (false completes held migrations);
+    * ``POST /_harness/computes/<host>`` with ``{"action": "stop"|"start"}``:
+      stop or (re)start that host's nova-compute service.
+    """
+
+    def __init__(self, cloud):
+        self.cloud = cloud
+
+    def __call__(self, environ, start_response):
+        method, path = environ["REQUEST_METHOD"], environ.get("PATH_INFO", "").rstrip("/")
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+            body = json.loads(environ["wsgi.input"].read(length) or b"{}") if length else {}
+            status, out = self.route(method, path, body)
+        except Exception as exc:  # noqa: BLE001 - report to the test, keep serving
+            LOG.exception("harness control %s %s", method, path)
+            status, out = "500 Internal Server Error", {"error": repr(exc)}
+        data = json.dumps(out).encode()
+        start_response(status, [("Content-Type", "application/json"),
+                                ("Content-Length", str(len(data)))])
+        return [data]
+
+    def route(self, method, path, body):
+        if path == "/migrations":
+            if method == "PUT":
+                MIGRATIONS.set(body.get("hold"))
+            return "200 OK", MIGRATIONS.state()
+        if path.startswith("/computes/") and method == "POST":
+            host = path.rsplit("/", 1)[1]
+            if host not in self.cloud.computes:
+                return "404 Not Found", {"error": "no compute %s" % host}
+            action = body.get("action")
+            if action == "stop":
+                self.cloud.stop_compute(host)
+            elif action == "start":
+                self.cloud.start_compute(host)
+            else:
+                return "400 Bad Request", {"error": "action must be stop or start"}
+            return "200 OK", {"host": host,
+                              "stopped": getattr(self.cloud.computes[host], "harness_stopped",
+                                                 False)}
+        return "404 Not Found", {"error": "unknown harness path %s" % path}
 
 
 # -- fake Glance ------------------------------------------------------------
@@ -305,6 +452,7 @@ def main(argv=None):
         ("/compute", cloud.api_fixture.app()),
         ("/image", FakeGlance(cloud.glance)),
         ("/networking", neutron_app),
+        ("/_harness", Control(cloud)),
     ])
 
     ctxt = nova_context.get_admin_context()

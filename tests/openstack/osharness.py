@@ -47,6 +47,13 @@ PRIVATE_NETWORK = "private"
 PUBLIC_NETWORK = "public"
 # novaclient's newest microversion (Nova 34 serves up to 2.104)
 NOVA_LATEST = "2.96"
+# Microversion of the harness's move operations: block_migration "auto" and a
+# null host (2.25+), GET /servers/{id}/migrations (2.23+), service uuids and
+# forced_down by PUT (2.53+), no "force" (2.68+); evacuate leaves the server
+# ACTIVE (2.95+ would stop it: SHUTOFF).
+MOVE_VERSION = "2.68"
+HOST_ATTR = "OS-EXT-SRV-ATTR:host"
+TASK_ATTR = "OS-EXT-STS:task_state"
 BUILD_HINT = ("the OpenStack test venv is missing and could not be built; run "
               "`bash tools/openstack-venv.sh` (pip-installs nova, placement and heat "
               "from PyPI into the cache) or set HWAFFINITY_OPENSTACK_PYTHON")
@@ -429,6 +436,151 @@ class OpenStackCloud:
                                "(or use the openstack_heat fixture)")
         from heatclient import client as heat_client
         return heat_client.Client("1", session=self.session(user, project))
+
+    # -- moving servers (admin, through Nova's API) ------------------------
+    def compute(self, method, path, body=None, version=MOVE_VERSION):
+        """One admin Nova call at microversion VERSION; the JSON answer (or
+        None). Raises HarnessError on HTTP >= 400."""
+        if getattr(self, "_admin_session", None) is None:
+            self._admin_session = self.session("admin")
+        resp = self._admin_session.request(
+            path, method, json=body, raise_exc=False, microversion=version,
+            endpoint_filter={"service_type": "compute"})
+        if resp.status_code >= 400:
+            raise HarnessError("Nova %s %s: HTTP %d %s" % (method, path, resp.status_code,
+                                                          resp.text[:500]))
+        return resp.json() if resp.content else None
+
+    def server(self, server_id):
+        """The server as admin sees it (dict, microversion MOVE_VERSION)."""
+        return self.compute("GET", "/servers/%s" % server_id)["server"]
+
+    def migrations_in_progress(self, server_id):
+        """``GET /servers/{id}/migrations``: the server's live migrations in
+        progress (dicts with ``id``, ``status``, ``source_compute``...)."""
+        return self.compute("GET", "/servers/%s/migrations" % server_id)["migrations"]
+
+    def live_migrate(self, server_id, host=None, wait=True, timeout=60):
+        """``os-migrateLive`` (``host`` None: the scheduler picks). With WAIT,
+        returns the new host once the server is there with no task; raises
+        HarnessError if the migration fails (e.g. to its own host: HTTP 202,
+        then migration ``error``). Without WAIT, returns None at once."""
+        return self._move(server_id, {"os-migrateLive": {"host": host,
+                                                         "block_migration": "auto"}},
+                          "live migration", wait, timeout)
+
+    def hold_migrations(self, hold=True):
+        """Keep live migrations in progress (server MIGRATING, migration
+        ``running``) until :meth:`complete_migration` (Nova's force-complete)
+        or Nova's abort; ``hold_migrations(False)`` completes all held ones.
+        Also a context manager that switches the hold off on exit."""
+        self._control("PUT", "/migrations", {"hold": bool(hold)})
+        cloud = self
+
+        class _Hold:
+            def __enter__(self):
+                return cloud
+
+            def __exit__(self, *exc):
+                cloud._control("PUT", "/migrations", {"hold": False})
+        return _Hold()
+
+    def held_migrations(self):
+        """Server ids whose live migration the driver is holding now."""
+        return self._control("GET", "/migrations")["held"]
+
+    def complete_migration(self, server_id, wait=True, timeout=60):
+        """Force-complete SERVER_ID's held live migration through Nova's API
+        (``POST /servers/{id}/migrations/{mid}/action {"force_complete":
+        null}``) once the driver holds it; with WAIT, returns the new host."""
+        def running():
+            return [m for m in self.migrations_in_progress(server_id)
+                    if m["status"] == "running" and server_id in self.held_migrations()]
+        migration = wait_for(running, timeout, what="a held live migration of %s"
+                             % server_id)[0]
+        before = self._migration_ids(server_id) - {migration["id"]}
+        source = self.server(server_id)[HOST_ATTR]
+        self.compute("POST", "/servers/%s/migrations/%s/action" % (server_id, migration["id"]),
+                     {"force_complete": None})
+        return self._wait_moved(server_id, source, before, timeout,
+                                "live migration") if wait else None
+
+    def stop_compute(self, host):
+        """HOST's nova-compute dies: its service stops, then is forced down
+        through Nova's API (as an operator does before evacuating)."""
+        self._control("POST", "/computes/%s" % host, {"action": "stop"})
+        self._force_down(host, True)
+
+    def start_compute(self, host):
+        """Restart HOST's nova-compute (its ``init_host`` destroys the guests
+        evacuated from it) and clear ``forced_down``."""
+        self._control("POST", "/computes/%s" % host, {"action": "start"})
+        self._force_down(host, False)
+
+    def evacuate(self, server_id, host=None, wait=True, timeout=60):
+        """Evacuate SERVER_ID: stops and forces down its compute host first
+        (:meth:`stop_compute`; :meth:`start_compute` brings it back). With
+        WAIT, returns the new host once the server is there with no task."""
+        self.stop_compute(self.server(server_id)[HOST_ATTR])
+        return self._move(server_id, {"evacuate": {"host": host} if host else {}},
+                          "evacuation", wait, timeout)
+
+    def _move(self, server_id, action, what, wait, timeout):
+        before = self._migration_ids(server_id)
+        source = self.server(server_id)[HOST_ATTR]
+        self.compute("POST", "/servers/%s/action" % server_id, action)
+        return self._wait_moved(server_id, source, before, timeout, what) if wait else None
+
+    def _migrations(self, server_id):
+        return self.compute("GET", "/os-migrations?instance_uuid=%s" % server_id,
+                            version="2.80")["migrations"]
+
+    def _migration_ids(self, server_id):
+        return {m["id"] for m in self._migrations(server_id)}
+
+    def _force_down(self, host, down):
+        services = self.compute("GET", "/os-services?binary=nova-compute&host=%s" % host)
+        for service in services["services"]:
+            self.compute("PUT", "/os-services/%s" % service["id"], {"forced_down": down})
+
+    def _wait_moved(self, server_id, source, before, timeout, what):
+        """Wait until the server has no task and a host other than SOURCE.
+        (An evacuated server is ACTIVE with no task on the source for a
+        moment before Nova sets its host.) A new migration record (not in
+        BEFORE) that failed raises HarnessError."""
+        def settled():
+            server = self.server(server_id)
+            if server["status"] == "ERROR":
+                raise HarnessError("%s of %s: server in ERROR: %s" % (
+                    what, server_id, server.get("fault")))
+            if server[TASK_ATTR] is not None:
+                return None
+            if server[HOST_ATTR] != source:
+                return server
+            failed = [(m["migration_type"], m["status"], m["dest_compute"])
+                      for m in self._migrations(server_id) if m["id"] not in before
+                      and m["status"] in ("error", "failed", "cancelled")]
+            if failed:
+                raise HarnessError("%s of %s failed; it stays on %s (migrations: %s)" % (
+                    what, server_id, source, failed))
+            return None
+        return wait_for(settled, timeout, interval=0.1,
+                        what="%s of %s" % (what, server_id))[HOST_ATTR]
+
+    def _control(self, method, path, body=None):
+        """The fakecloud's ``/_harness`` switches (no token; loopback)."""
+        import urllib.error
+        import urllib.request
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.info["base_url"] + "/_harness" + path, data=data,
+                                     method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=120) as resp:
+                return json.loads(resp.read() or b"null")
+        except urllib.error.HTTPError as exc:
+            raise HarnessError("harness %s %s: HTTP %d %s" % (
+                method, path, exc.code, exc.read()[:500])) from None
 
 
 # --------------------------------------------------------------------------
