@@ -116,6 +116,7 @@ class Controller:
             self._relabel(list(self.workers.values()), {})
         elif moves:
             moved = {m.server_id: m for m in moves}
+            self.moved_nodes = set()    # the pods of these nodes go first (eviction_order)
             self._relabel([self.workers[i] for i in moved if i in self.workers], moved)
 
     def _relabel(self, servers, moves):
@@ -158,7 +159,8 @@ class Controller:
                 "is on host %s" % a.host,
                 ", ".join("%s=%s" % kv for kv in sorted(wanted.items()))))
             self.log.info("node %s: %s", node, text)
-            self.moved_nodes.add(node)
+            if move:
+                self.moved_nodes.add(node)
             self._event(obj, "Normal", "HostLabelChanged", text)
 
     # -- RequiredDuringExecution ------------------------------------------------

@@ -35,10 +35,12 @@ def record_event(conn, involved, event_type, reason, message, component, action=
     and ``reportingComponent``; ACTION (default: REASON) is required by the
     server once ``eventTime`` is set. The name is ``<object name>.<hex
     nanoseconds>``, as client-go's recorder names them. A cluster-scoped
-    object's Events go to the "default" namespace.
+    object's Events go to kube-system (required for Events with eventTime).
     """
     meta = involved.get("metadata") or {}
-    namespace = meta.get("namespace") or "default"
+    # an Event with eventTime about a cluster-scoped object (a Node) must live in
+    # kube-system: the API server's event validation refuses any other namespace
+    namespace = meta.get("namespace") or "kube-system"
     now = _now()
     if now.microsecond == 0:
         # The client may re-serialise eventTime with isoformat(), which drops a

@@ -1,0 +1,181 @@
+"""The during-execution controller end to end: real Nova (three fake compute hosts), the
+real control plane with the real kube-scheduler, and `hwaffinity controller` as a process.
+
+Three worker VMs, one per host; three Kubernetes nodes whose InternalIPs are the VMs'
+addresses. A Deployment of two replicas keeps them on different hosts at scheduling time
+(required anti-affinity on CIS-node) and while running (the same term in
+hwaffinity.io/required-during-execution). Live-migrating one worker's VM onto the other's
+host must relabel its node within two poll intervals, evict exactly the replica on the
+node that moved, and the real scheduler places its replacement on the third host.
+"""
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+
+from . import harness
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "openstack"))
+import osharness  # noqa: E402
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.openstack]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+POLL = 2
+RULE = ('{"podAntiAffinity": [{"topologyKey": "CIS-node", '
+        '"labelSelector": {"matchLabels": {"app": "rde"}}}]}')
+
+
+@pytest.fixture(scope="module")
+def cloud():
+    cloud = osharness.OpenStackCloud(computes=3, python=osharness.python_or_skip())
+    try:
+        cloud.start()
+    except osharness.HarnessError as e:
+        pytest.fail("OpenStack did not start: %s" % e, pytrace=False)
+    yield cloud
+    cloud.stop(keep_logs=False)
+
+
+@pytest.fixture(scope="module")
+def workers(cloud, control_plane):
+    """{node name: (server id, host)}: a VM per compute host, a node per VM."""
+    nova = cloud.nova("admin", version="2.68")
+    out = {}
+    for i, host in enumerate(sorted(cloud.hosts)[:3]):
+        server = nova.servers.create("e2e-w%d" % i, image=cloud.image, flavor="1",
+                                     nics=[{"net-id": cloud.network_id}],
+                                     availability_zone="nova:%s" % host,
+                                     meta={"hwaffinity-cluster": "e2e"})
+        server = osharness.wait_server(nova, server.id, timeout=90)
+        ip = next(a["addr"] for nets in server.addresses.values() for a in nets)
+        name = "e2e-w%d" % i
+        control_plane.add_node(name, {"kubernetes.io/hostname": name}, address=ip)
+        out[name] = (server.id, host)
+    yield out
+    for name, (sid, _) in out.items():
+        control_plane.delete_node(name)
+        nova.servers.delete(sid)
+
+
+@pytest.fixture
+def controller(cloud, control_plane, workers, tmp_path):
+    creds = cloud.credentials("admin")
+    env = dict(os.environ, OS_AUTH_URL=creds["auth_url"], OS_USERNAME=creds["username"],
+               OS_PASSWORD=creds["password"], OS_PROJECT_NAME=creds["project_name"],
+               OS_USER_DOMAIN_NAME="Default", OS_PROJECT_DOMAIN_NAME="Default")
+    env.pop("OS_CLOUD", None)
+    log = open(tmp_path / "controller.log", "wb")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tacker_hwaffinity.cli.main", "controller",
+         "--kubeconfig", control_plane.kubeconfig, "--worker-metadata", "hwaffinity-cluster=e2e",
+         "--poll-interval", str(POLL), "--grace", "5", "--eviction-interval", "1",
+         "--lease-namespace", "default", "--lease-name", "e2e-controller",
+         "--metrics-address", "127.0.0.1:0"],
+        stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True)
+    yield proc, tmp_path / "controller.log"
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+    log.close()
+
+
+def _deployment(namespace, names):
+    only_ours = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
+                               "values": names}]}]}}
+    apart = {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "CIS-node", "labelSelector": {"matchLabels": {"app": "rde"}}}]}
+    template = {"metadata": {"labels": {"app": "rde"},
+                             "annotations": {"hwaffinity.io/required-during-execution": RULE}},
+                "spec": {"affinity": {"nodeAffinity": only_ours, "podAntiAffinity": apart},
+                         "terminationGracePeriodSeconds": 0,
+                         "containers": [{"name": "c", "image": "x"}]}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "rde", "namespace": namespace},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "rde"}},
+                     "template": template}}
+
+
+def _placed(cp, namespace):
+    """{pod name: node} of the running, not terminating pods."""
+    pods = [p for p in cp.pods(namespace) if not p["metadata"].get("deletionTimestamp")]
+    return {p["metadata"]["name"]: p["spec"].get("nodeName") for p in pods
+            if p["spec"].get("nodeName") and p["status"].get("phase") == "Running"}
+
+
+def label(cp, node):
+    return cp.admin.get("/api/v1/nodes/" + node)["metadata"]["labels"].get("CIS-node")
+
+
+def test_a_live_migration_relabels_and_evicts_the_replica_on_the_moved_node(
+        cloud, control_plane, workers, controller, namespace):
+    cp = control_plane
+    proc, log = controller
+    for node, (_, host) in workers.items():       # the first poll labels every worker
+        harness.wait_until(lambda n=node, h=host: label(cp, n) == h, 60,
+                           what="node %s labelled %s (log: %s)" % (node, host, log))
+    names = sorted(workers)
+    deploy = _deployment(namespace, names)
+    cp.admin.create("/apis/apps/v1/namespaces/%s/deployments" % namespace, deploy)
+
+    def placed():
+        return _placed(cp, namespace)
+    harness.wait_until(lambda: len(placed()) == 2, 60, what="two replicas running")
+    before = placed()
+    moving_node = sorted(before.values())[0]
+    staying_node = sorted(before.values())[1]
+    third = (set(names) - set(before.values())).pop()
+    victim = next(p for p, n in before.items() if n == moving_node)
+    target_host = workers[staying_node][1]
+    cloud.live_migrate(workers[moving_node][0], host=target_host)
+    harness.wait_until(lambda: label(cp, moving_node) == target_host, 4 * POLL + 10,
+                       what="node %s relabelled %s" % (moving_node, target_host))
+    harness.wait_until(lambda: victim not in placed(), 30, what="%s evicted" % victim)
+    harness.wait_until(lambda: third in placed().values(), 60,
+                       what="a replacement on %s" % third)
+    after = placed()
+    survivor = next(p for p, n in before.items() if n == staying_node)
+    assert survivor in after and after[survivor] == staying_node     # exactly one evicted
+    events = cp.events(namespace, "EvictedDuringExecution", victim)
+    assert events and "anti-affinity" in events[0]["message"]
+    moved = cp.admin.get("/api/v1/namespaces/kube-system/events", fieldSelector=(
+        "involvedObject.kind=Node,reason=HostLabelChanged,involvedObject.name=" + moving_node)
+    )["items"]
+    assert any("to %s" % target_host in e["message"] for e in moved)
+    assert proc.poll() is None
+
+
+def test_a_pdb_holds_the_eviction_back_until_it_allows_it(
+        cloud, control_plane, workers, controller, namespace):
+    cp = control_plane
+    names = sorted(workers)
+    for node, (_, host) in workers.items():
+        harness.wait_until(lambda n=node: bool(label(cp, n)), 60,
+                           what="node %s labelled" % node)
+    hosts = {n: label(cp, n) for n in names}
+    pdb = {"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+           "metadata": {"name": "rde", "namespace": namespace},
+           "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "rde"}}}}
+    cp.admin.create("/apis/policy/v1beta1/namespaces/%s/poddisruptionbudgets" % namespace, pdb)
+    deploy = _deployment(namespace, names)
+    cp.admin.create("/apis/apps/v1/namespaces/%s/deployments" % namespace, deploy)
+    harness.wait_until(lambda: len(_placed(cp, namespace)) == 2, 60, what="two replicas")
+    harness.wait_until(lambda: cp.admin.get(
+        "/apis/policy/v1beta1/namespaces/%s/poddisruptionbudgets/rde" % namespace)
+        .get("status", {}).get("observedGeneration"), 30, what="the PDB processed")
+    before = _placed(cp, namespace)
+    a, b = sorted(before.values())
+    cloud.live_migrate(workers[a][0], host=hosts[b])
+    harness.wait_until(lambda: label(cp, a) == hosts[b], 4 * POLL + 10, what="relabelled")
+    victim = next(p for p, n in before.items() if n == a)
+    harness.wait_until(lambda: cp.events(namespace, "EvictionBlocked", victim), 30,
+                       what="an EvictionBlocked event")
+    assert _placed(cp, namespace) == before          # nothing evicted
+    cp.admin.delete("/apis/policy/v1beta1/namespaces/%s/poddisruptionbudgets/rde" % namespace)
+    harness.wait_until(lambda: victim not in _placed(cp, namespace), 60,
+                       what="the eviction once the PDB is gone")
