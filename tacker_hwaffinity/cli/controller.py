@@ -42,6 +42,9 @@ def register(sub):
     p.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "kube-system"))
     p.add_argument("--lease-name", default="hwaffinity-controller")
     p.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
+    p.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS",
+                   help="leader election: lease duration (renew deadline and retry period "
+                        "follow client-go's 15/10/2 proportions)")
     p.add_argument("--metrics-address", default="0.0.0.0:%d" % DEFAULT_PORT,
                    metavar="HOST:PORT")
     p.add_argument("--dry-run", action="store_true", help="report; relabel and evict nothing")
@@ -108,7 +111,9 @@ def run(args):
                     log=log)
     controller = Controller(conn, poll, settings, nodes, pods, Metrics(registry), log=log)
     elector = LeaderElector(conn, args.lease_namespace, args.lease_name, args.identity,
-                            log=log)
+                            lease_duration=args.lease_duration,
+                            renew_deadline=args.lease_duration * 2 / 3,
+                            retry_period=args.lease_duration * 2 / 15, log=log)
     threads = [threading.Thread(target=i.run, args=(stop,), daemon=True, name=n)
                for i, n in ((nodes, "nodes"), (pods, "pods"), (elector, "leader"))]
     for t in threads:

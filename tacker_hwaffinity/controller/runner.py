@@ -113,6 +113,8 @@ class Controller:
                 self.workers[st.id] = st
         moves = self.tracker.update(states)
         if first:
+            self.log.info("Nova: %d worker server(s), hosts by %s", len(self.workers),
+                          self.tracker.source)
             self._relabel(list(self.workers.values()), {})
         elif moves:
             moved = {m.server_id: m for m in moves}

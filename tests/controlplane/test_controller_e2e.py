@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -60,8 +61,16 @@ def workers(cloud, control_plane):
         nova.servers.delete(sid)
 
 
+def _reset(cloud, workers):
+    """Every worker VM back on its own host (an earlier test may have moved it)."""
+    for node, (sid, host) in sorted(workers.items()):
+        if cloud.server(sid).get("OS-EXT-SRV-ATTR:host") != host:
+            cloud.live_migrate(sid, host=host)
+
+
 @pytest.fixture
 def controller(cloud, control_plane, workers, tmp_path):
+    _reset(cloud, workers)
     creds = cloud.credentials("admin")
     env = dict(os.environ, OS_AUTH_URL=creds["auth_url"], OS_USERNAME=creds["username"],
                OS_PASSWORD=creds["password"], OS_PROJECT_NAME=creds["project_name"],
@@ -75,6 +84,9 @@ def controller(cloud, control_plane, workers, tmp_path):
          "--lease-namespace", "default", "--lease-name", "e2e-controller",
          "--metrics-address", "127.0.0.1:0"],
         stdout=log, stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True)
+    for node, (_, host) in workers.items():       # its first poll labels every worker
+        harness.wait_until(lambda n=node, h=host: label(control_plane, n) == h, 60,
+                           what="node %s labelled %s" % (node, host))
     yield proc, tmp_path / "controller.log"
     os.killpg(proc.pid, signal.SIGTERM)
     try:
@@ -116,9 +128,6 @@ def test_a_live_migration_relabels_and_evicts_the_replica_on_the_moved_node(
         cloud, control_plane, workers, controller, namespace):
     cp = control_plane
     proc, log = controller
-    for node, (_, host) in workers.items():       # the first poll labels every worker
-        harness.wait_until(lambda n=node, h=host: label(cp, n) == h, 60,
-                           what="node %s labelled %s (log: %s)" % (node, host, log))
     names = sorted(workers)
     deploy = _deployment(namespace, names)
     cp.admin.create("/apis/apps/v1/namespaces/%s/deployments" % namespace, deploy)
@@ -154,9 +163,6 @@ def test_a_pdb_holds_the_eviction_back_until_it_allows_it(
         cloud, control_plane, workers, controller, namespace):
     cp = control_plane
     names = sorted(workers)
-    for node, (_, host) in workers.items():
-        harness.wait_until(lambda n=node: bool(label(cp, n)), 60,
-                           what="node %s labelled" % node)
     hosts = {n: label(cp, n) for n in names}
     pdb = {"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
            "metadata": {"name": "rde", "namespace": namespace},
@@ -179,3 +185,110 @@ def test_a_pdb_holds_the_eviction_back_until_it_allows_it(
     cp.admin.delete("/apis/policy/v1beta1/namespaces/%s/poddisruptionbudgets/rde" % namespace)
     harness.wait_until(lambda: victim not in _placed(cp, namespace), 60,
                        what="the eviction once the PDB is gone")
+
+
+def _start(cloud, control_plane, tmp_path, name, *extra, auth_url=None):
+    """Another controller process (for the tests below); returns (proc, log path)."""
+    creds = cloud.credentials("admin")
+    env = dict(os.environ, OS_AUTH_URL=auth_url or creds["auth_url"],
+               OS_USERNAME=creds["username"], OS_PASSWORD=creds["password"],
+               OS_PROJECT_NAME=creds["project_name"], OS_USER_DOMAIN_NAME="Default",
+               OS_PROJECT_DOMAIN_NAME="Default")
+    path = tmp_path / ("%s.log" % name)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tacker_hwaffinity.cli.main", "controller",
+         "--kubeconfig", control_plane.kubeconfig, "--worker-metadata", "hwaffinity-cluster=e2e",
+         "--poll-interval", str(POLL), "--grace", "5", "--eviction-interval", "1",
+         "--lease-namespace", "default", "--identity", name,
+         "--metrics-address", "127.0.0.1:0"] + list(extra),
+        stdout=open(path, "wb"), stderr=subprocess.STDOUT, env=env, cwd=ROOT,
+        start_new_session=True)
+    return proc, path
+
+
+def _kill(proc, sig=signal.SIGTERM):
+    if proc.poll() is None:
+        os.killpg(proc.pid, sig)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(10)
+
+
+def test_affinity_broken_briefly_is_forgiven_and_for_longer_is_not(
+        control_plane, workers, controller, namespace):
+    cp = control_plane
+    node = sorted(workers)[1]
+    rule = ('{"podAffinity": [{"topologyKey": "CIS-node", '
+            '"labelSelector": {"matchLabels": {"app": "db"}}}]}')
+
+    def bare(name, labels, annotations=None):
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "namespace": namespace, "labels": labels,
+                             "annotations": annotations or {}},
+                "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,
+                         "containers": [{"name": "c", "image": "x"}]}}
+    path = "/api/v1/namespaces/%s/pods" % namespace
+    cp.admin.create(path, bare("db", {"app": "db"}))
+    cp.admin.create(path, bare("front", {"app": "front"},
+                               {"hwaffinity.io/required-during-execution": rule}))
+    harness.wait_until(lambda: {"db", "front"} <= set(_placed(cp, namespace)), 30,
+                       what="db and front running")
+    cp.admin.delete(path + "/db")                     # db restarted: back within the grace
+    harness.wait_until(lambda: "db" not in [p["metadata"]["name"] for p in cp.pods(namespace)],
+                       20, what="db gone")
+    cp.admin.create(path, bare("db", {"app": "db"}))
+    time.sleep(8)                                     # longer than the 5 s grace
+    assert "front" in _placed(cp, namespace)
+    cp.admin.delete(path + "/db")                     # db gone for good
+    harness.wait_until(lambda: "front" not in _placed(cp, namespace), 30,
+                       what="front evicted once the grace ran out")
+    (event,) = cp.events(namespace, "EvictedDuringExecution", "front")
+    assert "affinity term podAffinity[0]" in event["message"]
+
+
+def test_nova_failing_keeps_the_labels(cloud, control_plane, workers, tmp_path):
+    cp = control_plane
+    _reset(cloud, workers)
+    before = {n: label(cp, n) for n in workers}
+    proc, log = _start(cloud, cp, tmp_path, "nova-down", "--lease-name", "nova-down",
+                       auth_url="http://127.0.0.1:9/v3")
+    try:
+        harness.wait_until(lambda: "Nova poll failed" in log.read_text(), 60,
+                           what="a failed poll reported")
+        assert proc.poll() is None and "Traceback" not in log.read_text()
+        assert {n: label(cp, n) for n in workers} == before
+    finally:
+        _kill(proc)
+
+
+def test_the_standby_takes_over_when_the_leader_dies_and_acts_once(
+        cloud, control_plane, workers, tmp_path):
+    cp = control_plane
+    _reset(cloud, workers)
+    args = ("--lease-name", "e2e-ha", "--lease-duration", "6")
+    a, log_a = _start(cloud, cp, tmp_path, "ha-a", *args)
+    b, log_b = _start(cloud, cp, tmp_path, "ha-b", *args)
+    logs = {"ha-a": (a, log_a), "ha-b": (b, log_b)}
+    try:
+        def leader():
+            found = [n for n, (_, p) in logs.items() if "is now the leader" in p.read_text()]
+            return found[0] if len(found) == 1 else None
+        harness.wait_until(leader, 60, what="one leader")
+        first = leader()
+        _kill(logs[first][0], signal.SIGKILL)          # crash: no release
+        other = "ha-b" if first == "ha-a" else "ha-a"
+        harness.wait_until(lambda: "worker server(s)" in logs[other][1].read_text(), 30,
+                           what="%s takes over and polls Nova" % other)
+        node = sorted(workers)[2]
+        target = next(h for h in cloud.hosts if h != label(cp, node))
+        cloud.live_migrate(workers[node][0], host=target)
+        harness.wait_until(lambda: label(cp, node) == target, 4 * POLL + 15,
+                           what="%s relabelled by the new leader" % node)
+        text = logs[other][1].read_text()
+        assert text.count("moved from host") == 1
+        assert "moved from host" not in logs[first][1].read_text()
+    finally:
+        for proc, _ in logs.values():
+            _kill(proc)
