@@ -133,17 +133,20 @@ class Controller:
         p = planning.plan(workers, kube_nodes, hw)
         for err in p.errors:
             self.log.warning("%s", err)
-        changes = p.changes()
         by_node = {a.node.name: a for a in p.assignments if a.node is not None}
-        for node, wanted in sorted(changes.items()):
+        desired = p.desired()
+        if self.s.host_id_label:
+            for node, a in by_node.items():
+                if a.worker.host_id and node in desired:
+                    desired[node] = dict(desired[node], **{self.s.host_id_label: a.worker.host_id})
+        for node, wanted in sorted(desired.items()):
             obj = self.nodes.get(None, node)
             if obj is None:
                 continue
-            if self.s.host_id_label:
-                a = by_node[node]
-                if a.worker.host_id:
-                    wanted = dict(wanted, **{self.s.host_id_label: a.worker.host_id})
-            old = {k: (obj["metadata"].get("labels") or {}).get(k) for k in wanted}
+            current = obj["metadata"].get("labels") or {}
+            if all(current.get(k) == v for k, v in wanted.items()):
+                continue
+            old = {k: current.get(k) for k in wanted}
             if self.s.dry_run:
                 self.log.info("would label node %s %s (was %s)", node, wanted, old)
                 continue
