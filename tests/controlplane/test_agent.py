@@ -215,6 +215,7 @@ def test_restart_changes_nothing_and_deleted_pods_give_cpus_back(control_plane, 
                                                                 agent_env, namespace):
     cp, rt = control_plane, node_runtime
     env, agent, _ = agent_env
+    cp.wait_quiet()     # earlier tests' pods gone: only this test's pods come and go below
     create(cp, guaranteed(rt.node, "keep", namespace))
     create(cp, guaranteed(rt.node, "shared", namespace, cpu="500m"))
     keep, pod_keep = decision(cp, namespace, "keep")
