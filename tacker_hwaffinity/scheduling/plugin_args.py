@@ -6,16 +6,22 @@ from tacker_hwaffinity.scheduling.plugins import noderesources
 STRATEGIES = (noderesources.LEAST, noderesources.MOST, noderesources.RATIO)
 
 
-def _fields(raw, allowed, field):
-    if raw is None:
-        return {}
+def check_fields(raw, allowed, field):
+    """RAW must be a mapping with keys among ALLOWED (the error names FIELD)."""
     if not isinstance(raw, dict):
         raise InputError("expected a mapping", field=field)
     unknown = sorted(map(str, set(raw) - allowed))
     if unknown:
         raise InputError("unknown field %s (expected one of %s)"
                          % (", ".join(unknown), ", ".join(sorted(allowed))),
-                         field="%s.%s" % (field, unknown[0]))
+                         field="%s.%s" % (field, unknown[0]) if field else unknown[0])
+
+
+def _fields(raw, allowed, field):
+    """check_fields, with None read as an empty mapping; returns the mapping."""
+    if raw is None:
+        return {}
+    check_fields(raw, allowed, field)
     return raw
 
 

@@ -9,10 +9,10 @@ modelled; the volume, DRA and port plugins are named in a plan's notes when a
 pod uses what they act on (``model.PodSpecInfo.unmodelled``).
 """
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.scheduling import plugin_args, selectors
+from tacker_hwaffinity.scheduling import plugin_args, selectors, spreading
 from tacker_hwaffinity.scheduling.framework import Framework
 from tacker_hwaffinity.scheduling.model import parse_preferred_node_terms
-from tacker_hwaffinity.scheduling import spreading
+from tacker_hwaffinity.scheduling.plugin_args import check_fields
 from tacker_hwaffinity.scheduling.plugins import basic, noderesources
 from tacker_hwaffinity.scheduling.plugins.imagelocality import ImageLocality
 from tacker_hwaffinity.scheduling.plugins.interpod import InterPodAffinity
@@ -52,16 +52,6 @@ _TOP_FIELDS = {"apiVersion", "kind", "parallelism", "leaderElection", "clientCon
 _PROFILE_FIELDS = {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}
 
 
-def _check_fields(raw, allowed, field):
-    if not isinstance(raw, dict):
-        raise InputError("expected a mapping", field=field)
-    unknown = sorted(map(str, set(raw) - allowed))
-    if unknown:
-        raise InputError("unknown field %s (expected one of %s)"
-                         % (", ".join(unknown), ", ".join(sorted(allowed))),
-                         field="%s.%s" % (field, unknown[0]) if field else unknown[0])
-
-
 def _percentage(raw, field):
     value = raw.get("percentageOfNodesToScore")
     if value is None:
@@ -79,7 +69,7 @@ def _plugin_list(raw, field, with_weight):
     out = []
     for i, p in enumerate(raw):
         f = "%s[%d]" % (field, i)
-        _check_fields(p, {"name", "weight"} if with_weight else {"name"}, f)
+        check_fields(p, {"name", "weight"} if with_weight else {"name"}, f)
         name = p.get("name")
         if not isinstance(name, str) or not name:
             raise InputError("plugin needs a name", field=f + ".name")
@@ -111,11 +101,11 @@ class Profile:
             if raw is not None:
                 profile = self._parse_top(raw)
             plugins = profile.get("plugins") or {}
-            _check_fields(plugins, set(EXTENSION_POINTS), "profiles[0].plugins")
+            check_fields(plugins, set(EXTENSION_POINTS), "profiles[0].plugins")
             for ep in EXTENSION_POINTS:
                 pset = plugins.get(ep) or {}
                 f = "profiles[0].plugins.%s" % ep
-                _check_fields(pset, {"enabled", "disabled"}, f)
+                check_fields(pset, {"enabled", "disabled"}, f)
                 points[ep] = (_plugin_list(pset.get("enabled"), f + ".enabled", True),
                               [n for n, _ in _plugin_list(pset.get("disabled"), f + ".disabled",
                                                           False)])
@@ -129,7 +119,7 @@ class Profile:
                               _expand(multipoint, points["postFilter"], ("DefaultPreemption",)))
 
     def _parse_top(self, raw):
-        _check_fields(raw, _TOP_FIELDS, "")
+        check_fields(raw, _TOP_FIELDS, "")
         if raw.get("apiVersion") != API_VERSION:
             raise InputError("expected %s, got %r" % (API_VERSION, raw.get("apiVersion")),
                              field="apiVersion")
@@ -142,7 +132,7 @@ class Profile:
             raise InputError("expected a list", field="profiles")
         if len(profiles) > 1:
             self.notes.append("only the first profile is used")
-        _check_fields(profiles[0], _PROFILE_FIELDS, "profiles[0]")
+        check_fields(profiles[0], _PROFILE_FIELDS, "profiles[0]")
         top = _percentage(raw, "percentageOfNodesToScore")
         own = _percentage(profiles[0], "profiles[0].percentageOfNodesToScore")
         # the profile's value wins when it is set (upstream: a non-nil pointer)
@@ -156,10 +146,10 @@ class Profile:
             raise InputError("expected a list", field="profiles[0].pluginConfig")
         for i, pc in enumerate(raw):
             f = "profiles[0].pluginConfig[%d]" % i
-            _check_fields(pc, {"name", "args"}, f)
+            check_fields(pc, {"name", "args"}, f)
             args = pc.get("args") or {}
             if pc.get("name") == "InterPodAffinity":
-                _check_fields(args, {"apiVersion", "kind", "hardPodAffinityWeight",
+                check_fields(args, {"apiVersion", "kind", "hardPodAffinityWeight",
                                      "ignorePreferredTermsOfExistingPods"}, f + ".args")
                 w = args.get("hardPodAffinityWeight", 1)
                 if not isinstance(w, int) or isinstance(w, bool) or not 0 <= w <= 100:
@@ -171,21 +161,21 @@ class Profile:
                                      field=f + ".args.ignorePreferredTermsOfExistingPods")
                 self.hard_weight, self.ignore_existing_preferred = w, ign
             elif pc.get("name") == "NodeAffinity":
-                _check_fields(args, {"apiVersion", "kind", "addedAffinity"}, f + ".args")
+                check_fields(args, {"apiVersion", "kind", "addedAffinity"}, f + ".args")
                 self._parse_added(args.get("addedAffinity"), f + ".args.addedAffinity")
             elif pc.get("name") == "PodTopologySpread":
                 self._parse_spread(args, f + ".args")
             elif pc.get("name") == "NodeResourcesFit":
                 self.fit = plugin_args.fit_args(args, f + ".args")
             elif pc.get("name") == "NodeResourcesBalancedAllocation":
-                _check_fields(args, {"apiVersion", "kind", "resources"}, f + ".args")
+                check_fields(args, {"apiVersion", "kind", "resources"}, f + ".args")
                 self.balanced_resources = plugin_args.resource_specs(
                     args.get("resources"), f + ".args.resources",
                     noderesources.DEFAULT_RESOURCES)
 
     def _parse_spread(self, args, field):
         """PodTopologySpreadArgs: defaultingType System (v1's default) or List."""
-        _check_fields(args, {"apiVersion", "kind", "defaultConstraints", "defaultingType"},
+        check_fields(args, {"apiVersion", "kind", "defaultConstraints", "defaultingType"},
                       field)
         kind = args.get("defaultingType") or "System"
         if kind not in ("System", "List"):
@@ -202,7 +192,7 @@ class Profile:
     def _parse_added(self, raw, field):
         if raw is None:
             return
-        _check_fields(raw, {"requiredDuringSchedulingIgnoredDuringExecution",
+        check_fields(raw, {"requiredDuringSchedulingIgnoredDuringExecution",
                             "preferredDuringSchedulingIgnoredDuringExecution"}, field)
         req = raw.get("requiredDuringSchedulingIgnoredDuringExecution")
         if req is not None:

@@ -8,8 +8,9 @@ label for (the API server's merge, as for affinity terms), and the defaults
 ``minDomains: 1``, ``nodeAffinityPolicy: Honor``, ``nodeTaintsPolicy: Ignore``.
 """
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.validation import qualified_name_error
 from tacker_hwaffinity.scheduling import selectors
+from tacker_hwaffinity.scheduling.terms import (
+    merge_label_keys, parse_label_keys, parse_topology_key)
 
 DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"
 HONOR, IGNORE = "Honor", "Ignore"
@@ -70,11 +71,7 @@ class RawConstraint:
                              field=field)
         self.field = field
         self.max_skew = _positive_int(raw, "maxSkew", field)
-        tk = raw.get("topologyKey")
-        err = "must be non-empty" if tk in (None, "") else qualified_name_error(tk)
-        if err:
-            raise InputError("invalid topologyKey %r: %s" % (tk, err), field=field + ".topologyKey")
-        self.topology_key = tk
+        self.topology_key = parse_topology_key(raw, field)
         self.action = _choice(raw, "whenUnsatisfiable", (DO_NOT_SCHEDULE, SCHEDULE_ANYWAY), field)
         self.min_domains = 1
         if raw.get("minDomains") is not None:
@@ -95,16 +92,8 @@ class RawConstraint:
         if self.selector.uses_extension():
             raise InputError("Gt/Lt are not supported in a topology spread constraint's "
                              "labelSelector", field=field + ".labelSelector")
-        keys = raw.get("matchLabelKeys")
-        if keys is not None and (not isinstance(keys, list)
-                                 or not all(isinstance(k, str) for k in keys)):
-            raise InputError("expected a list of strings", field=field + ".matchLabelKeys")
-        self.match_label_keys = tuple(keys or ())
-        for i, k in enumerate(self.match_label_keys):
-            err = qualified_name_error(k)
-            if err:
-                raise InputError("invalid label key %r: %s" % (k, err),
-                                 field="%s.matchLabelKeys[%d]" % (field, i))
+        self.match_label_keys = parse_label_keys(raw.get("matchLabelKeys"),
+                                                 field + ".matchLabelKeys")
         if self.match_label_keys and sel_raw is None and not default:
             raise InputError("must not be specified when labelSelector is not set",
                              field=field + ".matchLabelKeys")
@@ -114,21 +103,10 @@ class RawConstraint:
         """The constraint of a pod with LABELS (CREATED: read back from a cluster, where
         the API server has merged matchLabelKeys already)."""
         selector = self.selector
-        if self.match_label_keys:
-            existing = {r.key for r in selector.requirements}
-            reqs = list(selector.requirements)
-            have = {r.signature() for r in reqs}
-            for k in self.match_label_keys:
-                if not created and k in existing:
-                    raise InputError("key %r is in both matchLabelKeys and labelSelector" % k,
-                                     field=self.field + ".matchLabelKeys")
-                if k in labels:
-                    r = selectors.Requirement(k, selectors.IN, [labels[k]])
-                    if r.signature() not in have:
-                        reqs.append(r)
-                        have.add(r.signature())
-            if len(reqs) != len(selector.requirements):
-                selector = selectors.LabelSelector(reqs, nothing=selector.nothing)
+        if self.match_label_keys and not selector.nothing:   # (defaults get theirs later)
+            selector = merge_label_keys(selector, labels,
+                                        ((selectors.IN, self.match_label_keys),), created,
+                                        self.field + ".matchLabelKeys")
         return Constraint(self.max_skew, self.topology_key, selector, self.min_domains,
                           self.affinity_policy, self.taints_policy, self.action)
 

@@ -8,7 +8,7 @@ plus a few vector operations over the nodes, not O(pods x nodes).
 import numpy as np
 
 from tacker_hwaffinity.scheduling import selectors
-from tacker_hwaffinity.scheduling.resources import UNCHECKED, node_allocatable  # noqa: F401
+from tacker_hwaffinity.scheduling.resources import node_allocatable
 from tacker_hwaffinity.scheduling.selectors import NOTHING
 
 # The controllers whose selector kube-scheduler's default spreading reads (DefaultSelector).
@@ -147,7 +147,7 @@ class ClusterState:
         self.hundreds.setflags(write=False)
 
     def allocatable(self, resource):
-        """Allocatable RESOURCE per node (UNCHECKED where it is not checked)."""
+        """Allocatable RESOURCE per node (resources.UNCHECKED where it is not checked)."""
         a = self.alloc.get(resource)
         if a is None:
             a = self.alloc[resource] = np.array(

@@ -27,6 +27,49 @@ def _string_list(raw, field):
     return tuple(raw)
 
 
+def parse_topology_key(raw, field):
+    """RAW's ``topologyKey``: non-empty and a qualified name."""
+    tk = raw.get("topologyKey")
+    err = "must be non-empty" if tk in (None, "") else qualified_name_error(tk)
+    if err:
+        raise InputError("invalid topologyKey %r: %s" % (tk, err), field=field + ".topologyKey")
+    return tk
+
+
+def parse_label_keys(raw, field):
+    """A ``matchLabelKeys``/``mismatchLabelKeys`` list: label keys."""
+    keys = _string_list(raw, field)
+    for i, k in enumerate(keys):
+        err = qualified_name_error(k)
+        if err:
+            raise InputError("invalid label key %r: %s" % (k, err), field="%s[%d]" % (field, i))
+    return keys
+
+
+def merge_label_keys(selector, labels, merges, created, field):
+    """The API server's merge of label keys into SELECTOR for a pod with LABELS: MERGES
+    is ((operator, keys), ...), ``In`` for matchLabelKeys and ``NotIn`` for
+    mismatchLabelKeys; each key the pod has a label for adds ``key op (value)``.
+    CREATED: the pod was read back from a cluster, merged already (nothing is added
+    twice); otherwise a matchLabelKeys key that the selector uses already is the API
+    server's error, named at FIELD (where matchLabelKeys sit)."""
+    existing = {r.key for r in selector.requirements}
+    have = {r.signature() for r in selector.requirements}
+    reqs = list(selector.requirements)
+    for op, keys in merges:
+        for k in keys:
+            if not created and op == selectors.IN and k in existing:
+                raise InputError("key %r is in both matchLabelKeys and labelSelector" % k,
+                                 field=field)
+            if k not in labels:
+                continue
+            r = selectors.Requirement(k, op, [labels[k]])
+            if r.signature() not in have:
+                reqs.append(r)
+                have.add(r.signature())
+    return selectors.LabelSelector(reqs)
+
+
 class AffinityTerm:
     """A resolved term: who it selects (namespaces x labels) and its topology key."""
 
@@ -81,11 +124,7 @@ class RawTerm:
             raise InputError("unknown field(s) %s" % ", ".join(sorted(map(str, unknown))),
                              field=field)
         self.field = field
-        tk = raw.get("topologyKey")
-        err = "must be non-empty" if tk in (None, "") else qualified_name_error(tk)
-        if err:
-            raise InputError("invalid topologyKey %r: %s" % (tk, err), field=field + ".topologyKey")
-        self.topology_key = tk
+        self.topology_key = parse_topology_key(raw, field)
         self.selector = _selector(raw.get("labelSelector"), field + ".labelSelector")
         self.namespaces = _string_list(raw.get("namespaces"), field + ".namespaces")
         self.ns_selector_raw = raw.get("namespaceSelector")
@@ -93,16 +132,10 @@ class RawTerm:
         if self.ns_selector.uses_extension():
             raise InputError("Gt/Lt are not supported in namespaceSelector",
                              field=field + ".namespaceSelector")
-        self.match_label_keys = _string_list(raw.get("matchLabelKeys"), field + ".matchLabelKeys")
-        self.mismatch_label_keys = _string_list(raw.get("mismatchLabelKeys"),
-                                                field + ".mismatchLabelKeys")
-        for attr in ("matchLabelKeys", "mismatchLabelKeys"):
-            for i, k in enumerate(self.match_label_keys if attr == "matchLabelKeys"
-                                  else self.mismatch_label_keys):
-                err = qualified_name_error(k)
-                if err:
-                    raise InputError("invalid label key %r: %s" % (k, err),
-                                     field="%s.%s[%d]" % (field, attr, i))
+        self.match_label_keys = parse_label_keys(raw.get("matchLabelKeys"),
+                                                 field + ".matchLabelKeys")
+        self.mismatch_label_keys = parse_label_keys(raw.get("mismatchLabelKeys"),
+                                                    field + ".mismatchLabelKeys")
         both = set(self.match_label_keys) & set(self.mismatch_label_keys)
         if both:
             raise InputError("%s listed in both matchLabelKeys and mismatchLabelKeys"
@@ -126,24 +159,9 @@ class RawTerm:
             names = self.namespaces
         selector = self.selector
         if not selector.nothing and (self.match_label_keys or self.mismatch_label_keys):
-            selector = self._merge(labels, created)
+            selector = merge_label_keys(
+                selector, labels, ((selectors.IN, self.match_label_keys),
+                                   (selectors.NOT_IN, self.mismatch_label_keys)),
+                created, self.field + ".matchLabelKeys")
         return AffinityTerm(selector, names, self.ns_selector, self.topology_key,
                             self.weight, self.field)
-
-    def _merge(self, labels, created):
-        existing = {r.key for r in self.selector.requirements}
-        have = {r.signature() for r in self.selector.requirements}
-        reqs = list(self.selector.requirements)
-        for op, keys in ((selectors.IN, self.match_label_keys),
-                         (selectors.NOT_IN, self.mismatch_label_keys)):
-            for k in keys:
-                if not created and op == selectors.IN and k in existing:
-                    raise InputError("key %r is in both matchLabelKeys and labelSelector" % k,
-                                     field=self.field + ".matchLabelKeys")
-                if k not in labels:
-                    continue
-                r = selectors.Requirement(k, op, [labels[k]])
-                if r.signature() not in have:
-                    reqs.append(r)
-                    have.add(r.signature())
-        return selectors.LabelSelector(reqs)
