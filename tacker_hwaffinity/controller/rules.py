@@ -22,60 +22,11 @@ now, the way the seed design (``001``, ``002``) specified them:
 A node without the topology key puts its pods in no domain: their terms on that key
 are neither met nor violated. Pure: no I/O; ``Cluster`` is a snapshot.
 """
-import json
+from tacker_hwaffinity.scheduling.annotations import REQUIRED_DURING_EXECUTION as ANNOTATION
+from tacker_hwaffinity.scheduling.annotations import Rules
 
-from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.scheduling import selectors
-from tacker_hwaffinity.scheduling.terms import RawTerm
-
-ANNOTATION = "hwaffinity.io/required-during-execution"
-_FIELDS = ("podAffinity", "podAntiAffinity", "nodeAffinity")
-
-
-class Rules:
-    """A pod's parsed RequiredDuringExecution terms."""
-
-    __slots__ = ("affinity", "anti", "node", "node_raw")
-
-    def __init__(self, affinity=(), anti=(), node=None, node_raw=None):
-        self.affinity, self.anti, self.node, self.node_raw = affinity, anti, node, node_raw
-
-    @property
-    def keys(self):
-        """Topology keys the pod terms read."""
-        return {t.topology_key for t in self.affinity + self.anti}
-
-    @classmethod
-    def parse(cls, text):
-        """Rules from the annotation's value; InputError naming the field."""
-        try:
-            raw = json.loads(text)
-        except ValueError as e:
-            raise InputError("not JSON: %s" % e, field=ANNOTATION)
-        if not isinstance(raw, dict):
-            raise InputError("expected a JSON object with %s" % ", ".join(_FIELDS),
-                             field=ANNOTATION)
-        unknown = sorted(map(str, set(raw) - set(_FIELDS)))
-        if unknown:
-            raise InputError("unknown field(s) %s (expected %s)"
-                             % (", ".join(unknown), ", ".join(_FIELDS)), field=ANNOTATION)
-        lists = {}
-        for name in _FIELDS:
-            value = raw.get(name)
-            value = [] if value is None else value
-            if not isinstance(value, list):
-                raise InputError("expected a list of terms", field="%s.%s" % (ANNOTATION, name))
-            lists[name] = value
-        terms = {name: tuple(RawTerm.parse(t, "%s.%s[%d]" % (ANNOTATION, name, i), False)
-                             for i, t in enumerate(lists[name]))
-                 for name in ("podAffinity", "podAntiAffinity")}
-        node = None
-        if lists["nodeAffinity"]:
-            field = "%s.nodeAffinity" % ANNOTATION
-            node = selectors.NodeSelector({"nodeSelectorTerms": lists["nodeAffinity"]}, field)
-            if node.errors:
-                raise InputError(node.errors[0], field=field)
-        return cls(terms["podAffinity"], terms["podAntiAffinity"], node, lists["nodeAffinity"])
+__all__ = ("ANNOTATION", "Rules", "RunningPod", "Violation", "Cluster", "eviction_order",
+           "Forgiveness")
 
 
 class RunningPod:

@@ -7,6 +7,7 @@ per template and shared by every replica.
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.k8s.quantity import milli_value, parse_quantity, value
 from tacker_hwaffinity.k8s.validation import label_value_error, qualified_name_error
+from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling import selectors, spreading
 from tacker_hwaffinity.scheduling.terms import RawTerm
 
@@ -246,9 +247,15 @@ _AFFINITY_LISTS = (
 
 
 class PodSpecInfo:
-    """What kube-scheduler reads from a pod spec, parsed once per template."""
+    """What kube-scheduler reads from a pod spec, parsed once per template.
 
-    def __init__(self, spec, prefix="spec."):
+    ANNOTATIONS (the pod's or template's): the terms of ``hwaffinity.io/pod-affinity``
+    and ``hwaffinity.io/required-during-execution`` are added to the spec's own
+    (``scheduling.annotations``), as the scheduler extender and webhook apply them.
+    """
+
+    def __init__(self, spec, prefix="spec.", annotations=None,
+                 annotations_prefix="metadata.annotations"):
         spec = _mapping(spec, prefix.rstrip("."))
         self.node_name = spec.get("nodeName") or ""
         sel = _mapping(spec.get("nodeSelector"), prefix + "nodeSelector")
@@ -281,6 +288,11 @@ class PodSpecInfo:
             self.raw_terms[attr] = tuple(
                 RawTerm.parse(item, "%s.%s[%d]" % (gfield, lst, i), weighted)
                 for i, item in enumerate(items))
+        extra = term_annotations.scheduling_terms(annotations, annotations_prefix)
+        self.annotation_node = extra.node if extra is not None else None
+        if extra is not None:
+            for attr, terms in extra.pod_terms.items():
+                self.raw_terms[attr] += terms
         self.spread = spreading.parse_constraints(spec.get("topologySpreadConstraints"),
                                                   prefix + "topologySpreadConstraints")
         self.images = tuple(_images_of(spec, prefix))
@@ -425,7 +437,7 @@ class Pod:
             return None
         ns = meta.get("namespace") or DEFAULT_NAMESPACE
         labels = parse_labels(meta.get("labels"), "metadata.labels")
-        spec = PodSpecInfo(obj.get("spec"))
+        spec = PodSpecInfo(obj.get("spec"), annotations=meta.get("annotations"))
         return cls(ns, name, labels, spec, node_name=spec.node_name,
                    terminating=bool(meta.get("deletionTimestamp")), created=created,
                    source=source, owner=controller_of(meta))

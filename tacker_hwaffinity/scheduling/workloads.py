@@ -103,7 +103,9 @@ def _template(obj, ns):
                              field="spec.selector")
         if not sel.matches(labels):
             raise InputError("selector does not match template labels", field="spec.selector")
-    info = PodSpecInfo(tpl.get("spec"), "spec.template.spec.")
+    info = PodSpecInfo(tpl.get("spec"), "spec.template.spec.",
+                       (tpl.get("metadata") or {}).get("annotations"),
+                       "spec.template.metadata.annotations")
     return spec, tpl, labels, info, sel
 
 

@@ -62,6 +62,10 @@ class NodeAffinity:
                             lambda n: all(n.labels.get(k) == v for k, v in sel.items())
                             and (req is None or req.matches(n.labels, n.name)))
             code[~ok] = 2
+        if spec.annotation_node is not None:       # RequiredDuringExecution's node terms
+            extra = spec.annotation_node
+            code[~self._mask(state, ("annotation", extra.sig),
+                             lambda n: extra.matches(n.labels, n.name))] = 2
         if self.added_required is not None:
             added = self.added_required
             code[~self._mask(state, ("added",), lambda n: added.matches(n.labels, n.name))] = 1
