@@ -28,6 +28,17 @@ def register(sub):
     p.add_argument("--worker-metadata", action="append", default=[], metavar="KEY=VALUE",
                    help="Nova server metadata that marks the cluster's worker VMs "
                         "(repeatable; all given must match)")
+    p.add_argument("--stack", metavar="ID",
+                   help="the workers are the servers of this Heat stack (the VNF's), "
+                        "found as the MgmtDriver finds them: give --aspect and/or --vdu")
+    p.add_argument("--aspect", action="append", default=[], metavar="ASPECT_ID",
+                   help="with --stack: the scaling aspect (AutoScalingGroup) of the workers "
+                        "(repeatable)")
+    p.add_argument("--vdu", action="append", default=[], metavar="NAME",
+                   help="with --stack: a worker VDU that is not scaled (repeatable)")
+    p.add_argument("--stack-refresh", type=float, default=60.0, metavar="SECONDS",
+                   help="with --stack: re-read the stack at most this often, when a poll "
+                        "shows a server not known yet")
     p.add_argument("--params", metavar="JSON",
                    help="hwaffinity_param as for the MgmtDriver (label_keys, host_source, "
                         "zone_label_key), JSON text or @FILE")
@@ -62,6 +73,27 @@ def _metadata(items):
     return out
 
 
+def _workers(args):
+    """A function of the OpenStack client giving the worker selector (flags checked now)."""
+    from tacker_hwaffinity.controller import workers
+    metadata = _metadata(args.worker_metadata)
+    if args.stack:
+        if metadata:
+            raise InputError("give either --worker-metadata or --stack, not both",
+                             field="--stack")
+        if not args.aspect and not args.vdu:
+            raise InputError("name the workers of the stack with --aspect and/or --vdu",
+                             field="--stack")
+        return lambda openstack: workers.StackWorkers(
+            openstack, args.stack, args.aspect, args.vdu, refresh_interval=args.stack_refresh)
+    if args.aspect or args.vdu:
+        raise InputError("--aspect and --vdu need --stack", field="--aspect")
+    if not metadata:
+        raise InputError("say which servers are the workers: --worker-metadata KEY=VALUE "
+                         "or --stack ID with --aspect/--vdu", field="--worker-metadata")
+    return lambda openstack: workers.MetadataWorkers(metadata)
+
+
 def _params(text):
     from tacker_hwaffinity.labeling import params as parameters
     raw = {}
@@ -94,7 +126,10 @@ def run(args):
     logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
     log = logging.getLogger("hwaffinity.controller")
     host, port = _address(args.metrics_address)
-    settings = Settings(_params(args.params), _metadata(args.worker_metadata),
+    select = _workers(args)
+    hw = _params(args.params)
+    openstack = OpenStack(session(access_from_environment(args.os_cloud)))
+    settings = Settings(hw, select(openstack),
                         args.poll_interval, args.grace, args.eviction_interval, args.dry_run,
                         args.host_id_label)
     try:
@@ -102,7 +137,7 @@ def run(args):
     except kube_client.KubeError as e:
         sys.stderr.write("hwaffinity controller: %s\n" % e)
         return 2
-    poll = ServerPoll(OpenStack(session(access_from_environment(args.os_cloud))))
+    poll = ServerPoll(openstack)
     core = conn.core()
     registry = CollectorRegistry()
     stop = threading.Event()
@@ -126,8 +161,9 @@ def run(args):
     server = HealthServer(port, host=host, registry=registry, health=health).start()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    log.info("controller %s: Nova every %.0f s, grace %.0f s%s (metrics on %s:%d)",
-             args.identity, args.poll_interval, args.grace,
+    log.info("controller %s: workers are %s; Nova every %.0f s, grace %.0f s%s "
+             "(metrics on %s:%d)", args.identity, settings.workers.describe(),
+             args.poll_interval, args.grace,
              ", dry run" if args.dry_run else "", host, server.port)
     try:
         while not stop.wait(1.0):

@@ -48,9 +48,11 @@ class Metrics:
 
 
 class Settings:
-    def __init__(self, hw, worker_metadata=None, poll_interval=30.0, grace=60.0,
+    """WORKERS: which servers are workers (``controller.workers``)."""
+
+    def __init__(self, hw, workers, poll_interval=30.0, grace=60.0,
                  eviction_interval=10.0, dry_run=False, host_id_label=None):
-        self.hw, self.worker_metadata = hw, dict(worker_metadata or {})
+        self.hw, self.workers = hw, workers
         self.poll_interval, self.grace = poll_interval, grace
         self.eviction_interval, self.dry_run = eviction_interval, dry_run
         self.host_id_label = host_id_label
@@ -84,10 +86,6 @@ class Controller:
             self._enforce()
 
     # -- labels follow the VMs --------------------------------------------------
-    def _is_worker(self, state):
-        md = state.metadata or {}
-        return all(md.get(k) == v for k, v in self.s.worker_metadata.items())
-
     def _poll(self):
         t0 = time.monotonic()
         try:
@@ -98,7 +96,9 @@ class Controller:
             return
         finally:
             self.metrics.poll.observe(time.monotonic() - t0)
-        states = [s for s in states if self._is_worker(s) or s.id in self.workers]
+        chosen = self.s.workers.select(states)
+        ids = {s.id for s in chosen}
+        states = chosen + [s for s in states if s.id in self.workers and s.id not in ids]
         first = self.tracker is None
         if first:
             have_hosts = all(s.host for s in states if s.status != "DELETED")

@@ -1,9 +1,10 @@
 """The during-execution controller end to end: real Nova (three fake compute hosts), the
 real control plane with the real kube-scheduler, and `hwaffinity controller` as a process.
 
-Three worker VMs, one per host; three Kubernetes nodes whose InternalIPs are the VMs'
-addresses. A Deployment of two replicas keeps them on different hosts at scheduling time
-(required anti-affinity on CIS-node) and while running (the same term in
+Three worker VMs of a Heat stack (found by --stack/--aspect, as the MgmtDriver finds
+them), one per host; three Kubernetes nodes whose InternalIPs are the VMs' addresses.
+A Deployment of two replicas keeps them on different hosts at scheduling time (required
+anti-affinity on CIS-node) and while running (the same term in
 hwaffinity.io/required-during-execution). Live-migrating one worker's VM onto the other's
 host must relabel its node within two poll intervals, evict exactly the replica on the
 node that moved, and the real scheduler places its replacement on the third host.
@@ -13,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 
 import pytest
 
@@ -34,6 +36,7 @@ def cloud():
     cloud = osharness.OpenStackCloud(computes=3, python=osharness.python_or_skip())
     try:
         cloud.start()
+        cloud.start_heat()
     except osharness.HarnessError as e:
         pytest.fail("OpenStack did not start: %s" % e, pytrace=False)
     yield cloud
@@ -41,24 +44,51 @@ def cloud():
 
 
 @pytest.fixture(scope="module")
-def workers(cloud, control_plane):
-    """{node name: (server id, host)}: a VM per compute host, a node per VM."""
-    nova = cloud.nova("admin", version="2.68")
+def stack(cloud):
+    """VNF-A's worker tier as Tacker lays it out in Heat (tests/mgmt/templates): an
+    AutoScalingGroup ``worker_instance`` of three members, each a port and a server;
+    the controller finds them as the MgmtDriver does (--stack, --aspect). Soft
+    anti-affinity: a hard group would make Nova refuse the live migrations below."""
+    heat = cloud.heat("admin")
+    created = heat.stacks.create(
+        stack_name="e2e-" + uuid.uuid4().hex[:8], template=_template("k8s_workers.yaml"),
+        files={"worker_member.yaml": _template("worker_member.yaml")},
+        parameters={"image": cloud.image, "network": cloud.network,
+                    "policy": "soft-anti-affinity", "worker_count": 3})
+    stack_id = created["stack"]["id"]
+    done = osharness.wait_stack(heat, stack_id, timeout=240)
+    assert done.stack_status == "CREATE_COMPLETE", done.stack_status_reason
+    yield stack_id
+    heat.stacks.delete(stack_id)
+
+
+def _template(name):
+    with open(os.path.join(ROOT, "tests", "mgmt", "templates", name)) as f:
+        return f.read()
+
+
+@pytest.fixture(scope="module")
+def workers(cloud, control_plane, stack):
+    """{node name: (server id, host)}: the stack's VMs, one per compute host, a node per
+    VM (its InternalIP the VM's port address)."""
+    ids = sorted(r.physical_resource_id for r in cloud.heat("admin").resources.list(
+        stack, nested_depth=2) if r.resource_type == "OS::Nova::Server")
+    assert len(ids) == 3
     out = {}
-    for i, host in enumerate(sorted(cloud.hosts)[:3]):
-        server = nova.servers.create("e2e-w%d" % i, image=cloud.image, flavor="1",
-                                     nics=[{"net-id": cloud.network_id}],
-                                     availability_zone="nova:%s" % host,
-                                     meta={"hwaffinity-cluster": "e2e"})
-        server = osharness.wait_server(nova, server.id, timeout=90)
-        ip = next(a["addr"] for nets in server.addresses.values() for a in nets)
+    for i, (sid, host) in enumerate(zip(ids, sorted(cloud.hosts)[:3])):
+        server = cloud.server(sid)
+        ip = next(a["addr"] for nets in server["addresses"].values() for a in nets)
         name = "e2e-w%d" % i
         control_plane.add_node(name, {"kubernetes.io/hostname": name}, address=ip)
-        out[name] = (server.id, host)
+        out[name] = (sid, host)
+    _reset(cloud, out)
     yield out
-    for name, (sid, _) in out.items():
+    for name in out:
         control_plane.delete_node(name)
-        nova.servers.delete(sid)
+
+
+def _selection(stack):
+    return ["--stack", stack, "--aspect", "worker_instance"]
 
 
 def _reset(cloud, workers):
@@ -69,7 +99,7 @@ def _reset(cloud, workers):
 
 
 @pytest.fixture
-def controller(cloud, control_plane, workers, tmp_path):
+def controller(cloud, control_plane, stack, workers, tmp_path):
     _reset(cloud, workers)
     creds = cloud.credentials("admin")
     env = dict(os.environ, OS_AUTH_URL=creds["auth_url"], OS_USERNAME=creds["username"],
@@ -79,7 +109,7 @@ def controller(cloud, control_plane, workers, tmp_path):
     log = open(tmp_path / "controller.log", "wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "tacker_hwaffinity.cli.main", "controller",
-         "--kubeconfig", control_plane.kubeconfig, "--worker-metadata", "hwaffinity-cluster=e2e",
+         "--kubeconfig", control_plane.kubeconfig] + _selection(stack) + [
          "--poll-interval", str(POLL), "--grace", "5", "--eviction-interval", "1",
          "--lease-namespace", "default", "--lease-name", "e2e-controller",
          "--metrics-address", "127.0.0.1:0"],
@@ -187,7 +217,7 @@ def test_a_pdb_holds_the_eviction_back_until_it_allows_it(
                        what="the eviction once the PDB is gone")
 
 
-def _start(cloud, control_plane, tmp_path, name, *extra, auth_url=None):
+def _start(cloud, control_plane, tmp_path, name, *extra, select, auth_url=None):
     """Another controller process (for the tests below); returns (proc, log path)."""
     creds = cloud.credentials("admin")
     env = dict(os.environ, OS_AUTH_URL=auth_url or creds["auth_url"],
@@ -197,7 +227,7 @@ def _start(cloud, control_plane, tmp_path, name, *extra, auth_url=None):
     path = tmp_path / ("%s.log" % name)
     proc = subprocess.Popen(
         [sys.executable, "-m", "tacker_hwaffinity.cli.main", "controller",
-         "--kubeconfig", control_plane.kubeconfig, "--worker-metadata", "hwaffinity-cluster=e2e",
+         "--kubeconfig", control_plane.kubeconfig] + list(select) + [
          "--poll-interval", str(POLL), "--grace", "5", "--eviction-interval", "1",
          "--lease-namespace", "default", "--identity", name,
          "--metrics-address", "127.0.0.1:0"] + list(extra),
@@ -248,12 +278,12 @@ def test_affinity_broken_briefly_is_forgiven_and_for_longer_is_not(
     assert "affinity term podAffinity[0]" in event["message"]
 
 
-def test_nova_failing_keeps_the_labels(cloud, control_plane, workers, tmp_path):
+def test_nova_failing_keeps_the_labels(cloud, control_plane, stack, workers, tmp_path):
     cp = control_plane
     _reset(cloud, workers)
     before = {n: label(cp, n) for n in workers}
     proc, log = _start(cloud, cp, tmp_path, "nova-down", "--lease-name", "nova-down",
-                       auth_url="http://127.0.0.1:9/v3")
+                       auth_url="http://127.0.0.1:9/v3", select=_selection(stack))
     try:
         harness.wait_until(lambda: "Nova poll failed" in log.read_text(), 60,
                            what="a failed poll reported")
@@ -264,12 +294,12 @@ def test_nova_failing_keeps_the_labels(cloud, control_plane, workers, tmp_path):
 
 
 def test_the_standby_takes_over_when_the_leader_dies_and_acts_once(
-        cloud, control_plane, workers, tmp_path):
+        cloud, control_plane, stack, workers, tmp_path):
     cp = control_plane
     _reset(cloud, workers)
     args = ("--lease-name", "e2e-ha", "--lease-duration", "6")
-    a, log_a = _start(cloud, cp, tmp_path, "ha-a", *args)
-    b, log_b = _start(cloud, cp, tmp_path, "ha-b", *args)
+    a, log_a = _start(cloud, cp, tmp_path, "ha-a", *args, select=_selection(stack))
+    b, log_b = _start(cloud, cp, tmp_path, "ha-b", *args, select=_selection(stack))
     logs = {"ha-a": (a, log_a), "ha-b": (b, log_b)}
     try:
         def leader():

@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from tacker_hwaffinity.controller import runner
 from tacker_hwaffinity.controller.rules import ANNOTATION
+from tacker_hwaffinity.controller.workers import MetadataWorkers
 from tacker_hwaffinity.kube.evict import Eviction
 from tacker_hwaffinity.labeling import params
 
@@ -83,7 +84,8 @@ def world(monkeypatch):
                             (obj["metadata"]["name"], reason, msg)))
     poll, now = Poll(), [0.0]
     hw = params.parse({})["hwaffinity"]
-    settings = runner.Settings(hw, {"cluster": "c1"}, poll_interval=30, grace=60,
+    settings = runner.Settings(hw, MetadataWorkers({"cluster": "c1"}), poll_interval=30,
+                               grace=60,
                                eviction_interval=10)
     c = runner.Controller(None, poll, settings, nodes, pods,
                           runner.Metrics(CollectorRegistry()),

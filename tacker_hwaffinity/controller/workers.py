@@ -1,0 +1,96 @@
+"""Which Nova servers are the cluster's workers: by server metadata, or by Heat stack.
+
+* ``MetadataWorkers({key: value})``: a server is a worker when its metadata has
+  every given pair (what an operator tags VMs with);
+* ``StackWorkers(openstack, stack, aspects, vdus)``: the servers of a Tacker VNF's
+  Heat stack, found the MgmtDriver's way (``labeling.inventory``): the members of
+  the AutoScalingGroups named by the scaling aspect ids, and the plain VDU servers.
+  One Heat call (``resources?nested_depth=2``) reads them; it is made at the first
+  poll and again when a poll shows a server not known yet (a scale-out or a heal
+  creates one), at most once per ``refresh_interval``. The MgmtDriver's
+  ``scale_end``/``heal_end`` label new workers themselves, so a late refresh delays
+  nothing. Heat failing keeps the last known set (and says so).
+"""
+import logging
+import time
+
+from tacker_hwaffinity.labeling import inventory
+
+
+class MetadataWorkers:
+    def __init__(self, metadata):
+        self.metadata = dict(metadata)
+
+    def describe(self):
+        return "servers with metadata %s" % ", ".join(
+            "%s=%s" % kv for kv in sorted(self.metadata.items()))
+
+    def select(self, states):
+        return [s for s in states
+                if all((s.metadata or {}).get(k) == v for k, v in self.metadata.items())]
+
+
+class StackWorkers:
+    def __init__(self, openstack, stack, aspects=(), vdus=(), refresh_interval=60.0,
+                 clock=time.monotonic, log=None):
+        self.openstack, self.stack = openstack, stack
+        self.aspects, self.vdus = tuple(aspects), tuple(vdus)
+        self.refresh_interval, self.clock = refresh_interval, clock
+        self.log = log or logging.getLogger("hwaffinity.controller")
+        self.ids = None             # server ids of the workers, once read
+        self.last_read = -1e9
+        self.reads = 0
+        self.others = {}            # server id -> last state, of servers not (yet) workers
+
+    def describe(self):
+        what = ["aspect %s" % a for a in self.aspects] + ["VDU %s" % v for v in self.vdus]
+        return "servers of stack %s (%s)" % (self.stack, ", ".join(what))
+
+    def select(self, states):
+        """The workers among STATES, plus earlier-seen servers that a new read of the
+        stack made workers (their change may have come before the read)."""
+        known = self.ids or set()
+        for s in states:
+            if s.status == "DELETED":
+                self.others.pop(s.id, None)
+            elif s.id not in known:
+                self.others[s.id] = s
+        unknown = [s for s in states if s.status != "DELETED" and s.id not in known]
+        if self.ids is None or (unknown and
+                                self.clock() - self.last_read >= self.refresh_interval):
+            self._read()
+        ids = self.ids or set()
+        out = [s for s in states if s.id in ids]
+        given = {s.id for s in out}
+        out.extend(self.others[i] for i in sorted(ids & set(self.others)) if i not in given)
+        for i in ids:
+            self.others.pop(i, None)
+        return out
+
+    def _read(self):
+        from tacker_hwaffinity.openstack.api import OpenStackError
+        self.last_read = self.clock()
+        self.reads += 1
+        try:
+            resources = self.openstack.stack_resources(self.stack)
+        except OpenStackError as e:
+            self.log.warning("Heat: stack %s not read, workers as last known: %s",
+                             self.stack, e)
+            return
+        refs, problems = [], []
+        for aspect in self.aspects:
+            found = inventory.members(resources, aspect)
+            if isinstance(found, str):
+                problems.append("aspect %s: %s" % (aspect, found))
+            else:
+                refs.extend(found)
+        found, missing = inventory.vdu_servers(resources, self.vdus)
+        refs.extend(found)
+        if missing:
+            problems.append("the stack has no server %s" % ", ".join(missing))
+        for p in problems:
+            self.log.warning("Heat: stack %s: %s", self.stack, p)
+        ids = {r.server_id for r in refs}
+        if ids != self.ids:
+            self.log.info("Heat: stack %s has %d worker server(s)", self.stack, len(ids))
+        self.ids = ids
