@@ -7,5 +7,8 @@
 #                    (only the binary is used: no service is enabled or
 #                    started; the tests run it with a private config)
 #   openssh-client   ssh-keygen, which generates the test host and user keys
+#   rabbitmq-server  the broker that carries Nova's versioned notifications to the
+#                    controller (tests/openstack/rabbit.py starts a private one on
+#                    loopback; the package's own service is never started)
 set -euo pipefail
-exec bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" openssh-server openssh-client shellcheck
+exec bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" openssh-server openssh-client shellcheck rabbitmq-server

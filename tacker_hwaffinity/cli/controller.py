@@ -43,6 +43,12 @@ def register(sub):
                    help="hwaffinity_param as for the MgmtDriver (label_keys, host_source, "
                         "zone_label_key), JSON text or @FILE")
     p.add_argument("--poll-interval", type=float, default=30.0, metavar="SECONDS")
+    p.add_argument("--notifications-url", metavar="TRANSPORT_URL",
+                   default=os.environ.get("NOVA_NOTIFICATIONS_URL"),
+                   help="also listen to Nova's versioned notifications on this message bus "
+                        "(oslo.messaging URL, e.g. rabbit://user:pass@host:5672/; default "
+                        "$NOVA_NOTIFICATIONS_URL, so that the password stays out of the "
+                        "process list): a move is then relabelled within seconds")
     p.add_argument("--grace", type=float, default=60.0, metavar="SECONDS",
                    help="how long affinity may stay violated before its pod is evicted")
     p.add_argument("--eviction-interval", type=float, default=10.0, metavar="SECONDS",
@@ -165,11 +171,22 @@ def run(args):
              "(metrics on %s:%d)", args.identity, settings.workers.describe(),
              args.poll_interval, args.grace,
              ", dry run" if args.dry_run else "", host, server.port)
+    listener = None
+    if args.notifications_url:
+        from tacker_hwaffinity.openstack.notifications import NotificationListener
+        listener = NotificationListener(args.notifications_url, controller.notified, log=log)
     try:
         while not stop.wait(1.0):
-            if elector.is_leader.is_set() and nodes.synced.is_set() and pods.synced.is_set():
+            leading = elector.is_leader.is_set()
+            if listener is not None and leading and not listener.running:
+                listener.start()                    # only the leader listens
+            elif listener is not None and not leading and listener.running:
+                listener.stop()
+            if leading and nodes.synced.is_set() and pods.synced.is_set():
                 controller.tick()
     finally:
+        if listener is not None:
+            listener.stop()
         server.stop()
         for t in threads:
             t.join(10)

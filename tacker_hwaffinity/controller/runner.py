@@ -4,7 +4,9 @@ evictions out.
 Every replica keeps the node and pod caches (``kube.informer``); only the leader
 (``kube.leader``, a Lease) acts. Each tick the leader:
 
-1. polls Nova when the interval has passed (one call: ``openstack.servers.ServerPoll``),
+1. polls Nova (one call: ``openstack.servers.ServerPoll``) when the interval has passed,
+   or at once when a Nova notification says a worker may have moved
+   (``openstack.notifications``),
    lets ``controller.hosts.HostTracker`` decide which workers settled on a new host,
    plans their labels with the MgmtDriver's own planner (``labeling.plan``) and applies
    them (``kube.labels``, the MgmtDriver's field manager), with an Event on the node;
@@ -45,6 +47,9 @@ class Metrics:
                               registry=registry)
         self.poll_errors = Counter("hwaffinity_controller_poll_errors", "Nova polls that failed",
                                    registry=registry)
+        self.notifications = Counter("hwaffinity_controller_notifications",
+                                     "Nova notifications that prompted a poll", ["event"],
+                                     registry=registry)
 
 
 class Settings:
@@ -84,6 +89,14 @@ class Controller:
                 self.next_poll = self.clock() + self.s.poll_interval
                 self._poll()
             self._enforce()
+
+    def notified(self, event_type, server_id):
+        """A Nova notification (``openstack.notifications``): poll at the next tick
+        when it concerns a worker, or may add one."""
+        if server_id in self.workers or event_type == "instance.create.end" \
+                or self.tracker is None:
+            self.metrics.notifications.labels(event_type).inc()
+            self.next_poll = 0.0
 
     # -- labels follow the VMs --------------------------------------------------
     def _poll(self):

@@ -10,10 +10,12 @@ host must relabel its node within two poll intervals, evict exactly the replica 
 node that moved, and the real scheduler places its replacement on the third host.
 """
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 import uuid
 
 import pytest
@@ -23,6 +25,7 @@ from . import harness
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "openstack"))
 import osharness  # noqa: E402
+import rabbit  # noqa: E402
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.openstack]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -32,8 +35,25 @@ RULE = ('{"podAntiAffinity": [{"topologyKey": "CIS-node", '
 
 
 @pytest.fixture(scope="module")
-def cloud():
-    cloud = osharness.OpenStackCloud(computes=3, python=osharness.python_or_skip())
+def broker():
+    """A private RabbitMQ that carries Nova's versioned notifications."""
+    from ci_policy import unavailable
+    if not rabbit.installed():
+        unavailable("rabbitmq-server is not installed (tools/install-test-packages.sh)")
+    broker = rabbit.RabbitMQ()
+    try:
+        broker.start()
+    except rabbit.BrokerError as e:
+        pytest.fail("RabbitMQ did not start: %s" % e, pytrace=False)
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="module")
+def cloud(broker):
+    """Nova (publishing its versioned notifications on the broker) and Heat."""
+    cloud = osharness.OpenStackCloud(computes=3, python=osharness.python_or_skip(),
+                                     notifications_url=broker.url)
     try:
         cloud.start()
         cloud.start_heat()
@@ -322,3 +342,39 @@ def test_the_standby_takes_over_when_the_leader_dies_and_acts_once(
     finally:
         for proc, _ in logs.values():
             _kill(proc)
+
+
+def test_a_nova_notification_relabels_long_before_the_next_poll(
+        cloud, broker, control_plane, stack, workers, tmp_path):
+    """Polling every 10 minutes, the move is seen within seconds: the leader listens to
+    Nova's versioned notifications (URL from the environment, never logged whole)."""
+    cp = control_plane
+    _reset(cloud, workers)
+    os.environ["NOVA_NOTIFICATIONS_URL"] = broker.url
+    try:
+        proc, log = _start(cloud, cp, tmp_path, "notified", "--lease-name", "notified",
+                           "--poll-interval", "600", select=_selection(stack))
+    finally:
+        del os.environ["NOVA_NOTIFICATIONS_URL"]
+    try:
+        harness.wait_until(lambda: "Nova notifications: listening on" in log.read_text()
+                           and "worker server(s)" in log.read_text(), 60,
+                           what="the leader polled once and listens")
+        time.sleep(1)
+        node = sorted(workers)[0]
+        target = next(h for h in sorted(cloud.hosts) if h != label(cp, node))
+        t0 = time.monotonic()
+        cloud.live_migrate(workers[node][0], host=target)
+        harness.wait_until(lambda: label(cp, node) == target, 20,
+                           what="%s relabelled after the notification" % node)
+        took = time.monotonic() - t0
+        text = log.read_text()
+        assert took < 20 and text.count("moved from host") == 1
+        assert "rabbit://guest:***@127.0.0.1" in text and "guest:guest" not in text
+        address = re.search(r"metrics on (127\.0\.0\.1:\d+)\)", text).group(1)
+        with urllib.request.urlopen("http://%s/metrics" % address, timeout=5) as r:
+            metrics = r.read().decode()
+        assert 'hwaffinity_controller_notifications_total{event=' \
+               '"instance.live_migration_post_dest.end"}' in metrics
+    finally:
+        _kill(proc)

@@ -415,15 +415,35 @@ class _LogWriter:
         LOG.info(line.rstrip())
 
 
+def _publish_notifications(url):
+    """Nova's own versioned notifier, on a real broker: the test setup replaces
+    ``nova.rpc.NOTIFIER``'s in-memory ``test`` driver; this puts a ``messagingv2``
+    notifier on URL in its place (exchange ``nova``, topic
+    ``versioned_notifications``, Nova's defaults), with Nova's serializer. So what
+    a listener receives is what a production Nova sends."""
+    import oslo_messaging as messaging
+    from nova import rpc
+    transport = messaging.get_notification_transport(CONF, url=url)
+    rpc.NOTIFIER = messaging.Notifier(
+        transport, serializer=rpc.NOTIFIER._serializer, driver="messagingv2",
+        topics=CONF.notifications.versioned_notifications_topics)
+    LOG.info("versioned notifications go to %s too", url.split("@")[-1])
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--computes", type=int, default=3)
     parser.add_argument("--port", type=int, default=0, help="0: any free port")
     parser.add_argument("--debug", action="store_true")
+    parser.add_argument("--notifications-url", metavar="TRANSPORT_URL",
+                        help="also publish Nova's versioned notifications there "
+                             "(e.g. rabbit://guest:guest@127.0.0.1:5672/)")
     args = parser.parse_args(argv)
 
     cloud = Cloud(args.computes)
     cloud.setUp()
+    if args.notifications_url:
+        _publish_notifications(args.notifications_url)
 
     # Nova's StandardLogging captures logs in memory; also send them to stderr.
     handler = logging.StreamHandler(sys.stderr)

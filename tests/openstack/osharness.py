@@ -286,8 +286,10 @@ class _NotDeprecated:
 class OpenStackCloud:
     """Nova (+ optional Heat) on loopback; see the module docstring."""
 
-    def __init__(self, computes=DEFAULT_COMPUTES, python=None, run_dir=None):
+    def __init__(self, computes=DEFAULT_COMPUTES, python=None, run_dir=None,
+                 notifications_url=None):
         self.computes = computes
+        self.notifications_url = notifications_url  # a broker for versioned notifications
         self._python = python
         self.run_dir = run_dir or tempfile.mkdtemp(prefix="hwaffinity-openstack-")
         self.cloud = None
@@ -297,8 +299,10 @@ class OpenStackCloud:
     def start(self, timeout=120):
         """Start fakecloud (Nova, Placement, fake Keystone and Glance)."""
         python = self._python or openstack_python()
-        self.cloud = Server("fakecloud", [python, os.path.join(HERE, "fakecloud.py"),
-                                          "--computes", str(self.computes)], self.run_dir)
+        argv = [python, os.path.join(HERE, "fakecloud.py"), "--computes", str(self.computes)]
+        if self.notifications_url:
+            argv += ["--notifications-url", self.notifications_url]
+        self.cloud = Server("fakecloud", argv, self.run_dir)
         self.cloud.start(timeout)
         return self
 

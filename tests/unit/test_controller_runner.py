@@ -157,3 +157,21 @@ def test_the_host_id_label_follows_the_server_too(world):
     c.tick()
     assert ("w1", {"CIS-node": "h1", "topology.openstack.org/host-id": "hid-h1"}) \
         in calls["labels"]
+
+
+def test_a_notification_about_a_worker_polls_at_the_next_tick(world):
+    c, poll, nodes, pods, calls, now, outcome = world
+    poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3")]
+    c.tick()                                             # first poll at t=0
+    now[0] = 5.0
+    poll.states = [State("1", "h3")]                     # moved; next poll due at t=30
+    c.tick()
+    assert calls["labels"] == []
+    c.notified("instance.live_migration_post_dest.end", "not-a-worker")
+    c.tick()
+    assert calls["labels"] == []                         # someone else's VM: no poll
+    c.notified("instance.live_migration_post_dest.end", "1")
+    c.tick()
+    assert calls["labels"] == [("w1", {"CIS-node": "h3"})]
+    c.notified("instance.create.end", "new-vm")          # a new VM may be a worker
+    assert c.next_poll == 0.0

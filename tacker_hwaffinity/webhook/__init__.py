@@ -1,0 +1,1 @@
+"""The scheduler extender and admission webhooks (``hwaffinity webhook``)."""
