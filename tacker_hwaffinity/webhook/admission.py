@@ -1,0 +1,269 @@
+"""The admission webhooks' pure core: AdmissionReview in, AdmissionReview out.
+
+``handle(kind, body)`` answers one ``admission.k8s.io/v1`` AdmissionReview (v1beta1
+is answered the same way) with the HTTP status and body to send; ``validate`` and
+``mutate`` take the review's ``request`` and return its ``response``. No I/O.
+
+Validating (Pods and the pod templates of Deployment, ReplicaSet, StatefulSet,
+DaemonSet, ReplicationController, Job and CronJob):
+
+* The denial-of-service guard of the affinity design (seed ``001``, implementation
+  plan item 4): a *required* pod anti-affinity term over all namespaces
+  (``namespaceSelector: {}``) may only use a topology key of ``allowed_keys``
+  (default ``kubernetes.io/hostname``). Checked in ``spec.affinity`` and in the
+  two ``hwaffinity.io/`` annotations; every offending term is named by its path.
+* A malformed ``hwaffinity.io/pod-affinity`` or ``hwaffinity.io/required-during-
+  execution`` annotation is refused with the engine's message.
+* A pod-carrying object whose pod (template) has a non-mapping where a mapping
+  belongs (``spec``, ``metadata``, ``affinity``, ...) is refused, naming the field.
+  (The API server validates objects before validating webhooks see them, so this
+  only happens with hand-made reviews.)
+* UPDATE refuses only problems that ``oldObject`` did not have already: objects
+  created before the webhook existed can still be scaled, relabelled and have
+  their finalizers removed.
+* An unexpected exception is a denial with code 500, never a traceback.
+
+Mutating (Pod CREATE only, see ``patches``): the RequiredDuringExecution terms the
+scheduler understands are copied into ``spec.affinity``. A malformed annotation or
+an unpatchable pod gets no patch, and any failure is "allowed, no patch": the
+validating webhook is the one that reports what is wrong.
+"""
+import base64
+import json
+
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.scheduling import annotations
+from tacker_hwaffinity.webhook import patches
+
+API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
+HOSTNAME = "kubernetes.io/hostname"
+DEFAULT_ALLOWED_KEYS = frozenset({HOSTNAME})
+NO_OBJECT_OPERATIONS = ("DELETE", "CONNECT")
+_TEMPLATE = ("spec", "template")
+# kind: (API groups, path of the pod or pod template in the object)
+POD_PATHS = {
+    "Pod": (("",), ()),
+    "ReplicationController": (("",), _TEMPLATE),
+    "Deployment": (("apps", "extensions"), _TEMPLATE),
+    "ReplicaSet": (("apps", "extensions"), _TEMPLATE),
+    "DaemonSet": (("apps", "extensions"), _TEMPLATE),
+    "StatefulSet": (("apps",), _TEMPLATE),
+    "Job": (("batch",), _TEMPLATE),
+    "CronJob": (("batch",), ("spec", "jobTemplate", "spec", "template")),
+}
+_ANNOTATIONS = (annotations.POD_AFFINITY, annotations.REQUIRED_DURING_EXECUTION)
+_WHY = "it would let one tenant's pods keep every other tenant's off whole domains"
+
+
+def handle(kind, body, allowed_keys=DEFAULT_ALLOWED_KEYS):
+    """(HTTP status, response body) for the AdmissionReview BODY (bytes) sent to the
+    ``validate`` or ``mutate`` webhook (KIND). A body that is no AdmissionReview with
+    a request gets 400 and ``{"error": ...}``."""
+    if kind not in ("validate", "mutate"):
+        return _error(404, "unknown webhook %r (expected validate or mutate)" % (kind,))
+    try:
+        review = json.loads(body)
+    except (ValueError, TypeError, RecursionError) as e:
+        return _error(400, "the body is not JSON: %s" % (str(e)[:200] or type(e).__name__))
+    if (not isinstance(review, dict) or review.get("kind") != "AdmissionReview"
+            or review.get("apiVersion") not in API_VERSIONS):
+        return _error(400, "expected an AdmissionReview (apiVersion %s, kind AdmissionReview)"
+                      % API_VERSIONS[0])
+    request = review.get("request")
+    if not isinstance(request, dict):
+        return _error(400, "the AdmissionReview has no request")
+    if not isinstance(request.get("uid"), str) or not request["uid"]:
+        return _error(400, "the AdmissionReview's request has no uid")
+    if kind == "validate":
+        response = validate(request, allowed_keys)
+    else:
+        response = mutate(request)
+    return 200, _json({"apiVersion": review["apiVersion"], "kind": "AdmissionReview",
+                       "response": response})
+
+
+def validate(request, allowed_keys=DEFAULT_ALLOWED_KEYS):
+    """The AdmissionResponse (a dict) of the validating webhook for REQUEST; ALLOWED_KEYS
+    (an iterable of topology keys, or one key) are those allowed over all namespaces."""
+    uid = request.get("uid") if isinstance(request, dict) else None
+    try:
+        if isinstance(allowed_keys, str):
+            allowed_keys = (allowed_keys,)
+        message = _denial(request, frozenset(allowed_keys))
+    except Exception as e:  # noqa: BLE001 - a webhook answers, it does not crash
+        return _deny(uid, "internal error in the hwaffinity validating webhook (%s)"
+                     % type(e).__name__, 500, "InternalError")
+    if message is None:
+        return {"uid": uid, "allowed": True}
+    return _deny(uid, message)
+
+
+def mutate(request):
+    """The AdmissionResponse (a dict) of the mutating webhook for REQUEST: a JSON Patch
+    copying the pod's RequiredDuringExecution terms into ``spec.affinity``, or none."""
+    uid = request.get("uid") if isinstance(request, dict) else None
+    try:
+        ops = _mutation(request)
+    except Exception:  # noqa: BLE001 - allowed unpatched; the validating webhook reports
+        ops = []
+    if not ops:
+        return {"uid": uid, "allowed": True}
+    patch = base64.b64encode(_json(ops)).decode("ascii")
+    return {"uid": uid, "allowed": True, "patchType": "JSONPatch", "patch": patch}
+
+
+def _json(value):
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _error(status, message):
+    return status, _json({"error": message})
+
+
+def _deny(uid, message, code=403, reason="Forbidden"):
+    return {"uid": uid, "allowed": False,
+            "status": {"code": code, "reason": reason, "message": message}}
+
+
+def _kind(request, obj):
+    """(kind, API group or None): the request's ``kind``, else the object's."""
+    gvk = request.get("kind")
+    kind = group = None
+    if isinstance(gvk, dict) and isinstance(gvk.get("kind"), str):
+        kind, group = gvk["kind"], gvk.get("group")
+    elif isinstance(obj, dict) and isinstance(obj.get("kind"), str):
+        kind = obj["kind"]
+    if group is None and isinstance(obj, dict) and isinstance(obj.get("apiVersion"), str):
+        group = obj["apiVersion"].rpartition("/")[0]
+    return kind, group
+
+
+def pod_path(request, obj):
+    """The path (tuple of keys) of the pod or pod template in OBJ, or None when the
+    request's kind carries none. The kind is the request's ``kind`` (falling back on
+    the object's ``apiVersion``/``kind``); a known group is checked."""
+    kind, group = _kind(request, obj)
+    entry = POD_PATHS.get(kind)
+    if entry is None or (group is not None and group not in entry[0]):
+        return None
+    return entry[1]
+
+
+def _name(request, kind, obj):
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    name = meta.get("name") or request.get("name")
+    if not name and meta.get("generateName"):
+        name = "%s<generated>" % meta["generateName"]
+    return "%s %s" % (kind, name or "<unnamed>")
+
+
+def _rule(allowed):
+    keys = ", ".join(sorted(allowed))
+    return "across all namespaces %s (%s)" % (
+        "only %s may be used" % keys if keys else "no topologyKey may be used", _WHY)
+
+
+def _denial(request, allowed):
+    """The denial message for REQUEST, or None to allow it."""
+    if request.get("operation") in NO_OBJECT_OPERATIONS:
+        return None
+    obj = request.get("object")
+    path = pod_path(request, obj)
+    if obj is None or path is None:
+        return None
+    errors, offences = problems(obj, path, allowed)
+    old = request.get("oldObject")
+    if request.get("operation") == "UPDATE" and old is not None:
+        old_errors, old_offences = problems(old, path, allowed)
+        errors = [e for e in errors if e not in old_errors]
+        offences = [o for o in offences if o not in old_offences]
+    if not errors and not offences:
+        return None
+    message = "%s: %s" % (_name(request, _kind(request, obj)[0], obj), "; ".join(errors + offences))
+    return message + ": " + _rule(allowed) if offences else message
+
+
+def _field(base, rest):
+    return "%s.%s" % (base, rest) if base else rest
+
+
+def _mapping(parent, key, field):
+    value = parent.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InputError("expected a mapping", field=field)
+    return value
+
+
+def _offence(field, key):
+    return ("%s: required anti-affinity over all namespaces (namespaceSelector: {}) with "
+            "topologyKey %s is refused" % (field, json.dumps(key)))
+
+
+def _all_namespaces(selector):
+    return (isinstance(selector, dict) and not selector.get("matchLabels")
+            and not selector.get("matchExpressions"))
+
+
+def problems(obj, path, allowed):
+    """(errors, offences) of the pod (template) at PATH in OBJ: messages naming the
+    field of malformed input, and of required anti-affinity terms over all namespaces
+    whose topology key is not in ALLOWED."""
+    errors, offences = [], []
+    base = ".".join(path)
+    pod = obj
+    try:
+        if not isinstance(obj, dict):
+            raise InputError("expected a mapping", field="object")
+        for i, key in enumerate(path):
+            pod = _mapping(pod, key, ".".join(path[:i + 1]))
+        meta = _mapping(pod, "metadata", _field(base, "metadata"))
+        spec = _mapping(pod, "spec", _field(base, "spec"))
+    except InputError as e:
+        return [str(e)], []
+    field = _field(base, "spec.affinity.podAntiAffinity." + annotations.REQUIRED)
+    try:
+        affinity = _mapping(spec, "affinity", _field(base, "spec.affinity"))
+        anti = _mapping(affinity, "podAntiAffinity", _field(base, "spec.affinity.podAntiAffinity"))
+        terms = anti.get(annotations.REQUIRED) or []
+        if not isinstance(terms, list):
+            raise InputError("expected a list of terms", field=field)
+        for i, t in enumerate(terms):
+            if not isinstance(t, dict):
+                raise InputError("expected a mapping", field="%s[%d]" % (field, i))
+            if _all_namespaces(t.get("namespaceSelector")) and t.get("topologyKey") not in allowed:
+                offences.append(_offence("%s[%d]" % (field, i), t.get("topologyKey")))
+    except InputError as e:
+        errors.append(str(e))
+    prefix = _field(base, "metadata.annotations")
+    try:
+        notes = _mapping(meta, "annotations", prefix)
+    except InputError as e:
+        return errors + [str(e)], offences
+    for name in _ANNOTATIONS:
+        if name not in notes:
+            continue
+        try:
+            found = annotations.scheduling_terms({name: notes[name]}, prefix)
+        except InputError as e:
+            errors.append(str(e))
+            continue
+        except RecursionError:
+            errors.append(str(InputError("nested too deeply", field="%s[%s]" % (prefix, name))))
+            continue
+        for t in found.pod_terms["required_anti"]:
+            if t.ns_selector.everything and t.topology_key not in allowed:
+                offences.append(_offence(t.field, t.topology_key))
+    return errors, offences
+
+
+def _mutation(request):
+    """The JSON Patch operations for a Pod CREATE REQUEST; [] for no change."""
+    if request.get("operation") != "CREATE" or request.get("subResource"):
+        return []
+    obj = request.get("object")
+    if not isinstance(obj, dict) or pod_path(request, obj) != ():
+        return []
+    return patches.pod_patch(obj)
