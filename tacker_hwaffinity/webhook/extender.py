@@ -1,0 +1,333 @@
+"""The scheduler extender's filter and prioritize verbs, over a :class:`PodCache`.
+
+kube-scheduler's own InterPodAffinity applies what is in ``spec.affinity``; this
+applies the pod terms the API server rejects there, carried by the annotations
+``hwaffinity.io/pod-affinity`` and ``hwaffinity.io/required-during-execution``
+(``scheduling.annotations``), with the engine's InterPodAffinity semantics
+(``scheduling.plugins.interpod``), evaluated over the annotation terms only:
+
+* filter: the incoming pod's required affinity (every term's topology key on the
+  node, a domain holding a pod all its terms select; the first pod of a group
+  that selects itself passes wherever the keys are), its required anti-affinity,
+  and bound pods' extended required anti-affinity that selects the incoming pod
+  (symmetry). One reason per node, the engine's precedence: ``ERR_AFFINITY`` over
+  ``ERR_ANTI`` over ``ERR_EXISTING_ANTI``.
+* prioritize: the engine's raw score (incoming preferred terms; bound pods'
+  extended preferred terms and, times ``hard_pod_affinity_weight``, their
+  required affinity terms that select the incoming pod), normalised the engine's
+  way (min-max to 0..100 over the given nodes, truncated), then **rounded half up**
+  to 0..10 (``(s + 5) // 10``): kube-scheduler multiplies by 10 again, so its
+  total is within 5 of the engine's, where integer division would lose up to 9.
+
+Wire format (v1.20 and current): requests ``{"Pod", "Nodes"|"NodeNames"}``
+with capitalised keys; the filter answers ``{"Nodes", "NodeNames",
+"FailedNodes", "Error"}`` in the form it was asked in, prioritize
+``[{"Host", "Score"}]``. A pod that carries neither annotation and that no
+bound or pending pod's extended anti-affinity selects gets its input back
+unchanged (the same list or NodeList object) at the cost of a few dict
+lookups. Every pod the filter leaves a node for is ``assume``d (see
+:mod:`podcache`), pass-through pods included: an annotated pod decided right
+after a plain one that its terms select must wait for that one's binding too.
+The filter waits (at most ``pending_wait``) for relevant pending pods first.
+
+Errors: a malformed annotation is the filter's ``Error`` with the engine's
+message (``annotations.malformed``), so kube-scheduler fails the attempt and
+shows it; prioritize scores such a pod 0 everywhere (its errors are ignored
+anyway). Arguments kube-scheduler would not send: the filter's ``Error``, a
+400 from prioritize. ``handle`` answers 400 for a body that is not JSON, 404
+for another verb, 500 (logged here, no traceback sent) for a bug.
+
+Not the engine's: the spec's and the annotations' terms are evaluated apart
+(kube-scheduler the one, this the other), so required affinity is "a pod
+all the spec terms select" AND "a pod all the annotation terms select", not
+one pod for both lists together; and the extender's 0..10 score is added to
+kube-scheduler's InterPodAffinity score rather than normalised with it.
+"""
+import itertools
+import json
+import logging
+import re
+
+import numpy as np
+
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.scheduling.plugins.interpod import (
+    ERR_AFFINITY, ERR_ANTI, ERR_EXISTING_ANTI, InterPodAffinity)
+
+LOG = logging.getLogger(__name__)
+
+ERR_UNKNOWN_NODE = "node(s) unknown to the hwaffinity extender (cache not synced?)"
+MAX_EXTENDER_PRIORITY = 10
+# filter codes, higher-priority reasons written last (as the engine does)
+_REASONS = (None, ERR_AFFINITY, ERR_ANTI, ERR_EXISTING_ANTI, ERR_UNKNOWN_NODE)
+
+
+class ArgsError(ValueError):
+    """ExtenderArgs that are not what kube-scheduler sends."""
+
+
+def _pod_of(args):
+    if not isinstance(args, dict):
+        raise ArgsError("ExtenderArgs must be a JSON object")
+    pod = args.get("Pod")
+    if not isinstance(pod, dict) or not isinstance(pod.get("metadata"), dict):
+        raise ArgsError("ExtenderArgs has no Pod (an object with metadata)")
+    return pod
+
+
+def _names_of(args):
+    """(node names, NodeList or None): the NodeNames form when given, else Nodes."""
+    names = args.get("NodeNames")
+    if names is not None:
+        if not isinstance(names, list) or not set(map(type, names)) <= {str}:
+            raise ArgsError("NodeNames must be a list of node names")
+        return names, None
+    nodes = args.get("Nodes")
+    if nodes is None:
+        return [], None
+    items = nodes.get("items") if isinstance(nodes, dict) else None
+    if items is None and isinstance(nodes, dict):
+        items = []
+    if not isinstance(items, list):
+        raise ArgsError("Nodes must be a NodeList (an object with items)")
+    out = []
+    for i, item in enumerate(items):
+        meta = item.get("metadata") if isinstance(item, dict) else None
+        name = meta.get("name") if isinstance(meta, dict) else None
+        if not isinstance(name, str):
+            raise ArgsError("Nodes.items[%d] has no metadata.name" % i)
+        out.append(name)
+    return out, nodes
+
+
+class _Nodes:
+    """The request's nodes mapped onto the cache's node view."""
+
+    __slots__ = ("view", "idx", "known", "_ids")
+
+    _last = (None, None, None)    # (view, names, idx): kube-scheduler sends the same list
+
+    def __init__(self, view, names):
+        last_view, last_names, idx = _Nodes._last
+        if last_view is not view or last_names != names:
+            idx = np.fromiter(map(view.index.get, names, itertools.repeat(-1)),
+                              dtype=np.int64, count=len(names))
+            _Nodes._last = (view, names, idx)
+        self.view = view
+        self.known = idx >= 0
+        self.idx = np.where(self.known, idx, 0)
+        self._ids = {}
+
+    def ids(self, key):
+        """Domain id of each requested node for topology KEY (-1: no such label)."""
+        got = self._ids.get(key)
+        if got is None:
+            got = self._ids[key] = self.view.domains(key).ids[self.idx]
+        return got
+
+    def counts(self, key, per_node):
+        """Per domain of KEY, the sum of PER_NODE {node name: count} (cluster-wide)."""
+        d = self.view.domains(key)
+        if not per_node:
+            return np.zeros(len(d), dtype=np.int64)
+        n = len(per_node)
+        where = np.fromiter(map(self.view.index.get, per_node, itertools.repeat(-1)),
+                            dtype=np.int64, count=n)
+        weights = np.fromiter(per_node.values(), dtype=np.int64, count=n)
+        domain = np.where(where >= 0, d.ids[np.maximum(where, 0)], -1)
+        keep = domain >= 0
+        return np.bincount(domain[keep], weights=weights[keep],
+                           minlength=len(d)).astype(np.int64)
+
+    def spread(self, key, per_domain):
+        """Per requested node, its domain's value of PER_DOMAIN (0 without the key)."""
+        ext = np.zeros(len(per_domain) + 1, dtype=per_domain.dtype)
+        ext[:-1] = per_domain
+        return ext[self.ids(key)]
+
+
+class Extender:
+    """filter / prioritize over CACHE. PENDING_WAIT: seconds the filter waits for
+    relevant pending pods (``PodCache.wait_for_pending``)."""
+
+    def __init__(self, cache, hard_pod_affinity_weight=1, pending_wait=2.0):
+        self.cache = cache
+        self.hard_weight = hard_pod_affinity_weight
+        self.pending_wait = pending_wait
+
+    # -- filter ------------------------------------------------------------------
+    def filter(self, args):
+        """ExtenderFilterResult for ExtenderArgs ARGS (a dict)."""
+        try:
+            pod = _pod_of(args)
+            names, nodelist = _names_of(args)
+        except ArgsError as e:
+            return {"Nodes": None, "NodeNames": None, "FailedNodes": {}, "Error": str(e)}
+        cache = self.cache
+        try:
+            rec = cache.describe(pod, strict=True)
+        except InputError as e:  # the engine's message, naming the annotation and field
+            return {"Nodes": None, "NodeNames": None, "FailedNodes": {}, "Error": str(e)}
+        if rec.ann == (None, None) and not cache.selected_by(("required_anti",), rec):
+            cache.assume(rec)
+            return {"Nodes": args.get("Nodes"), "NodeNames": args.get("NodeNames"),
+                    "FailedNodes": {}, "Error": ""}
+        terms = rec.terms or {}
+        left = cache.wait_for_pending(rec, terms, self.pending_wait)
+        if left:
+            LOG.info("pod %s: %d relevant pod(s) still pending after %.1fs; deciding without "
+                     "them", rec.key, left, self.pending_wait)
+        with cache.lock:
+            code = self._codes(rec, terms, names)
+        codes = code.tolist()
+        failed = {n: _REASONS[c] for n, c in zip(names, codes) if c}
+        if len(failed) < len(names):
+            cache.assume(rec)
+        if nodelist is not None:
+            items = nodelist.get("items") or []
+            out_nodes = dict(nodelist, items=[x for x, c in zip(items, codes) if not c])
+            return {"Nodes": out_nodes, "NodeNames": None, "FailedNodes": failed, "Error": ""}
+        return {"Nodes": None, "NodeNames": [n for n, c in zip(names, codes) if not c],
+                "FailedNodes": failed, "Error": ""}
+
+    def _codes(self, rec, terms, names):
+        """Per requested node, an index into _REASONS (0: passes). Under cache.lock."""
+        cache = self.cache
+        nodes = _Nodes(cache.node_view(), names)
+        code = np.zeros(len(names), dtype=np.int8)
+        # 3. bound pods' extended required anti-affinity that selects this pod
+        per_key = {}
+        for g in cache.matching_groups("required_anti", rec):
+            key = g.term.topology_key
+            c = nodes.counts(key, g.per_node)
+            per_key[key] = c if key not in per_key else per_key[key] + c
+        for key, counts in per_key.items():
+            code[nodes.spread(key, counts > 0)] = 3
+        # 2. the pod's required anti-affinity
+        for t in terms.get("required_anti", ()):
+            c = nodes.counts(t.topology_key, cache.select((t,)))
+            if c.any():
+                code[nodes.spread(t.topology_key, c > 0)] = 2
+        # 1. the pod's required affinity: pods that all its terms select
+        affinity = terms.get("required_affinity", ())
+        if affinity:
+            per_node = cache.select(affinity)
+            have_keys = np.ones(len(names), dtype=bool)
+            satisfied = np.ones(len(names), dtype=bool)
+            empty = True
+            for t in affinity:
+                c = nodes.counts(t.topology_key, per_node)
+                have_keys &= nodes.ids(t.topology_key) >= 0
+                satisfied &= nodes.spread(t.topology_key, c > 0)
+                empty = empty and not c.any()
+            if empty and all(cache.incoming_selects(t, rec.namespace, rec.labels)
+                             for t in affinity):
+                satisfied = have_keys  # first pod of a group with affinity to itself
+            code[~(have_keys & satisfied)] = 1
+        code[~nodes.known] = 4
+        return code
+
+    # -- prioritize --------------------------------------------------------------
+    def prioritize(self, args):
+        """HostPriorityList for ExtenderArgs ARGS: a score in 0..10 per given node.
+        ArgsError for arguments kube-scheduler would not send."""
+        names, scores = self.priorities(args)
+        return [{"Host": n, "Score": s} for n, s in zip(names, scores)]
+
+    def priorities(self, args):
+        """(node names, their scores 0..10) for ExtenderArgs ARGS (see prioritize)."""
+        pod = _pod_of(args)
+        names, _nodelist = _names_of(args)
+        cache = self.cache
+        try:
+            rec = cache.describe(pod, strict=True)
+        except InputError:
+            rec = None  # the filter refused it already: nothing to add
+        scores = None
+        if rec is not None:
+            existing = ["preferred_affinity", "preferred_anti"]
+            if self.hard_weight > 0:
+                existing.append("required_affinity")
+            terms = rec.terms or {}
+            if terms.get("preferred_affinity") or terms.get("preferred_anti") \
+                    or cache.selected_by(existing, rec):
+                with cache.lock:
+                    scores = self._scores(rec, terms, names, existing)
+        if scores is None:
+            return names, [0] * len(names)
+        return names, scores.tolist()
+
+    def _scores(self, rec, terms, names, existing):
+        cache = self.cache
+        nodes = _Nodes(cache.node_view(), names)
+        per_key = {}
+
+        def add(key, counts):
+            per_key[key] = counts if key not in per_key else per_key[key] + counts
+
+        for kind, sign in (("preferred_affinity", 1), ("preferred_anti", -1)):
+            for t in terms.get(kind, ()):
+                c = nodes.counts(t.topology_key, cache.select((t,)))
+                if c.any():
+                    add(t.topology_key, sign * t.weight * c)
+        for kind in existing:
+            sign = -1 if kind == "preferred_anti" else 1
+            for g in cache.matching_groups(kind, rec):
+                w = self.hard_weight if kind == "required_affinity" else g.term.weight
+                add(g.term.topology_key, sign * w * nodes.counts(g.term.topology_key,
+                                                                  g.per_node))
+        raw = np.zeros(len(names), dtype=np.int64)
+        for key, counts in per_key.items():
+            raw += nodes.spread(key, counts)
+        raw[~nodes.known] = 0
+        norm = InterPodAffinity.normalize(raw, nodes.known)
+        return (norm + 5) // 10
+
+    # -- HTTP body in, body out --------------------------------------------------
+    def handle(self, verb, body):
+        """(HTTP status, JSON response bytes) for VERB ("filter"/"prioritize") and the
+        request BODY (bytes). Never raises."""
+        try:
+            args = json.loads(body)
+        except (ValueError, UnicodeDecodeError, TypeError) as e:
+            return 400, _json({"Error": "request body is not JSON: %s" % e})
+        try:
+            if verb == "filter":
+                result = self.filter(args)
+            elif verb == "prioritize":
+                return 200, _priorities_json(*self.priorities(args))
+            else:
+                return 404, _json({"Error": "unknown verb %r (expected filter or prioritize)"
+                                   % (verb,)})
+        except ArgsError as e:
+            return 400, _json({"Error": str(e)})
+        except Exception as e:  # a bug: answer, log the traceback here, never send it
+            LOG.exception("extender %s failed", verb)
+            return 500, _json({"Error": "internal error in the hwaffinity extender: %s: %s"
+                               % (type(e).__name__, e)})
+        return 200, _json(result)
+
+
+def _priorities_json(names, scores):
+    """The HostPriorityList's JSON, formatted directly when every name is plain (node
+    names are DNS subdomains, so they always are): a dict per node costs 1 ms in 5000.
+    The per-node text is kept for the last list of names (kube-scheduler sends the same
+    list pod after pod)."""
+    global _LAST_PREFIXES
+    last_names, prefixes = _LAST_PREFIXES
+    if last_names != names:
+        if not _PLAIN.fullmatch("".join(names)):
+            return _json([{"Host": n, "Score": s} for n, s in zip(names, scores)])
+        prefixes = ['{"Host":"%s","Score":' % n for n in names]
+        _LAST_PREFIXES = (names, prefixes)
+    return ("[%s]" % ",".join(map(str.__add__, prefixes, map(_SCORE_TEXT.__getitem__,
+                                                             scores)))).encode("ascii")
+
+
+_PLAIN = re.compile(r"[a-z0-9.-]*")
+_SCORE_TEXT = ["%d}" % s for s in range(MAX_EXTENDER_PRIORITY + 1)]
+_LAST_PREFIXES = (None, None)
+
+
+def _json(obj):
+    return json.dumps(obj, separators=(",", ":")).encode("utf-8")

@@ -1,0 +1,603 @@
+"""The scheduler extender's view of the cluster: nodes, namespaces and bound pods.
+
+Fed by informers (``on_node``/``on_pod``/``on_namespace`` for watch events,
+``sync_*`` after a (re)list), read by :mod:`extender`. Pure: no HTTP, no client.
+
+What is kept
+------------
+* Nodes: name -> labels (status-only updates cost a dict compare). ``node_view()``
+  gives an immutable snapshot with per-topology-key domain arrays, rebuilt only
+  when a node comes, goes or changes labels.
+* Namespaces: name -> labels (``kubernetes.io/metadata.name`` defaulted, as the
+  engine's ``Namespace.parse`` does) for namespaceSelector.
+* Bound pods: ``spec.nodeName`` set, phase not Succeeded/Failed. Terminating pods
+  (``deletionTimestamp`` set) are **kept**: the engine's snapshot keeps them and
+  its InterPodAffinity counts them (only PodTopologySpread skips them), and so
+  does kube-scheduler's InterPodAffinity. They leave with their DELETED event.
+  Per namespace, an index label key -> value -> set of pods: ``matchLabels``/``In``
+  are set lookups, ``Exists`` a union over one key, ``Gt``/``Lt`` a scan of one
+  key's distinct values; only a selector with no positive requirement (``{}``,
+  ``NotIn``/``DoesNotExist`` alone) scans a namespace's pods.
+* Bound pods' extended terms (``hwaffinity.io/pod-affinity`` and
+  ``hwaffinity.io/required-during-execution``), resolved, grouped per kind by
+  identical term (the engine's ``TermGroup``), each group with its pods per node:
+  this is what symmetry (existing pods' terms acting on the incoming pod) reads.
+  A pod without either annotation costs a few dict operations per event.
+
+Assume / confirm
+----------------
+The extender has no bind verb, so it never learns where kube-scheduler put a
+pod. ``assume(pod)`` records a pod that just passed the filter as *pending*
+(node unknown). The pod watch *confirms* it: when the pod shows up with
+``spec.nodeName`` it becomes an ordinary bound pod and the record goes; the
+record also goes when the pod is deleted, turns Succeeded/Failed, or is older
+than ``pending_ttl`` (30 s by default: kube-scheduler failed to bind it, or a
+later extender rejected it; its next attempt assumes it again).
+
+``wait_for_pending(pod, terms, timeout)`` blocks (a ``threading.Condition``,
+bounded by TIMEOUT) until no *relevant* pending pod is left and returns how many
+are still unresolved (0 = the view is complete for this decision). Relevant: a
+pending pod, other than POD itself, that one of POD's resolved terms (any kind)
+selects, or whose own extended terms (any kind) select POD. This is how
+back-to-back pods of one Deployment see each other: kube-scheduler decides pod
+N+1 as soon as pod N's binding is under way, and the binding reaches the watch
+within milliseconds, well inside the wait, before pod N+1's answer is final.
+Unrelated pods never wait.
+"""
+import collections
+import threading
+import time
+
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.scheduling import annotations as term_annotations
+from tacker_hwaffinity.scheduling import selectors
+from tacker_hwaffinity.scheduling.model import DEFAULT_NAMESPACE, NS_NAME_LABEL, Node
+from tacker_hwaffinity.scheduling.state import EXISTING_KINDS, Domains
+
+PENDING_TTL_S = 30.0
+TERMINAL_PHASES = ("Succeeded", "Failed")
+_PARSE_CACHE_MAX = 1024
+_POSITIVE = (selectors.IN, selectors.EQUALS, selectors.EXISTS, selectors.GT, selectors.LT)
+
+
+def _meta(obj):
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _labels(meta):
+    raw = meta.get("labels")
+    if not isinstance(raw, dict):
+        return {}
+    return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)}
+
+
+class PodRecord:
+    """What the cache keeps of one pod. ``terms``: {kind: (AffinityTerm, ...)} of its
+    extended (annotation) terms, resolved, or None when it carries none (or a
+    malformed annotation, which the extender refused at filter time)."""
+
+    __slots__ = ("key", "namespace", "name", "uid", "labels", "node", "live", "ann",
+                 "terms", "_class_key")
+
+    def __init__(self, namespace, name, uid, labels, node, live, ann, terms):
+        self.key = "%s/%s" % (namespace, name)
+        self.namespace, self.name, self.uid, self.labels = namespace, name, uid, labels
+        self.node, self.live, self.ann, self.terms = node, live, ann, terms
+        self._class_key = None
+
+    @property
+    def bound(self):
+        return bool(self.node) and self.live
+
+    @property
+    def class_key(self):
+        """(namespace, labels): pods alike for every selector (the engine's class_key)."""
+        if self._class_key is None:
+            self._class_key = (self.namespace, tuple(sorted(self.labels.items())))
+        return self._class_key
+
+    def same_placement(self, other):
+        """Same index entries and terms as OTHER (a status-only update)?"""
+        return (self.node == other.node and self.live == other.live and self.ann == other.ann
+                and self.labels == other.labels and self.namespace == other.namespace)
+
+
+class Group:
+    """Bound pods' identical extended terms of one kind: ``per_node`` {node: count}."""
+
+    __slots__ = ("term", "kind", "per_node", "size", "_match")
+
+    def __init__(self, term, kind):
+        self.term, self.kind = term, kind
+        self.per_node = {}
+        self.size = 0
+        self._match = {}
+
+    def add(self, node, n):
+        c = self.per_node.get(node, 0) + n
+        if c:
+            self.per_node[node] = c
+        else:
+            del self.per_node[node]
+        self.size += n
+
+
+class NodeView:
+    """An immutable snapshot of the nodes: ``index`` name -> i, ``nodes`` (model.Node)
+    and, per topology key, the engine's ``Domains`` (computed on first use)."""
+
+    def __init__(self, labels_by_name, version):
+        self.version = version
+        self.nodes = [Node(name, labels) for name, labels in labels_by_name.items()]
+        self.index = {n.name: i for i, n in enumerate(self.nodes)}
+        self._domains = {}
+
+    def __len__(self):
+        return len(self.nodes)
+
+    def domains(self, key):
+        d = self._domains.get(key)
+        if d is None:
+            d = self._domains[key] = Domains(key, self.nodes)
+        return d
+
+
+class _NsIndex:
+    __slots__ = ("pods", "labels")
+
+    def __init__(self):
+        self.pods = set()
+        self.labels = {}  # key -> value -> set(PodRecord)
+
+
+class PodCache:
+    """Thread-safe cluster view; see the module docstring. CLOCK (seconds, monotonic)
+    ages pending records; ``lock`` guards every read the extender makes."""
+
+    def __init__(self, clock=time.monotonic, pending_ttl=PENDING_TTL_S):
+        self._clock = clock
+        self.pending_ttl = pending_ttl
+        self.lock = threading.RLock()
+        self._cond = threading.Condition(self.lock)
+        self._nodes = {}            # name -> labels
+        self._nodes_version = 0
+        self._view = None
+        self._namespaces = {}       # name -> labels
+        self._pods = {}             # key -> PodRecord, every pod seen (bound or not)
+        self._by_ns = {}            # namespace -> _NsIndex of bound pods
+        self._groups = {kind: {} for kind in EXISTING_KINDS}
+        self._extended = {}         # key -> PodRecord: bound pods with extended terms
+        self._pending = collections.OrderedDict()   # key -> (PodRecord, assumed at)
+        self._parsed = {}
+
+    # -- parsing -----------------------------------------------------------------
+    def parse_terms(self, annotations):
+        """``scheduling_terms(annotations)``, cached by the annotations' text (every
+        replica of a workload carries the same): SchedulingTerms or None; InputError
+        (the engine's) for a malformed annotation."""
+        if not isinstance(annotations, dict):
+            return None
+        ann = (annotations.get(term_annotations.POD_AFFINITY),
+               annotations.get(term_annotations.REQUIRED_DURING_EXECUTION))
+        if ann == (None, None):
+            return None
+        return self._parse_ann(ann)
+
+    def _parse_ann(self, ann):
+        key = tuple(a if isinstance(a, str) else repr(a) for a in ann)
+        got = self._parsed.get(key)
+        if got is None:
+            names = (term_annotations.POD_AFFINITY, term_annotations.REQUIRED_DURING_EXECUTION)
+            try:
+                got = term_annotations.scheduling_terms(
+                    {n: a for n, a in zip(names, ann) if a is not None})
+            except InputError as e:
+                got = e
+            if len(self._parsed) >= _PARSE_CACHE_MAX:
+                self._parsed.clear()
+            self._parsed[key] = got
+        if isinstance(got, InputError):
+            raise got
+        return got
+
+    @staticmethod
+    def resolve(sched_terms, namespace, labels):
+        """{kind: (AffinityTerm, ...)} of SCHED_TERMS for a pod in NAMESPACE with LABELS
+        (namespace defaulting and matchLabelKeys merge, as for a created pod)."""
+        return {kind: tuple(t.resolve(namespace, labels, True) for t in ts)
+                for kind, ts in sched_terms.pod_terms.items()}
+
+    def describe(self, obj, strict=False):
+        """PodRecord of a Pod object. STRICT: a malformed annotation raises InputError
+        (else the pod is kept without extended terms)."""
+        meta = _meta(obj)
+        ns = meta.get("namespace") or DEFAULT_NAMESPACE
+        name = meta.get("name") or ""
+        labels = _labels(meta)
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        status = obj.get("status") if isinstance(obj.get("status"), dict) else {}
+        node = spec.get("nodeName") or ""
+        live = status.get("phase") not in TERMINAL_PHASES
+        anns = meta.get("annotations")
+        ann = (None, None)
+        if isinstance(anns, dict):
+            ann = (anns.get(term_annotations.POD_AFFINITY),
+                   anns.get(term_annotations.REQUIRED_DURING_EXECUTION))
+        terms = None
+        if ann != (None, None):
+            try:
+                st = self._parse_ann(ann)
+            except InputError:
+                if strict:
+                    raise
+                st = None
+            if st is not None and any(st.pod_terms.values()):
+                terms = self.resolve(st, ns, labels)
+        return PodRecord(ns, name, meta.get("uid"), labels, node if isinstance(node, str)
+                         else "", live, ann, terms)
+
+    # -- nodes and namespaces ----------------------------------------------------
+    def on_node(self, event_type, obj):
+        meta = _meta(obj)
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            return
+        with self.lock:
+            if event_type == "DELETED":
+                if self._nodes.pop(name, None) is not None:
+                    self._nodes_version += 1
+                return
+            labels = _labels(meta)
+            if self._nodes.get(name) != labels:
+                self._nodes[name] = labels
+                self._nodes_version += 1
+
+    def sync_nodes(self, objs):
+        nodes = {}
+        for obj in objs:
+            meta = _meta(obj)
+            if isinstance(meta.get("name"), str) and meta["name"]:
+                nodes[meta["name"]] = _labels(meta)
+        with self.lock:
+            if nodes != self._nodes:
+                self._nodes = nodes
+                self._nodes_version += 1
+
+    def node_view(self):
+        with self.lock:
+            if self._view is None or self._view.version != self._nodes_version:
+                self._view = NodeView(self._nodes, self._nodes_version)
+            return self._view
+
+    def node_labels(self, name):
+        with self.lock:
+            return self._nodes.get(name)
+
+    def on_namespace(self, event_type, obj):
+        meta = _meta(obj)
+        name = meta.get("name")
+        if not isinstance(name, str) or not name:
+            return
+        with self.lock:
+            if event_type == "DELETED":
+                changed = self._namespaces.pop(name, None) is not None
+            else:
+                labels = _labels(meta)
+                labels.setdefault(NS_NAME_LABEL, name)
+                changed = self._namespaces.get(name) != labels
+                self._namespaces[name] = labels
+            if changed:
+                self._forget_matches()
+
+    def sync_namespaces(self, objs):
+        out = {}
+        for obj in objs:
+            meta = _meta(obj)
+            name = meta.get("name")
+            if isinstance(name, str) and name:
+                labels = _labels(meta)
+                labels.setdefault(NS_NAME_LABEL, name)
+                out[name] = labels
+        with self.lock:
+            if out != self._namespaces:
+                self._namespaces = out
+                self._forget_matches()
+
+    def ns_labels(self, namespace):
+        """The labels of NAMESPACE ({} if unknown: the engine's ``ns_labels``)."""
+        return self._namespaces.get(namespace, {})
+
+    def _forget_matches(self):
+        for groups in self._groups.values():
+            for g in groups.values():
+                g._match.clear()
+
+    # -- pods --------------------------------------------------------------------
+    def on_pod(self, event_type, obj):
+        if event_type not in ("ADDED", "MODIFIED", "DELETED"):
+            return
+        rec = self.describe(obj) if event_type != "DELETED" else None
+        with self.lock:
+            if event_type == "DELETED":
+                meta = _meta(obj)
+                key = "%s/%s" % (meta.get("namespace") or DEFAULT_NAMESPACE,
+                                 meta.get("name") or "")
+                old = self._pods.pop(key, None)
+                if old is not None and old.bound:
+                    self._unindex(old)
+                p = self._pending.get(key)
+                if p is not None and (not p[0].uid or not meta.get("uid")
+                                      or p[0].uid == meta.get("uid")):
+                    self._drop_pending(key)
+                return
+            self._put(rec)
+
+    def _put(self, rec):
+        old = self._pods.get(rec.key)
+        if old is not None and old.same_placement(rec):
+            rec = old  # status-only update: terms and index entries as they are
+        else:
+            if old is not None and old.bound:
+                self._unindex(old)
+            self._pods[rec.key] = rec
+            if rec.bound:
+                self._index(rec)
+        if rec.key in self._pending and (rec.bound or not rec.live):
+            self._drop_pending(rec.key)
+
+    def sync_pods(self, objs):
+        """Replace every pod after a (re)list. Pending records of pods listed bound or
+        terminal are confirmed; the others stay (a pod created after the list began)."""
+        with self.lock:
+            self._pods, self._by_ns, self._extended = {}, {}, {}
+            self._groups = {kind: {} for kind in EXISTING_KINDS}
+            for obj in objs:
+                if isinstance(obj, dict):
+                    self._put(self.describe(obj))
+
+    def _index(self, rec):
+        idx = self._by_ns.get(rec.namespace)
+        if idx is None:
+            idx = self._by_ns[rec.namespace] = _NsIndex()
+        idx.pods.add(rec)
+        for k, v in rec.labels.items():
+            by_val = idx.labels.get(k)
+            if by_val is None:
+                by_val = idx.labels[k] = {}
+            s = by_val.get(v)
+            if s is None:
+                s = by_val[v] = set()
+            s.add(rec)
+        if rec.terms is not None:
+            self._extended[rec.key] = rec
+            self._add_terms(rec, 1)
+
+    def _unindex(self, rec):
+        idx = self._by_ns.get(rec.namespace)
+        if idx is not None:
+            idx.pods.discard(rec)
+            for k, v in rec.labels.items():
+                by_val = idx.labels.get(k)
+                s = by_val.get(v) if by_val is not None else None
+                if s is None:
+                    continue
+                s.discard(rec)
+                if not s:
+                    del by_val[v]
+                    if not by_val:
+                        del idx.labels[k]
+            if not idx.pods:
+                del self._by_ns[rec.namespace]
+        if self._extended.pop(rec.key, None) is not None:
+            self._add_terms(rec, -1)
+
+    def _add_terms(self, rec, n):
+        for kind, terms in rec.terms.items():
+            groups = self._groups[kind]
+            for t in terms:
+                gk = (t.sig, t.weight)
+                g = groups.get(gk)
+                if g is None:
+                    g = groups[gk] = Group(t, kind)
+                g.add(rec.node, n)
+                if g.size <= 0:
+                    del groups[gk]
+
+    # -- assume / confirm --------------------------------------------------------
+    def assume(self, pod):
+        """Record POD (a Pod object or PodRecord) as pending: it passed the filter and
+        kube-scheduler is about to bind it to a node we do not learn."""
+        rec = pod if isinstance(pod, PodRecord) else self.describe(pod)
+        with self.lock:
+            self._expire()
+            known = self._pods.get(rec.key)
+            if known is not None and known.bound:
+                return
+            self._pending.pop(rec.key, None)
+            self._pending[rec.key] = (rec, self._clock())
+
+    def pending(self):
+        """How many pending records there are (expired ones dropped first)."""
+        with self.lock:
+            self._expire()
+            return len(self._pending)
+
+    def _drop_pending(self, key):
+        if self._pending.pop(key, None) is not None:
+            self._cond.notify_all()
+
+    def _expire(self):
+        now = self._clock()
+        dropped = False
+        while self._pending:
+            key, (_rec, at) = next(iter(self._pending.items()))
+            if now - at < self.pending_ttl:
+                break
+            del self._pending[key]
+            dropped = True
+        if dropped:
+            self._cond.notify_all()
+
+    def wait_for_pending(self, pod, terms=None, timeout=2.0):
+        """Block until no pending pod relevant to POD (a Pod object or PodRecord, whose
+        resolved terms {kind: (AffinityTerm, ...)} are TERMS) is left, at most TIMEOUT
+        seconds; return how many relevant pending pods remain unresolved."""
+        rec = pod if isinstance(pod, PodRecord) else self.describe(pod)
+        flat = tuple(t for ts in (terms or {}).values() for t in ts)
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                self._expire()
+                relevant = [at for key, (p, at) in self._pending.items()
+                            if key != rec.key and self._relevant(p, rec, flat)]
+                left = deadline - time.monotonic()
+                if not relevant or left <= 0:
+                    return len(relevant)
+                to_expiry = min(relevant) + self.pending_ttl - self._clock()
+                self._cond.wait(max(min(left, to_expiry), 0.001))
+
+    def _relevant(self, p, rec, flat_terms):
+        for t in flat_terms:
+            if self.incoming_selects(t, p.namespace, p.labels):
+                return True
+        if p.terms:
+            ns_labels = self.ns_labels(rec.namespace)
+            for ts in p.terms.values():
+                for t in ts:
+                    if t.matches(rec.namespace, rec.labels, ns_labels):
+                        return True
+        return False
+
+    # -- reads for the extender (hold ``lock`` around a decision) ----------------
+    def incoming_selects(self, term, namespace, labels):
+        """Does the incoming pod's TERM select a pod in NAMESPACE with LABELS? The
+        engine resolves an incoming term's namespaceSelector over the known
+        namespaces (``ClusterState.resolve_namespaces``); so does this."""
+        sel = term.ns_selector
+        if not (sel.everything or namespace in term.namespaces
+                or (not sel.nothing and namespace in self._namespaces
+                    and sel.matches(self._namespaces[namespace]))):
+            return False
+        return term.selector.matches(labels)
+
+    def _term_namespaces(self, term):
+        sel = term.ns_selector
+        if sel.everything:
+            return list(self._by_ns)
+        names = set(term.namespaces)
+        if not sel.nothing:
+            names.update(n for n, labels in self._namespaces.items() if sel.matches(labels))
+        return names
+
+    @staticmethod
+    def _requirement_sets(idx, r):
+        """The index's pod sets that positive requirement R draws from, or None."""
+        if r.op not in _POSITIVE:
+            return None
+        by_val = idx.labels.get(r.key)
+        if by_val is None:
+            return []
+        if r.op in (selectors.IN, selectors.EQUALS):
+            return [by_val[v] for v in r.values if v in by_val]
+        if r.op == selectors.EXISTS:
+            return list(by_val.values())
+        return [s for v, s in by_val.items() if r.matches({r.key: v})]  # Gt, Lt
+
+    def _candidates(self, term):
+        """Pod sets (disjoint) holding every bound pod TERM may select."""
+        if term.selector.nothing:
+            return []
+        out = []
+        for ns in self._term_namespaces(term):
+            idx = self._by_ns.get(ns)
+            if idx is None:
+                continue
+            best, best_size = None, 0
+            for r in term.selector.requirements:
+                sets = self._requirement_sets(idx, r)
+                if sets is None:
+                    continue
+                size = sum(len(s) for s in sets)
+                if best is None or size < best_size:
+                    best, best_size = sets, size
+                    if not size:
+                        break
+            if best is None:
+                out.append(idx.pods)
+            else:
+                out.extend(best)
+        return out
+
+    def select(self, terms):
+        """{node: number of bound pods on it that every one of TERMS (the incoming pod's
+        resolved terms) selects}."""
+        terms = tuple(terms)
+        if not terms:
+            return {}
+        with self.lock:
+            pools = min((self._candidates(t) for t in terms),
+                        key=lambda sets: sum(len(s) for s in sets))
+            per_node = {}
+            one = terms[0].selector if len(terms) == 1 else None
+            if one is not None and len(one.requirements) == 1 \
+                    and one.requirements[0].op in _POSITIVE:
+                for pool in pools:       # the index drew exactly the selected pods
+                    for p in pool:
+                        per_node[p.node] = per_node.get(p.node, 0) + 1
+                return per_node
+            for pool in pools:
+                for p in pool:
+                    if one is not None:  # the pools hold the term's namespaces only
+                        if not one.matches(p.labels):
+                            continue
+                    elif not all(self.incoming_selects(t, p.namespace, p.labels)
+                                 for t in terms):
+                        continue
+                    per_node[p.node] = per_node.get(p.node, 0) + 1
+            return per_node
+
+    def matching_groups(self, kind, pod):
+        """Groups of bound pods' extended terms of KIND that select POD (a PodRecord)."""
+        with self.lock:
+            groups = self._groups[kind]
+            if not groups:
+                return []
+            out = []
+            ns_labels = None
+            key = pod.class_key
+            for g in groups.values():
+                hit = g._match.get(key)
+                if hit is None:
+                    if ns_labels is None:
+                        ns_labels = self.ns_labels(pod.namespace)
+                    hit = g._match[key] = g.term.matches(pod.namespace, pod.labels, ns_labels)
+                if hit:
+                    out.append(g)
+            return out
+
+    def selected_by(self, kinds, pod):
+        """Does an extended term of one of KINDS, of a bound pod or of a pending pod
+        other than POD, select POD (a PodRecord)?"""
+        with self.lock:
+            for kind in kinds:
+                if self.matching_groups(kind, pod):
+                    return True
+            if self._pending:
+                ns_labels = self.ns_labels(pod.namespace)
+                for key, (p, _at) in self._pending.items():
+                    if key == pod.key or not p.terms:
+                        continue
+                    for kind in kinds:
+                        for t in p.terms.get(kind, ()):
+                            if t.matches(pod.namespace, pod.labels, ns_labels):
+                                return True
+            return False
+
+    def stats(self):
+        """Sizes, for health checks and metrics."""
+        with self.lock:
+            return {"nodes": len(self._nodes), "namespaces": len(self._namespaces),
+                    "pods": len(self._pods),
+                    "bound": sum(len(i.pods) for i in self._by_ns.values()),
+                    "extended": len(self._extended), "pending": len(self._pending)}

@@ -1,0 +1,465 @@
+"""The extender's filter/prioritize: the engine's InterPodAffinity over the annotation terms."""
+import json
+import threading
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from tacker_hwaffinity.scheduling import annotations
+from tacker_hwaffinity.scheduling.framework import Cycle
+from tacker_hwaffinity.scheduling.model import NS_NAME_LABEL, Pod
+from tacker_hwaffinity.scheduling.plugins.interpod import (
+    ERR_AFFINITY, ERR_ANTI, ERR_EXISTING_ANTI, InterPodAffinity)
+from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects
+from tacker_hwaffinity.webhook import extender as extender_mod
+from tacker_hwaffinity.webhook.extender import ERR_UNKNOWN_NODE, Extender
+from tacker_hwaffinity.webhook.podcache import PodCache
+from unit.scheduling.helpers import affinity, namespace, node, pod, term, weighted
+
+H = "kubernetes.io/hostname"
+Z = "topology.kubernetes.io/zone"
+NODES = [node("n1", {H: "h1", Z: "a"}), node("n2", {H: "h2", Z: "a"}),
+         node("n3", {H: "h3", Z: "b"}), node("n4", {Z: "b"})]
+NAMES = ["n1", "n2", "n3", "n4"]
+V2 = pod("v2", {"version": "2", "app": "db"}, on="n1")
+V5 = pod("v5", {"version": "5", "app": "db"}, on="n3")
+
+
+def gt(key, value, topology=H):
+    return term(topology, exprs=[{"key": key, "operator": "Gt", "values": [value]}])
+
+
+def lt(key, value, topology=H):
+    return term(topology, exprs=[{"key": key, "operator": "Lt", "values": [value]}])
+
+
+def annotated(p, pa=None, rde=None):
+    anns = p["metadata"].setdefault("annotations", {})
+    if pa is not None:
+        anns[annotations.POD_AFFINITY] = json.dumps(pa)
+    if rde is not None:
+        anns[annotations.REQUIRED_DURING_EXECUTION] = json.dumps(rde)
+    return p
+
+
+def make(pods=(), nodes=NODES, namespaces=(), **kw):
+    cache = PodCache()
+    cache.sync_nodes(nodes)
+    cache.sync_namespaces(namespaces)
+    cache.sync_pods(pods)
+    kw.setdefault("pending_wait", 0.05)
+    return cache, Extender(cache, **kw)
+
+
+def filt(ext, incoming, names=NAMES):
+    out = ext.filter({"Pod": incoming, "NodeNames": list(names)})
+    assert out["Error"] == ""
+    return out["NodeNames"], out["FailedNodes"]
+
+
+def prio(ext, incoming, names=NAMES):
+    return {h["Host"]: h["Score"] for h in ext.prioritize({"Pod": incoming, "NodeNames": names})}
+
+
+# -- filter ----------------------------------------------------------------------------
+def test_gt_affinity_lands_only_where_matching_pods_are():
+    _, ext = make([V2, V5])
+    keep, failed = filt(ext, annotated(pod("x"), affinity(req_aff=[gt("version", "3")])))
+    assert keep == ["n3"]
+    assert failed == {"n1": ERR_AFFINITY, "n2": ERR_AFFINITY, "n4": ERR_AFFINITY}
+    # zone-wide: both zone b nodes (n4 has no hostname but has the zone)
+    keep, _ = filt(ext, annotated(pod("x"), affinity(req_aff=[gt("version", "3", Z)])))
+    assert keep == ["n3", "n4"]
+
+
+def test_lt_anti_affinity_keeps_away_from_matching_pods():
+    _, ext = make([V2, V5])
+    keep, failed = filt(ext, annotated(pod("x"), rde={"podAntiAffinity": [lt("version", "3")]}))
+    assert keep == ["n2", "n3", "n4"] and failed == {"n1": ERR_ANTI}
+    keep, failed = filt(ext, annotated(pod("x"), affinity(req_anti=[lt("version", "3", Z)])))
+    assert keep == ["n3", "n4"] and failed == {"n1": ERR_ANTI, "n2": ERR_ANTI}
+
+
+def test_symmetry_existing_extended_anti_affinity_keeps_a_plain_pod_away():
+    guard = annotated(pod("guard", {"app": "guard"}, on="n2"),
+                      affinity(req_anti=[gt("version", "3", Z)]))
+    _, ext = make([V2, guard])
+    keep, failed = filt(ext, pod("plain", {"version": "7"}))
+    assert keep == ["n3", "n4"]
+    assert failed == {"n1": ERR_EXISTING_ANTI, "n2": ERR_EXISTING_ANTI}
+    # a plain pod the term does not select passes through untouched
+    names = list(NAMES)
+    out = ext.filter({"Pod": pod("plain", {"version": "2"}), "NodeNames": names})
+    assert out["NodeNames"] is names and out["FailedNodes"] == {}
+
+
+def test_first_pod_of_a_group_with_affinity_to_itself():
+    aff = affinity(req_aff=[gt("version", "3")])
+    _, ext = make([V2])
+    keep, failed = filt(ext, annotated(pod("first", {"version": "9"}), aff))
+    assert keep == ["n1", "n2", "n3"] and failed == {"n4": ERR_AFFINITY}   # n4: no hostname
+    keep, _ = filt(ext, annotated(pod("other", {"version": "1"}), aff))   # not in its group
+    assert keep == []
+    _, ext = make([V2, V5])     # a member is bound: the rule no longer applies
+    keep, _ = filt(ext, annotated(pod("second", {"version": "9"}), aff))
+    assert keep == ["n3"]
+
+
+def test_reason_precedence_affinity_over_anti_over_existing_anti():
+    guard = annotated(pod("guard", {"app": "guard"}, on="n1"),
+                      affinity(req_anti=[term(Z, {"app": "web"})]))
+    _, ext = make([V2, V5, guard])
+    incoming = annotated(pod("w", {"app": "web"}),
+                         affinity(req_aff=[term(H, {"app": "db"})],
+                                  req_anti=[lt("version", "3", Z)]))
+    keep, failed = filt(ext, incoming)
+    assert keep == ["n3"]
+    # n1: anti + existing anti, n2: all three, n4: affinity only (no hostname)
+    assert failed == {"n1": ERR_ANTI, "n2": ERR_AFFINITY, "n4": ERR_AFFINITY}
+    incoming = annotated(pod("w", {"app": "web"}), affinity(req_anti=[lt("version", "3", Z)]))
+    keep, failed = filt(ext, incoming)
+    assert failed == {"n1": ERR_ANTI, "n2": ERR_ANTI} and keep == ["n3", "n4"]
+    keep, failed = filt(ext, pod("w", {"app": "web"}))
+    assert failed == {"n1": ERR_EXISTING_ANTI, "n2": ERR_EXISTING_ANTI}
+
+
+def test_plain_pod_passes_through_unchanged():
+    cache, ext = make([V2, V5])
+    names = ["n1", "n2", "nowhere"]
+    args = {"Pod": pod("plain", {"app": "x"}), "NodeNames": names}
+    out = ext.filter(args)
+    assert out == {"Nodes": None, "NodeNames": names, "FailedNodes": {}, "Error": ""}
+    assert out["NodeNames"] is names
+    nodelist = {"apiVersion": "v1", "kind": "NodeList", "items": list(NODES)}
+    out = ext.filter({"Pod": pod("plain2"), "Nodes": nodelist})
+    assert out["Nodes"] is nodelist and out["NodeNames"] is None and out["FailedNodes"] == {}
+    assert prio(ext, pod("plain"), names) == {"n1": 0, "n2": 0, "nowhere": 0}
+
+
+def test_nodes_form_returns_the_surviving_node_objects():
+    _, ext = make([V2, V5])
+    nodelist = {"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": list(NODES)}
+    out = ext.filter({"Pod": annotated(pod("x"), affinity(req_anti=[lt("version", "3", Z)])),
+                      "Nodes": nodelist})
+    assert out["Error"] == "" and out["NodeNames"] is None
+    assert out["Nodes"]["kind"] == "NodeList"
+    assert [n["metadata"]["name"] for n in out["Nodes"]["items"]] == ["n3", "n4"]
+    assert out["Nodes"]["items"][0] is NODES[2]
+    assert out["FailedNodes"] == {"n1": ERR_ANTI, "n2": ERR_ANTI}
+    assert len(nodelist["items"]) == 4  # the request is not modified
+
+
+def test_unknown_node_fails_with_its_own_reason():
+    _, ext = make([V2, V5])
+    keep, failed = filt(ext, annotated(pod("x"), affinity(req_anti=[lt("version", "3")])),
+                        ["n1", "ghost", "n2"])
+    assert keep == ["n2"] and failed == {"n1": ERR_ANTI, "ghost": ERR_UNKNOWN_NODE}
+
+
+@pytest.mark.parametrize("name,value", [
+    (annotations.POD_AFFINITY, "{"),
+    (annotations.POD_AFFINITY, json.dumps({"podAffinity": {"required": []}})),
+    (annotations.REQUIRED_DURING_EXECUTION, json.dumps({"podAntiAffinity": [{}]})),
+    (annotations.POD_AFFINITY, json.dumps(affinity(req_aff=[term(
+        H, exprs=[{"key": "v", "operator": "Gt", "values": ["x"]}])]))),
+])
+def test_malformed_annotation_is_an_error_with_the_engines_message(name, value):
+    cache, ext = make([V2])
+    p = pod("bad")
+    p["metadata"]["annotations"] = {name: value}
+    out = ext.filter({"Pod": p, "NodeNames": NAMES})
+    assert out["Error"] == annotations.malformed({name: value})
+    assert out["Error"].startswith("field metadata.annotations[" + name)
+    assert cache.pending() == 0
+    assert prio(ext, p) == {n: 0 for n in NAMES}
+
+
+def test_filter_assumes_the_pod_and_the_next_one_sees_it_once_bound():
+    cache, ext = make([], pending_wait=5.0)
+    anti = affinity(req_anti=[term(H, {"app": "web"})])
+    first = annotated(pod("web-1", {"app": "web"}), anti)
+    keep, _ = filt(ext, first)
+    assert keep == NAMES and cache.pending() == 1
+
+    def bind():
+        time.sleep(0.05)
+        bound = json.loads(json.dumps(first))
+        bound["spec"]["nodeName"] = "n2"
+        cache.on_pod("MODIFIED", bound)
+
+    t = threading.Thread(target=bind)
+    t.start()
+    started = time.monotonic()
+    keep, failed = filt(ext, annotated(pod("web-2", {"app": "web"}), anti))
+    t.join()
+    assert time.monotonic() - started < 4.0
+    assert keep == ["n1", "n3", "n4"] and failed == {"n2": ERR_ANTI}
+    assert cache.pending() == 1  # web-2 now
+
+
+def test_no_node_left_assumes_nothing():
+    cache, ext = make([V2])
+    keep, _ = filt(ext, annotated(pod("x"), affinity(req_aff=[gt("version", "3")])))
+    assert keep == [] and cache.pending() == 0
+
+
+def test_unbound_relevant_pending_pod_bounds_the_wait():
+    cache, ext = make([], pending_wait=0.1)
+    anti = affinity(req_anti=[term(H, {"app": "web"})])
+    filt(ext, annotated(pod("web-1", {"app": "web"}), anti))
+    started = time.monotonic()
+    filt(ext, annotated(pod("web-1", {"app": "web"}), anti))   # its own record: no wait
+    filt(ext, pod("db-1", {"app": "db"}))                       # unrelated: no wait
+    filt(ext, annotated(pod("db-2", {"app": "db"}), affinity(req_anti=[term(H, {"a": "b"})])))
+    assert time.monotonic() - started < 0.1
+    started = time.monotonic()
+    keep, _ = filt(ext, annotated(pod("web-2", {"app": "web"}), anti))
+    assert 0.1 <= time.monotonic() - started < 2.0
+    assert keep == NAMES   # decided without it
+    assert cache.pending() == 4
+
+
+# -- prioritize ------------------------------------------------------------------------
+def test_prioritize_preferred_terms_scaled_to_0_10():
+    _, ext = make([V2, V5, pod("v4", {"version": "4"}, on="n2")])
+    incoming = annotated(pod("x"), affinity(pref_aff=[weighted(10, gt("version", "3"))],
+                                            pref_anti=[weighted(5, lt("version", "3", Z))]))
+    # raw: n1 -5, n2 10-5=5, n3 10, n4 0 -> (min -5, max 10) 0, 66, 100, 33
+    assert prio(ext, incoming) == {"n1": 0, "n2": 7, "n3": 10, "n4": 3}
+    scores = prio(ext, incoming, ["n2", "n4"])     # normalised over the given nodes only
+    assert scores == {"n2": 10, "n4": 0}
+    assert prio(ext, incoming, ["n1", "ghost"]) == {"n1": 0, "ghost": 0}
+
+
+def test_prioritize_existing_pods_terms_and_hard_weight():
+    hard = annotated(pod("h", {"app": "h"}, on="n1"), affinity(req_aff=[term(Z, {"app": "w"})]))
+    soft = annotated(pod("s", {"app": "s"}, on="n3"),
+                     affinity(pref_anti=[weighted(3, term(H, {"app": "w"}))]))
+    _, ext = make([hard, soft], hard_pod_affinity_weight=2)
+    # raw: zone a +2 (n1, n2), n3 -3
+    assert prio(ext, pod("w", {"app": "w"})) == {"n1": 10, "n2": 10, "n3": 0, "n4": 6}
+    _, ext = make([hard, soft], hard_pod_affinity_weight=0)
+    assert prio(ext, pod("w", {"app": "w"})) == {"n1": 10, "n2": 10, "n3": 0, "n4": 10}
+    for scores in (prio(ext, pod("w", {"app": "other"})), prio(ext, pod("y"), NAMES[:1])):
+        assert set(scores.values()) == {0}
+
+
+# -- handle ----------------------------------------------------------------------------
+def test_handle_round_trip_and_errors(monkeypatch):
+    _, ext = make([V2, V5])
+    body = json.dumps({"Pod": annotated(pod("x"), affinity(req_anti=[lt("version", "3")])),
+                       "NodeNames": NAMES, "Nodes": None}).encode()
+    status, out = ext.handle("filter", body)
+    assert status == 200
+    assert json.loads(out) == {"Nodes": None, "NodeNames": ["n2", "n3", "n4"],
+                               "FailedNodes": {"n1": ERR_ANTI}, "Error": ""}
+    status, out = ext.handle("prioritize", body)
+    assert status == 200 and [h["Host"] for h in json.loads(out)] == NAMES
+    for bad in (b"{", b"\xff\xfe", b""):
+        status, out = ext.handle("filter", bad)
+        assert status == 400 and json.loads(out)["Error"].startswith("request body is not JSON")
+    status, out = ext.handle("prioritize", b"[]")
+    assert status == 400 and "JSON object" in json.loads(out)["Error"]
+    status, out = ext.handle("filter", b'{"NodeNames": []}')
+    assert status == 200 and "no Pod" in json.loads(out)["Error"]
+    status, out = ext.handle("prioritize", b'{"Pod": {"metadata": {}}, "NodeNames": "n1"}')
+    assert status == 400 and "NodeNames" in json.loads(out)["Error"]
+    assert ext.handle("bind", body)[0] == 404
+
+    def boom(*a):
+        raise RuntimeError("kaputt")
+
+    monkeypatch.setattr(extender_mod.Extender, "_codes", boom)
+    status, out = ext.handle("filter", body)
+    assert status == 500
+    assert json.loads(out) == {"Error": "internal error in the hwaffinity extender: "
+                                        "RuntimeError: kaputt"}
+
+
+# -- the engine, property-based --------------------------------------------------------
+TOPO = [H, Z]
+LKEYS = ["app", "ver", "tier"]
+LVALUES = {"app": ["x", "y"], "ver": ["1", "3", "5", "10", "x"], "tier": ["a", "b"]}
+VERSIONS = ["1", "3", "5", "10", "1", "3", "5", "10", "x"]
+NAMESPACES = [namespace("default", {"env": "prod"}), namespace("other", {"env": "dev"})]
+
+pod_labels = st.fixed_dictionaries(
+    {"ver": st.sampled_from(VERSIONS)},
+    optional={k: st.sampled_from(v) for k, v in LVALUES.items() if k != "ver"})
+OPERATORS = ["In", "NotIn", "Exists", "DoesNotExist"] + ["Gt", "Lt"] * 3
+
+
+@st.composite
+def expression(draw):
+    key = draw(st.sampled_from(LKEYS + ["ver"] * 3))
+    op = draw(st.sampled_from(OPERATORS))
+    if op in ("Gt", "Lt"):
+        values = [draw(st.sampled_from(["0", "2", "4", "7", "11"]))]
+    elif op in ("In", "NotIn"):
+        values = draw(st.lists(st.sampled_from(LVALUES[key]), min_size=1, max_size=2,
+                               unique=True))
+    else:
+        values = []
+    return {"key": key, "operator": op, "values": values}
+
+
+@st.composite
+def a_term(draw):
+    exprs = draw(st.sampled_from([0, 1, 1, 2]).flatmap(
+        lambda n: st.lists(expression(), min_size=n, max_size=n)))
+    ml = {} if exprs and draw(st.booleans()) else draw(st.fixed_dictionaries(
+        {}, optional={"app": st.sampled_from(LVALUES["app"])}))
+    extra = {}
+    scope = draw(st.sampled_from(["own"] * 5 + ["list", "selector", "all"]))
+    if scope == "list":
+        extra["namespaces"] = draw(st.lists(st.sampled_from(["default", "other", "gone"]),
+                                            min_size=1, max_size=2, unique=True))
+    elif scope == "selector":
+        extra["ns_selector"] = {"matchLabels": draw(st.sampled_from([
+            {"env": "prod"}, {"env": "dev"}, {NS_NAME_LABEL: "other"},
+            {NS_NAME_LABEL: "default"}]))}
+    elif scope == "all":
+        extra["ns_selector"] = {}
+    return term(draw(st.sampled_from(TOPO)), ml or None, exprs, **extra)
+
+
+def term_lists(max_size=2, min_size=0):
+    return st.lists(a_term(), min_size=min_size, max_size=max_size)
+
+
+def weighted_lists(min_size=0):
+    return st.lists(st.builds(weighted, st.integers(1, 100), a_term()), min_size=min_size,
+                    max_size=2)
+
+
+def maybe(strategy, chance=3):
+    """STRATEGY one time in CHANCE, else None."""
+    return st.integers(1, chance).flatmap(lambda n: strategy if n == 1 else st.none())
+
+
+@st.composite
+def pod_affinity_annotation(draw):
+    return affinity(req_aff=draw(maybe(term_lists(2, 1))),
+                    req_anti=draw(maybe(term_lists(2, 1), 2)),
+                    pref_aff=draw(weighted_lists(min_size=draw(st.integers(0, 1)))) or None,
+                    pref_anti=draw(weighted_lists()) or None)
+
+
+@st.composite
+def scenario(draw, score_only=False):
+    """(nodes, bound pods, incoming pod, hardPodAffinityWeight, pods to move). SCORE_ONLY:
+    the incoming pod has preferred terms only (every node feasible, scores to compare)."""
+    node_labels = st.fixed_dictionaries(
+        {}, optional={H: st.sampled_from(["h1", "h2", "h3", "h4", "h5"]),
+                      Z: st.sampled_from(["a", "b"])})
+    nodes = [node("n%d" % i, draw(st.one_of(
+        node_labels, st.builds(lambda z: {H: "h%d" % i, Z: z}, st.sampled_from("ab")))))
+        for i in range(draw(st.integers(2, 6)))]
+    names = [n["metadata"]["name"] for n in nodes]
+    pods = []
+    for i in range(draw(st.integers(0, 12) | st.integers(5, 12))):
+        where = draw(st.sampled_from(names * 3 + ["ghost"]))
+        p = pod("e%d" % i, draw(pod_labels), ns=draw(st.sampled_from(["default"] * 3 + ["other"])),
+                on=where, phase=draw(st.sampled_from([None, None, None, "Running", "Succeeded"])),
+                deleting=draw(st.integers(0, 4)) == 0)
+        kind = draw(st.sampled_from(["plain", "plain", "anti", "anti", "aff", "pa", "rde"]))
+        if kind == "anti":
+            annotated(p, affinity(req_anti=draw(term_lists(1, 1))))
+        elif kind == "aff":
+            annotated(p, affinity(req_aff=draw(term_lists(1, 1)),
+                                  pref_anti=draw(weighted_lists()) or None))
+        elif kind == "pa":
+            annotated(p, draw(pod_affinity_annotation()))
+        elif kind == "rde":
+            annotated(p, rde={"podAntiAffinity": draw(term_lists(1)),
+                              "podAffinity": draw(term_lists(1))})
+        pods.append(p)
+    incoming = pod("in", draw(pod_labels), ns=draw(st.sampled_from(["default"] * 3 + ["other"])))
+    if score_only:
+        annotated(incoming, affinity(pref_aff=draw(weighted_lists(1)),
+                                     pref_anti=draw(weighted_lists()) or None))
+    elif draw(st.integers(0, 5)):
+        annotated(incoming, draw(pod_affinity_annotation()),
+                  draw(maybe(st.builds(lambda a, n: {"podAffinity": a, "podAntiAffinity": n},
+                                       term_lists(1), term_lists(1)))))
+    hard = draw(st.sampled_from([0, 1, 5]))
+    moves = draw(st.lists(st.integers(0, 11), max_size=3))
+    return nodes, pods, incoming, hard, moves
+
+
+def engine(nodes, pods, incoming, hard):
+    snap = cluster_from_objects([(o, "t") for o in nodes + pods + NAMESPACES])
+    state = snap.state()
+    plugin = InterPodAffinity(hard_pod_affinity_weight=hard)
+    cycle = Cycle(state, Pod.parse(incoming, created=True))
+    rejection = plugin.filter(cycle)
+    failed = {}
+    for i, n in enumerate(state.nodes):
+        if rejection is not None and rejection.failed[i]:
+            failed[n.name] = rejection.reasons(i)[0]
+    feasible = ~rejection.failed if rejection is not None else state.hundreds > 0
+    scores = plugin.scores(cycle, feasible)
+    return failed, {n.name: int(scores[i]) for i, n in enumerate(state.nodes) if feasible[i]}
+
+
+def fed_cache(nodes, pods, moves):
+    """A cache fed the way informers do: a list, then watch events (a few pods first
+    appear elsewhere with other labels and are then moved to where they belong)."""
+    cache = PodCache()
+    cache.sync_namespaces(NAMESPACES[:1])
+    cache.on_namespace("ADDED", NAMESPACES[1])
+    for n in nodes:
+        cache.on_node("ADDED", n)
+    cache.sync_pods(pods[: len(pods) // 2])
+    moved = {m for m in moves if m < len(pods)}
+    for i, p in enumerate(pods[len(pods) // 2:], start=len(pods) // 2):
+        if i in moved:
+            decoy = json.loads(json.dumps(p))
+            decoy["metadata"]["labels"] = {"app": "x", "ver": "99"}
+            decoy["spec"]["nodeName"] = nodes[0]["metadata"]["name"]
+            cache.on_pod("ADDED", decoy)
+            cache.on_pod("MODIFIED", p)
+        else:
+            cache.on_pod("ADDED", p)
+    cache.on_pod("ADDED", pod("gone", {"app": "x"}, on=nodes[-1]["metadata"]["name"]))
+    cache.on_pod("DELETED", pod("gone"))
+    return cache
+
+
+PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@PROPERTY
+@given(scenario())
+def test_extender_equals_the_engine(sc):
+    check_against_engine(*sc)
+
+
+@PROPERTY
+@given(scenario(score_only=True))
+def test_extender_scores_equal_the_engine(sc):
+    check_against_engine(*sc)
+
+
+def check_against_engine(nodes, pods, incoming, hard, moves):
+    want_failed, want_scores = engine(nodes, pods, incoming, hard)
+    cache = fed_cache(nodes, pods, moves)
+    ext = Extender(cache, hard_pod_affinity_weight=hard, pending_wait=0)
+    names = [n["metadata"]["name"] for n in nodes]
+    out = ext.filter({"Pod": incoming, "NodeNames": names})
+    assert out["Error"] == ""
+    assert out["FailedNodes"] == want_failed
+    assert out["NodeNames"] == [n for n in names if n not in want_failed]
+    if out["NodeNames"]:
+        got = prio(ext, incoming, out["NodeNames"])
+        assert got == {n: (s + 5) // 10 for n, s in want_scores.items()}
+
+
+def test_the_priority_list_is_encoded_as_json_would_encode_it():
+    from tacker_hwaffinity.webhook.extender import _priorities_json
+    for names in (["n1", "a.b-c", "n3"], ["n1", "a.b-c", "n3"], ["Odd\"Name", "x"]):
+        scores = list(range(len(names)))
+        got = json.loads(_priorities_json(list(names), scores))
+        assert got == [{"Host": n, "Score": s} for n, s in zip(names, scores)]
+    assert json.loads(_priorities_json([], [])) == []

@@ -1,0 +1,284 @@
+"""PodCache: the index the extender reads, and assume / confirm / expire of pending pods."""
+import json
+import threading
+import time
+
+from tacker_hwaffinity.scheduling import annotations
+from tacker_hwaffinity.scheduling.terms import RawTerm
+from tacker_hwaffinity.webhook.podcache import PodCache
+from unit.scheduling.helpers import affinity, namespace, node, pod, term
+
+H = "kubernetes.io/hostname"
+
+
+def sel(ns="default", labels=None, exprs=None, **extra):
+    """An incoming pod's resolved term in NS."""
+    return RawTerm.parse(term(H, labels, exprs, **extra), "t", False).resolve(ns, {}, True)
+
+
+def gt(key, value, ns="default"):
+    return sel(ns, exprs=[{"key": key, "operator": "Gt", "values": [value]}])
+
+
+def with_anti(p, *terms):
+    p["metadata"].setdefault("annotations", {})[annotations.POD_AFFINITY] = json.dumps(
+        affinity(req_anti=list(terms)))
+    return p
+
+
+class Clock:
+    def __init__(self):
+        self.now = 100.0
+
+    def __call__(self):
+        return self.now
+
+
+def moved(p, **changes):
+    p = json.loads(json.dumps(p))
+    if "labels" in changes:
+        p["metadata"]["labels"] = changes["labels"]
+    if "on" in changes:
+        p["spec"]["nodeName"] = changes["on"]
+    if "phase" in changes:
+        p["status"] = {"phase": changes["phase"]}
+    return p
+
+
+def test_index_follows_add_modify_delete():
+    c = PodCache()
+    a = pod("a", {"app": "db", "ver": "5"}, on="n1")
+    c.on_pod("ADDED", a)
+    c.on_pod("ADDED", pod("b", {"app": "db", "ver": "2"}, on="n2"))
+    c.on_pod("ADDED", pod("c", {"app": "db", "ver": "9"}, ns="other", on="n1"))
+    c.on_pod("ADDED", pod("unbound", {"app": "db", "ver": "7"}))
+    assert c.select([sel(labels={"app": "db"})]) == {"n1": 1, "n2": 1}
+    assert c.select([gt("ver", "3")]) == {"n1": 1}
+    assert c.select([gt("ver", "3", "other")]) == {"n1": 1}
+    assert c.select([sel(labels={"app": "db"}), gt("ver", "3")]) == {"n1": 1}
+    # labels changed
+    c.on_pod("MODIFIED", moved(a, labels={"app": "db", "ver": "1"}))
+    assert c.select([gt("ver", "3")]) == {}
+    assert c.select([sel(exprs=[{"key": "ver", "operator": "Lt", "values": ["3"]}])]) == \
+        {"n1": 1, "n2": 1}
+    # node changed
+    c.on_pod("MODIFIED", moved(a, labels={"app": "db", "ver": "8"}, on="n3"))
+    assert c.select([gt("ver", "3")]) == {"n3": 1}
+    assert c.select([sel(labels={"app": "db"})]) == {"n2": 1, "n3": 1}
+    # terminal phase leaves the index, deletion too
+    c.on_pod("MODIFIED", moved(pod("b", {"app": "db", "ver": "2"}, on="n2"), phase="Succeeded"))
+    assert c.select([sel(labels={"app": "db"})]) == {"n3": 1}
+    c.on_pod("DELETED", a)
+    assert c.select([sel(labels={"app": "db"})]) == {}
+    assert c.stats()["bound"] == 1 and c._by_ns.keys() == {"other"}
+
+
+def test_selectors_without_a_positive_requirement_and_namespaces():
+    c = PodCache()
+    c.sync_namespaces([namespace("default", {"env": "prod"}), namespace("other", {"env": "dev"})])
+    c.sync_pods([pod("a", {"app": "x"}, on="n1"), pod("b", {}, on="n2"),
+                 pod("c", {"app": "y"}, ns="other", on="n3")])
+    assert c.select([sel(labels={})]) == {"n1": 1, "n2": 1}
+    assert c.select([sel(exprs=[{"key": "app", "operator": "DoesNotExist"}])]) == {"n2": 1}
+    assert c.select([sel(exprs=[{"key": "app", "operator": "NotIn", "values": ["x"]}])]) == \
+        {"n2": 1}
+    assert c.select([sel(exprs=[{"key": "app", "operator": "Exists"}],
+                         ns_selector={})]) == {"n1": 1, "n3": 1}
+    assert c.select([sel(labels={}, ns_selector={"matchLabels": {"env": "dev"}})]) == {"n3": 1}
+    by_name = {"matchLabels": {"kubernetes.io/metadata.name": "other"}}
+    assert c.select([sel(labels={}, ns_selector=by_name)]) == {"n3": 1}
+    assert c.select([sel(labels={}, namespaces=["other", "nowhere"])]) == {"n3": 1}
+    assert c.select([]) == {}
+
+
+def test_terminating_pods_stay_as_in_the_engine():
+    c = PodCache()
+    c.on_pod("ADDED", pod("a", {"app": "x"}, on="n1", deleting=True))
+    assert c.select([sel(labels={"app": "x"})]) == {"n1": 1}
+
+
+def test_status_only_update_keeps_the_record():
+    c = PodCache()
+    p = pod("a", {"app": "x"}, on="n1")
+    c.on_pod("ADDED", p)
+    rec = c._pods["default/a"]
+    c.on_pod("MODIFIED", moved(p, phase="Running"))
+    assert c._pods["default/a"] is rec
+
+
+def test_sync_replaces_everything():
+    c = PodCache()
+    c.on_pod("ADDED", pod("old", {"app": "x"}, on="n1"))
+    c.on_pod("ADDED", with_anti(pod("oldg", {"app": "g"}, on="n1"), term(H, {"app": "x"})))
+    c.sync_pods([pod("new", {"app": "x"}, on="n2")])
+    assert c.select([sel(labels={"app": "x"})]) == {"n2": 1}
+    assert c.matching_groups("required_anti", c.describe(pod("x", {"app": "x"}))) == []
+    c.sync_nodes([node("n1", {H: "h1"})])
+    view = c.node_view()
+    c.sync_nodes([node("n2", {H: "h2"}), node("n3")])
+    assert set(c.node_view().index) == {"n2", "n3"} and c.node_view() is not view
+    assert c.node_labels("n1") is None and c.node_labels("n2") == {H: "h2"}
+
+
+def test_node_events_rebuild_the_view_only_on_label_changes():
+    c = PodCache()
+    c.on_node("ADDED", node("n1", {H: "h1"}))
+    view = c.node_view()
+    status_only = node("n1", {H: "h1"})
+    status_only["status"] = {"conditions": [{"type": "Ready", "status": "True"}]}
+    c.on_node("MODIFIED", status_only)
+    assert c.node_view() is view
+    c.on_node("MODIFIED", node("n1", {H: "h1", "zone": "a"}))
+    assert c.node_view() is not view and c.node_view().domains("zone").values == ["a"]
+    c.on_node("DELETED", node("n1"))
+    assert len(c.node_view()) == 0
+
+
+def test_extended_terms_are_grouped_and_counted_per_node():
+    c = PodCache()
+    t = term(H, {"app": "web"})
+    g1 = with_anti(pod("g1", {"app": "g"}, on="n1"), t)
+    g2 = with_anti(pod("g2", {"app": "g"}, on="n1"), t)
+    c.on_pod("ADDED", g1)
+    c.on_pod("ADDED", g2)
+    c.on_pod("ADDED", with_anti(pod("g3", {"app": "g"}, on="n2"), t))
+    web = c.describe(pod("w", {"app": "web"}))
+    [group] = c.matching_groups("required_anti", web)
+    assert group.per_node == {"n1": 2, "n2": 1}
+    assert c.matching_groups("required_anti", c.describe(pod("w", {"app": "db"}))) == []
+    assert c.selected_by(("required_anti",), web)
+    c.on_pod("DELETED", g1)
+    assert group.per_node == {"n1": 1, "n2": 1}
+    c.on_pod("MODIFIED", moved(g2, on="n3"))
+    assert group.per_node == {"n2": 1, "n3": 1}
+    assert c.stats()["extended"] == 2
+    c.on_pod("DELETED", g2)
+    c.on_pod("DELETED", pod("g3"))
+    assert c.matching_groups("required_anti", web) == [] and c.stats()["extended"] == 0
+    assert not c.selected_by(("required_anti",), web)
+
+
+def test_namespace_label_change_refreshes_symmetry_matches():
+    c = PodCache()
+    c.sync_namespaces([namespace("team", {"env": "dev"})])
+    t = term(H, {"app": "web"}, ns_selector={"matchLabels": {"env": "prod"}})
+    c.on_pod("ADDED", with_anti(pod("g", {"app": "g"}, on="n1"), t))
+    web = c.describe(pod("w", {"app": "web"}, ns="team"))
+    assert c.matching_groups("required_anti", web) == []
+    c.on_namespace("MODIFIED", namespace("team", {"env": "prod"}))
+    assert len(c.matching_groups("required_anti", web)) == 1
+    c.on_namespace("DELETED", namespace("team"))
+    assert c.matching_groups("required_anti", web) == []
+
+
+def test_malformed_annotation_on_a_bound_pod_is_ignored():
+    c = PodCache()
+    p = pod("bad", {"app": "x"}, on="n1")
+    p["metadata"]["annotations"] = {annotations.POD_AFFINITY: "{"}
+    c.on_pod("ADDED", p)
+    assert c.select([sel(labels={"app": "x"})]) == {"n1": 1}
+    assert c.stats()["extended"] == 0
+
+
+# -- assume / confirm / expire ---------------------------------------------------------
+def test_assume_then_confirm_by_the_watch():
+    c = PodCache()
+    p = pod("p", {"app": "x"})
+    c.on_pod("ADDED", p)
+    c.assume(p)
+    assert c.pending() == 1
+    c.on_pod("MODIFIED", moved(p, phase="Pending"))   # still unbound
+    assert c.pending() == 1
+    c.on_pod("MODIFIED", moved(p, on="n1"))
+    assert c.pending() == 0 and c.select([sel(labels={"app": "x"})]) == {"n1": 1}
+    c.assume(moved(p, on="n1"))                       # already bound: nothing to wait for
+    assert c.pending() == 0
+
+
+def test_assume_then_deleted_or_failed_or_listed_bound():
+    c = PodCache()
+    c.assume(pod("a"))
+    c.on_pod("DELETED", pod("a"))
+    c.assume(pod("b"))
+    c.on_pod("MODIFIED", moved(pod("b"), phase="Failed"))
+    c.assume(pod("c"))
+    c.assume(pod("d"))
+    c.sync_pods([pod("c", on="n1"), pod("d")])
+    assert c.pending() == 1 and list(c._pending) == ["default/d"]
+
+
+def test_pending_records_expire():
+    clock = Clock()
+    c = PodCache(clock=clock, pending_ttl=30)
+    c.assume(pod("a"))
+    clock.now += 20
+    c.assume(pod("b"))
+    clock.now += 15
+    assert c.pending() == 1
+    c.assume(pod("b"))     # assumed again: a fresh record
+    clock.now += 29
+    assert c.pending() == 1
+    clock.now += 1
+    assert c.pending() == 0
+
+
+def test_wait_for_pending_returns_when_the_watch_confirms():
+    c = PodCache()
+    web = pod("web-1", {"app": "web"})
+    c.assume(web)
+    c.assume(pod("other", {"app": "db"}))
+    incoming = c.describe(pod("web-2", {"app": "web"}))
+    terms = {"required_anti": (sel(labels={"app": "web"}),)}
+
+    def confirm():
+        time.sleep(0.05)
+        c.on_pod("MODIFIED", moved(web, on="n1"))
+
+    t = threading.Thread(target=confirm)
+    started = time.monotonic()
+    t.start()
+    assert c.wait_for_pending(incoming, terms, timeout=5) == 0
+    t.join()
+    assert 0.04 <= time.monotonic() - started < 4
+    assert c.pending() == 1  # "other" is irrelevant and still pending
+
+
+def test_wait_for_pending_times_out_and_counts():
+    c = PodCache()
+    c.assume(pod("web-1", {"app": "web"}))
+    c.assume(pod("web-3", {"app": "web"}))
+    terms = {"preferred_affinity": (sel(labels={"app": "web"}),)}
+    started = time.monotonic()
+    assert c.wait_for_pending(pod("web-2", {"app": "web"}), terms, timeout=0.1) == 2
+    assert 0.1 <= time.monotonic() - started < 2
+    # its own record is never waited for; an unrelated pod does not wait at all
+    started = time.monotonic()
+    assert c.wait_for_pending(pod("web-1", {"app": "web"}), None, timeout=1) == 0
+    assert c.wait_for_pending(pod("x", {"app": "db"}), {}, timeout=1) == 0
+    assert time.monotonic() - started < 0.5
+
+
+def test_a_pending_pods_own_terms_make_it_relevant():
+    c = PodCache()
+    guard = with_anti(pod("guard", {"app": "g"}), term(H, {"app": "web"}))
+    c.assume(guard)
+    assert c.wait_for_pending(pod("w", {"app": "web"}), None, timeout=0.05) == 1
+    assert c.selected_by(("required_anti",), c.describe(pod("w", {"app": "web"})))
+    assert not c.selected_by(("preferred_anti",), c.describe(pod("w", {"app": "web"})))
+    assert c.wait_for_pending(pod("w", {"app": "db"}), None, timeout=0.05) == 0
+
+
+def test_wait_wakes_when_a_relevant_record_expires():
+    clock = Clock()
+    c = PodCache(clock=clock, pending_ttl=30)
+    c.assume(pod("web-1", {"app": "web"}))
+    terms = {"required_anti": (sel(labels={"app": "web"}),)}
+    result = []
+    t = threading.Thread(target=lambda: result.append(
+        c.wait_for_pending(pod("web-2", {"app": "web"}), terms, timeout=5)))
+    t.start()
+    time.sleep(0.05)
+    clock.now += 31
+    assert c.pending() == 0   # any look at the pending records drops it and wakes the waiter
+    t.join(4)
+    assert result == [0]
