@@ -13,7 +13,7 @@ from tacker_hwaffinity.errors import InputError
 
 # Subcommand modules under tacker_hwaffinity.cli, in help order.
 COMMAND_MODULES = ("explain", "plan", "numa", "translate", "relabel", "csar", "agent",
-                   "controller")
+                   "controller", "webhook")
 
 EXIT_BAD_INPUT = 2
 

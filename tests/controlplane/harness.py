@@ -798,6 +798,32 @@ class ControlPlane:
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": subject_kind,
                           "name": subject}]}, ok=(201, 409))
 
+    def start_scheduler(self, name, extenders=(), timeout=60):
+        """Another kube-scheduler, with a profile of its own (schedulerName NAME) and
+        the given ``extenders`` entries (KubeSchedulerConfiguration v1beta1), as the
+        system:kube-scheduler identity, no leader election. Pods pick it with
+        ``spec.schedulerName: NAME``. Stopped with the control plane (or ``.stop()``)."""
+        port, healthz = free_port(), free_port()
+        kc = os.path.join(self.secret_dir, "scheduler.kubeconfig")
+        config = {"apiVersion": "kubescheduler.config.k8s.io/v1beta1",
+                  "kind": "KubeSchedulerConfiguration",
+                  "clientConnection": {"kubeconfig": kc, "qps": 200, "burst": 400},
+                  "leaderElection": {"leaderElect": False},
+                  "healthzBindAddress": "127.0.0.1:%d" % healthz,
+                  "metricsBindAddress": "127.0.0.1:%d" % healthz,
+                  "profiles": [{"schedulerName": name}],
+                  "extenders": list(extenders)}
+        path = os.path.join(self.run_dir, "scheduler-%s.json" % name)
+        with open(path, "w") as f:
+            json.dump(config, f)
+        comp = self._start("kube-scheduler-" + name, [
+            self.bin["kube-scheduler"], "--config", path,
+            "--authentication-kubeconfig", kc, "--authorization-kubeconfig", kc,
+            "--bind-address", "127.0.0.1", "--secure-port", str(port),
+            "--profiling=false", "--logtostderr=true", "--v=2"])
+        self._wait_https(comp, port, "/healthz", timeout)
+        return comp
+
     def user_kubeconfig(self, name, cluster_role=None):
         """A kubeconfig for a new user NAME (client certificate), bound to
         CLUSTER_ROLE, or to nothing at all."""

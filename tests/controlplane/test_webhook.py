@@ -1,0 +1,335 @@
+"""`hwaffinity webhook serve` with the real control plane and real kube-schedulers.
+
+The webhook runs as a process over HTTPS with a test CA made by `hwaffinity webhook
+certs`, as a user holding only deploy/webhook/rbac.yaml's ClusterRole. The API server
+calls its /validate and /mutate (configurations from deploy/webhook/webhooks.yaml,
+pointed at 127.0.0.1 and limited to this module's namespaces). Three extra
+kube-schedulers (v1.20, KubeSchedulerConfiguration v1beta1 `extenders`) call its
+/filter and /prioritize: one with the live extender, one with a dead one and
+`ignorable: false`, one with a dead one and `ignorable: true`.
+"""
+import base64
+import copy
+import json
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+import yaml
+
+from . import harness
+
+pytestmark = pytest.mark.controlplane
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+DEPLOY = os.path.join(ROOT, "deploy", "webhook")
+K = "CIS-node"
+NODES = {"wh-1": "h1", "wh-2": "h2", "wh-3": "h3", "wh-4": "h4"}
+LABEL = "hwaffinity-webhook-test"
+LIVE, STRICT, LENIENT = "hw-extended", "hw-down-strict", "hw-down-lenient"
+
+
+def _cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "tacker_hwaffinity.cli.main"] + list(args),
+                          capture_output=True, text=True, cwd=ROOT, timeout=60, **kw)
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory):
+    out = tmp_path_factory.mktemp("webhook-certs")
+    r = _cli("webhook", "certs", "--out", str(out), "--ip", "127.0.0.1")
+    assert r.returncode == 0, r.stderr
+    bundle = r.stdout.strip().split("caBundle: ", 1)[1]
+    assert base64.b64decode(bundle) == (out / "ca.crt").read_bytes()
+    assert oct((out / "tls.key").stat().st_mode & 0o777) == "0o600"
+    return out, bundle
+
+
+@pytest.fixture(scope="module")
+def nodes(control_plane):
+    for name, host in NODES.items():
+        control_plane.add_node(name, {K: host, LABEL: "yes", "kubernetes.io/hostname": name})
+    yield sorted(NODES)
+    for name in NODES:
+        control_plane.delete_node(name)
+
+
+@pytest.fixture(scope="module")
+def webhook(control_plane, certs, tmp_path_factory):
+    """The webhook process, as a user bound to deploy/webhook/rbac.yaml's ClusterRole."""
+    out, _ = certs
+    roles = [d for d in yaml.safe_load_all(open(os.path.join(DEPLOY, "rbac.yaml")))
+             if d["kind"] == "ClusterRole"]
+    control_plane.admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+                                roles[0], ok=(201, 409))
+    kubeconfig = control_plane.user_kubeconfig("hwaffinity-webhook", "hwaffinity-webhook")
+    port = _free_port()
+    log = tmp_path_factory.mktemp("webhook-log") / "webhook.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tacker_hwaffinity.cli.main", "webhook", "serve",
+         "--address", "127.0.0.1:%d" % port, "--cert", str(out / "tls.crt"),
+         "--key", str(out / "tls.key"), "--kubeconfig", kubeconfig,
+         "--allowed-anti-affinity-key", "kubernetes.io/hostname"],
+        stdout=open(log, "wb"), stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+    context = ssl.create_default_context(cafile=str(out / "ca.crt"))
+    url = "https://127.0.0.1:%d" % port
+
+    def healthy():
+        assert proc.poll() is None, log.read_text()
+        try:
+            with urllib.request.urlopen(url + "/healthz", context=context, timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+    harness.wait_until(healthy, 60, what="the webhook's caches synced")
+    yield {"url": url, "proc": proc, "log": log, "context": context}
+    proc.terminate()
+    proc.wait(15)
+
+
+@pytest.fixture(scope="module")
+def admission(control_plane, webhook, certs):
+    """deploy/webhook/webhooks.yaml, pointed at the process and at this module's
+    namespaces only (label hwaffinity-webhook-test), removed afterwards."""
+    _, bundle = certs
+    made = []
+    for doc in yaml.safe_load_all(open(os.path.join(DEPLOY, "webhooks.yaml"))):
+        doc = copy.deepcopy(doc)
+        for hook in doc["webhooks"]:
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": webhook["url"] + path, "caBundle": bundle}
+            hook["namespaceSelector"]["matchLabels"] = {LABEL: "yes"}
+        plural = doc["kind"].lower() + "s"
+        control_plane.admin.create(
+            "/apis/admissionregistration.k8s.io/v1/" + plural, doc)
+        made.append("/apis/admissionregistration.k8s.io/v1/%s/%s"
+                    % (plural, doc["metadata"]["name"]))
+    time.sleep(1)     # the API server picks new configurations up asynchronously
+    yield
+    for path in made:
+        control_plane.admin.delete(path)
+
+
+@pytest.fixture(scope="module")
+def schedulers(control_plane, webhook, certs):
+    out, _ = certs
+    dead = "https://127.0.0.1:%d" % _free_port()
+
+    def extender(url, ignorable):
+        return {"urlPrefix": url, "filterVerb": "filter", "prioritizeVerb": "prioritize",
+                "weight": 1, "nodeCacheCapable": True, "ignorable": ignorable,
+                "enableHTTPS": True, "httpTimeout": "5s",
+                "tlsConfig": {"caFile": str(out / "ca.crt")}}
+    started = [control_plane.start_scheduler(LIVE, [extender(webhook["url"], False)]),
+               control_plane.start_scheduler(STRICT, [extender(dead, False)]),
+               control_plane.start_scheduler(LENIENT, [extender(dead, True)])]
+    yield
+    for comp in started:
+        comp.stop()
+
+
+@pytest.fixture
+def ns(control_plane, admission):
+    name = "wh-" + os.urandom(4).hex()
+    control_plane.admin.create("/api/v1/namespaces", {
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": {"name": name, "labels": {LABEL: "yes"}}})
+    control_plane.wait_namespace_ready(name)
+    yield name
+    control_plane.delete_namespace(name)
+
+
+def _pod(name, labels, node=None, scheduler=None, annotations=None, affinity=None):
+    spec = {"terminationGracePeriodSeconds": 0, "nodeSelector": {LABEL: "yes"},
+            "containers": [{"name": "c", "image": "x"}]}
+    if node:
+        spec["nodeName"] = node
+    if scheduler:
+        spec["schedulerName"] = scheduler
+    if affinity:
+        spec["affinity"] = affinity
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": labels,
+                         "annotations": dict(annotations or {})}, "spec": spec}
+
+
+def _deployment(name, replicas, labels, annotations, scheduler=LIVE):
+    tpl = _pod(None, labels, scheduler=scheduler, annotations=annotations)
+    del tpl["metadata"]["name"]
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": tpl["metadata"], "spec": tpl["spec"]}}}
+
+
+def _create(cp, ns, obj):
+    if obj["kind"] == "Pod":
+        return cp.admin.create("/api/v1/namespaces/%s/pods" % ns, obj)
+    return cp.admin.create("/apis/apps/v1/namespaces/%s/deployments" % ns, obj)
+
+
+def _placed(cp, ns, selector):
+    return {p["metadata"]["name"]: p["spec"].get("nodeName")
+            for p in cp.pods(ns, selector) if p["spec"].get("nodeName")}
+
+
+def _gt(key, value):
+    return {"key": key, "operator": "Gt", "values": [str(value)]}
+
+
+def _plan_nodes(cp, ns, workload, tmp_path):
+    """The nodes `hwaffinity plan` (and `explain`) say the workload's pods can go to."""
+    snap = tmp_path / "cluster.yaml"
+    snap.write_text(cp.snapshot_yaml())
+    obj = copy.deepcopy(workload)
+    obj["metadata"]["namespace"] = ns
+    manifest = tmp_path / "workload.yaml"
+    manifest.write_text(yaml.safe_dump(obj))
+    r = _cli("plan", "--cluster", str(snap), str(manifest), "-o", "json")
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def test_a_gt_affinity_deployment_lands_only_where_plan_said(
+        control_plane, nodes, webhook, schedulers, ns, tmp_path):
+    cp = control_plane
+    for i, (node, version) in enumerate((("wh-1", 2), ("wh-2", 5), ("wh-3", 7))):
+        _create(cp, ns, _pod("v%d" % version, {"version": str(version)}, node=node))
+    terms = {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": K, "labelSelector": {"matchExpressions": [_gt("version", 3)]}}]}}
+    dep = _deployment("gt", 3, {"app": "gt"}, {"hwaffinity.io/pod-affinity": json.dumps(terms)})
+    predicted = _plan_nodes(cp, ns, dep, tmp_path)
+    want = {p["node"] for p in predicted["placements"]}
+    assert want <= {"wh-2", "wh-3"} and None not in want
+    _create(cp, ns, dep)
+    harness.wait_until(lambda: len(_placed(cp, ns, "app=gt")) == 3, 60,
+                       what="three gt replicas scheduled")
+    assert set(_placed(cp, ns, "app=gt").values()) <= {"wh-2", "wh-3"}
+
+
+def test_lt_anti_affinity_keeps_back_to_back_replicas_apart(
+        control_plane, nodes, webhook, schedulers, ns):
+    cp = control_plane
+    _create(cp, ns, _pod("low", {"tier": "1"}, node="wh-1"))
+    terms = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": K, "labelSelector": {"matchExpressions": [
+            {"key": "tier", "operator": "Lt", "values": ["2"]}]}}]}}
+    dep = _deployment("lt", 3, {"app": "lt", "tier": "0"},
+                      {"hwaffinity.io/pod-affinity": json.dumps(terms)})
+    _create(cp, ns, dep)
+    harness.wait_until(lambda: len(_placed(cp, ns, "app=lt")) == 3, 60,
+                       what="three lt replicas scheduled")
+    placed = sorted(_placed(cp, ns, "app=lt").values())
+    assert placed == ["wh-2", "wh-3", "wh-4"]          # apart, and away from tier 1
+    dep["metadata"]["name"] = "lt-more"                  # a fourth has nowhere to go
+    dep["spec"]["replicas"] = 1
+    dep["spec"]["selector"]["matchLabels"]["app"] = "lt-more"
+    dep["spec"]["template"]["metadata"]["labels"]["app"] = "lt-more"
+    _create(cp, ns, dep)
+
+    def unschedulable():
+        pods = cp.pods(ns, "app=lt-more")
+        conds = [c for p in pods for c in p["status"].get("conditions") or []
+                 if c["type"] == "PodScheduled" and c["status"] == "False"]
+        return conds[0]["message"] if conds else None
+    message = harness.wait_until(unschedulable, 60, what="the fourth replica Pending")
+    assert "didn't match pod anti-affinity rules" in message
+
+
+def test_the_dos_guard_refuses_through_kubectl_and_admits_cis_node_within_a_namespace(
+        control_plane, nodes, webhook, admission, ns, tmp_path):
+    """v1.20 has no namespaceSelector in PodAffinityTerm (kubectl's schema refuses it, the
+    API server would drop it), so "all namespaces" is written in the pod-affinity
+    annotation here; the same term in spec.affinity is refused alike on 1.22+ (unit tests)."""
+    cp = control_plane
+    term = {"topologyKey": K, "namespaceSelector": {},
+            "labelSelector": {"matchLabels": {"app": "x"}}}
+    everywhere = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+    bad = _pod("greedy", {"app": "x"},
+               annotations={"hwaffinity.io/pod-affinity": json.dumps(everywhere)})
+    bad["metadata"]["namespace"] = ns
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(bad))
+    with pytest.raises(subprocess.CalledProcessError) as e:
+        cp.kubectl("apply", "-f", str(path))
+    err = e.value.stderr
+    assert 'admission webhook "validate.hwaffinity.io" denied the request' in err
+    assert ("metadata.annotations[hwaffinity.io/pod-affinity].podAntiAffinity."
+            "requiredDuringSchedulingIgnoredDuringExecution[0]" in err
+            and '"CIS-node"' in err and "kubernetes.io/hostname" in err), err
+    del term["namespaceSelector"]                        # CIS-node within the namespace
+    bad["metadata"]["annotations"]["hwaffinity.io/pod-affinity"] = json.dumps(everywhere)
+    path.write_text(yaml.safe_dump(bad))
+    assert "created" in cp.kubectl("apply", "-f", str(path))
+    status, body = cp.admin.request("POST", "/api/v1/namespaces/%s/pods" % ns, _pod(
+        "broken", {}, annotations={"hwaffinity.io/pod-affinity": "{not json"}), ok=None)
+    assert status == 403 and "hwaffinity.io/pod-affinity" in body["message"] \
+        and "not JSON" in body["message"]
+
+
+def test_the_mutation_shows_up_in_the_stored_pod(control_plane, nodes, admission, ns):
+    cp = control_plane
+    rde = {"podAntiAffinity": [{"topologyKey": K, "labelSelector": {"matchLabels":
+                                                                   {"app": "m"}}},
+                               {"topologyKey": K, "labelSelector": {"matchExpressions": [
+                                   _gt("version", 3)]}}],
+           "nodeAffinity": [{"matchExpressions": [{"key": LABEL, "operator": "In",
+                                                   "values": ["yes"]}]}]}
+    made = _create(cp, ns, _pod("m", {"app": "m"}, annotations={
+        "hwaffinity.io/required-during-execution": json.dumps(rde)}))
+    stored = cp.admin.get("/api/v1/namespaces/%s/pods/m" % ns)
+    assert stored["spec"]["affinity"] == made["spec"]["affinity"]   # as admitted
+    aff = stored["spec"]["affinity"]
+    assert aff["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == [
+        rde["podAntiAffinity"][0]]                       # the Gt term is the extender's
+    assert aff["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"] == rde["nodeAffinity"]
+
+
+def test_the_extender_down_leaves_pods_pending_unless_ignorable(
+        control_plane, nodes, schedulers, ns):
+    cp = control_plane
+    _create(cp, ns, _pod("strict", {"app": "s"}, scheduler=STRICT))
+    _create(cp, ns, _pod("lenient", {"app": "l"}, scheduler=LENIENT))
+    harness.wait_until(lambda: _placed(cp, ns, "app=l"), 60, what="lenient pod scheduled")
+
+    def failed():
+        pod = cp.admin.get("/api/v1/namespaces/%s/pods/strict" % ns)
+        conds = [c for c in pod["status"].get("conditions") or []
+                 if c["type"] == "PodScheduled" and c["status"] == "False"]
+        return conds[0]["message"] if conds else None
+    message = harness.wait_until(failed, 60, what="the strict pod's FailedScheduling")
+    assert "/filter" in message and "connection refused" in message
+    assert not _placed(cp, ns, "app=s")
+
+
+def test_the_webhook_metrics_count_what_it_answered(webhook, admission, schedulers):
+    with urllib.request.urlopen(webhook["url"] + "/metrics", context=webhook["context"],
+                                timeout=5) as r:
+        text = r.read().decode()
+    for path in ("/filter", "/prioritize", "/validate", "/mutate"):
+        assert 'hwaffinity_webhook_requests_total{outcome=' in text
+        assert 'path="%s"' % path in text
+    assert 'outcome="denied",path="/validate"' in text
+
+
+def test_plain_http_and_a_wrong_ca_are_refused(webhook, certs, tmp_path):
+    plain = webhook["url"].replace("https://", "http://")
+    with pytest.raises(OSError):
+        urllib.request.urlopen(plain + "/healthz", timeout=5).read()
+    other = tmp_path / "other"
+    assert _cli("webhook", "certs", "--out", str(other), "--ip", "127.0.0.1").returncode == 0
+    wrong = ssl.create_default_context(cafile=str(other / "ca.crt"))
+    with pytest.raises(OSError) as e:
+        urllib.request.urlopen(webhook["url"] + "/healthz", context=wrong, timeout=5).read()
+    assert "CERTIFICATE_VERIFY_FAILED" in str(e.value)
+    assert webhook["proc"].poll() is None
