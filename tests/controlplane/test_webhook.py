@@ -298,8 +298,12 @@ def test_the_mutation_shows_up_in_the_stored_pod(control_plane, nodes, admission
 def test_the_extender_down_leaves_pods_pending_unless_ignorable(
         control_plane, nodes, schedulers, ns):
     cp = control_plane
+    # affinity to pods that do not exist: the live extender would refuse every node
+    nowhere = json.dumps({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": K, "labelSelector": {"matchExpressions": [_gt("version", 100)]}}]}})
     _create(cp, ns, _pod("strict", {"app": "s"}, scheduler=STRICT))
-    _create(cp, ns, _pod("lenient", {"app": "l"}, scheduler=LENIENT))
+    _create(cp, ns, _pod("lenient", {"app": "l"}, scheduler=LENIENT,
+                         annotations={"hwaffinity.io/pod-affinity": nowhere}))
     harness.wait_until(lambda: _placed(cp, ns, "app=l"), 60, what="lenient pod scheduled")
 
     def failed():
