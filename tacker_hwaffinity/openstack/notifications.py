@@ -87,8 +87,13 @@ class NotificationListener:
         self._thread.start()
 
     def _run(self, stopping):
-        import oslo_messaging as messaging
-        from oslo_config import cfg
+        try:
+            import oslo_messaging as messaging
+            from oslo_config import cfg
+        except ImportError as e:
+            self.log.warning("Nova notifications: not listening: %s (install "
+                             "tacker-hwaffinity[controller])", e)
+            return
         try:
             conf = cfg.ConfigOpts()
             conf([], project="hwaffinity", default_config_files=[], default_config_dirs=[])
