@@ -92,9 +92,12 @@ SPEC = {
                                       doc="accept any host key (explicit opt-out; logged)"),
         "jump_host": F("object", fields=dict(_AUTH_FIELDS, **_HOST_KEY_FIELDS, **{
             "host": F("string"), "port": F("integer", default=22, minimum=1, maximum=65535)})),
-        "connect_timeout": F("number", default=10, minimum=0.1, maximum=600),
-        "command_timeout": F("number", default=120, minimum=0.1, maximum=7200),
-        "retries": F("integer", default=3, minimum=0, maximum=20),
+        "connect_timeout": F("number", default=10, minimum=0.1, maximum=600,
+                             doc="seconds to wait for the SSH connection and login"),
+        "command_timeout": F("number", default=120, minimum=0.1, maximum=7200,
+                             doc="seconds one remote command (kubectl) may take"),
+        "retries": F("integer", default=3, minimum=0, maximum=20,
+                     doc="retries of an SSH connection that failed or dropped"),
         "kubectl": F("string", default="kubectl", doc="kubectl program on the master"),
         "kubeconfig_path": F("string", doc="kubeconfig file on the master (default: kubectl's "
                                            "own, ~/.kube/config of the SSH user)"),
@@ -183,6 +186,22 @@ def _validate(spec, value, path, strict=True):
     return value
 
 
+def validate_field(spec, value, path):
+    """VALUE checked against the field SPEC (InputError naming PATH); the clean value."""
+    return _validate(spec, value, path)
+
+
+def _merged(defaults, given):
+    """GIVEN over DEFAULTS, objects merged field by field (a given null keeps the default)."""
+    out = dict(defaults)
+    for k, v in given.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = _merged(out[k], v)
+        elif v is not None or k not in out:
+            out[k] = v
+    return out
+
+
 def _validate_object(fields, value, path, strict=True):
     if strict:
         unknown = sorted(set(value) - set(fields))
@@ -201,8 +220,11 @@ def _validate_object(fields, value, path, strict=True):
     return out
 
 
-def parse(additional_params, where="additionalParams"):
-    """Validated parameters: ``{"hwaffinity": {...}, "master": {...}, "worker": {...}}``."""
+def parse(additional_params, where="additionalParams", defaults=None):
+    """Validated parameters: ``{"hwaffinity": {...}, "master": {...}, "worker": {...}}``.
+
+    DEFAULTS: operator-wide ``hwaffinity_param`` defaults (``tacker.conf [hwaffinity]``,
+    see ``mgmt.conf``), below what the VNF gives and above the built-in ones."""
     if additional_params is None:
         additional_params = {}
     if not isinstance(additional_params, dict):
@@ -210,6 +232,8 @@ def parse(additional_params, where="additionalParams"):
     ours = additional_params.get(BLOCK) or {}
     if not isinstance(ours, dict):
         raise InputError("expected an object", field="%s.%s" % (where, BLOCK))
+    if defaults:
+        ours = _merged(defaults, ours)
     params = _validate_object(SPEC, ours, "%s.%s" % (where, BLOCK))
     if not params["label_keys"] and not params["zone_label_key"]:
         raise InputError("at least one label key is needed",

@@ -24,9 +24,22 @@ KUBERNETES_TYPES = ("kubernetes", "ETSINFV.KUBERNETES.V_1")
 
 
 def on_load():
-    """Loading the driver registers the translator extension; no network I/O."""
+    """Loading the driver registers the translator extension and the ``[hwaffinity]``
+    options on Tacker's configuration; no network I/O."""
+    from oslo_config import cfg
+
     from tacker_hwaffinity import translator
+    from tacker_hwaffinity.mgmt import conf
     translator.register()
+    conf.register(cfg.CONF)
+
+
+def _operator_defaults():
+    from oslo_config import cfg
+
+    from tacker_hwaffinity.mgmt import conf
+    conf.register(cfg.CONF)
+    return conf.defaults(cfg.CONF)
 
 
 def _get(obj, name, default=None):
@@ -108,7 +121,7 @@ def _package_dir(context, vnf_instance):
 
 def job_from_v1(hook, context, vnf_instance, request, kwargs):
     raw = merged_params(hook, vnf_instance, request)
-    params = parameters.parse(raw)
+    params = parameters.parse(raw, defaults=_operator_defaults())
     job = lifecycle.Job(hook, params, package_dir=lambda: _package_dir(context, vnf_instance))
     if hook not in lifecycle.ACTIVE:
         return job

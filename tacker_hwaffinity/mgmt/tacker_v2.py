@@ -35,7 +35,10 @@ def _server(vnfc):
 def job_from_v2(script):
     hook = script.get("operation")
     req, inst = script.get("request") or {}, script.get("vnf_instance") or {}
-    params = parameters.parse(req.get("additionalParams") or {}, where="request.additionalParams")
+    from tacker_hwaffinity.mgmt import conf
+    tacker_conf = conf.load_tacker_conf()
+    params = parameters.parse(req.get("additionalParams") or {}, where="request.additionalParams",
+                              defaults=conf.defaults(tacker_conf) if tacker_conf else None)
     job = lifecycle.Job(hook, params, package_dir=script.get("tmp_csar_dir"))
     if hook not in lifecycle.ACTIVE:
         return job
