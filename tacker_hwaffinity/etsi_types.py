@@ -20,7 +20,8 @@ def definitions_dir():
     spec = importlib.util.find_spec("tacker")
     if spec is None or not spec.submodule_search_locations:
         raise InputError("the ETSI SOL001 type files come from the installed 'tacker' "
-                         "distribution, which is not installed (pip install tacker)")
+                         "distribution, which is not installed (pip install "
+                         "'tacker-hwaffinity[tacker]')")
     for base in spec.submodule_search_locations:
         path = os.path.join(base, *_IN_TACKER)
         if all(os.path.isfile(os.path.join(path, f)) for f in FILES):

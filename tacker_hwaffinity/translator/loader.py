@@ -14,7 +14,10 @@ Tacker v1 (``vnflcm/utils._get_flavour_based_vnfd`` and ``_get_param_data``):
 
 We do the same with the package's own files: a URL import resolves to a file
 of the same name next to the importing file or in the flavour file's
-directory, or it is an error. Nothing is fetched.
+directory, or it is an error. Nothing is fetched. A package *source* directory
+that lacks the ETSI SOL001 type files it imports is read from a copy to which
+they are added from the installed ``tacker``, as ``hwaffinity csar build`` adds
+them to the package.
 
 Accepted inputs: a CSAR (``.zip``/``.csar``), an unpacked package directory,
 a flavour file, a top VNFD next to its flavour files, or a plain template.
@@ -22,11 +25,13 @@ a flavour file, a top VNFD next to its flavour files, or a plain template.
 import contextlib
 import dataclasses
 import os
+import shutil
 import tempfile
 import zipfile
 
 import yaml
 
+from tacker_hwaffinity import etsi_types
 from tacker_hwaffinity.errors import InputError
 
 _URL_PREFIXES = ("http://", "https://", "ftp://")
@@ -262,13 +267,50 @@ def _extract(csar, into):
         raise InputError("not a CSAR zip archive: %s" % e, source=csar)
 
 
+def _lacking_etsi(root):
+    """(path relative to ROOT, file name) of the ETSI SOL001 type files that the package
+    source's YAML files import (relatively) but that are not there: a package source
+    directory (``csar/k8s-cluster``), to which ``hwaffinity csar build`` adds them."""
+    out = set()
+    for f in _package_yaml_files(root):
+        try:
+            data = _read_yaml(f)
+        except InputError:
+            continue
+        imports = data.get("imports") if isinstance(data, dict) else None
+        here = os.path.dirname(f)
+        for entry in imports if isinstance(imports, list) else ():
+            uri, _ = _import_uri(entry)
+            if not uri or _is_url(uri):     # a URL needs the package's own copy (Tacker)
+                continue
+            name = uri.rsplit("/", 1)[-1]
+            target = os.path.normpath(os.path.join(here, uri))
+            inside = os.path.commonpath([root, target]) == os.path.normpath(root)
+            if name in etsi_types.FILES and inside and not os.path.isfile(target):
+                out.add((os.path.relpath(target, root), name))
+    return sorted(out)
+
+
 @contextlib.contextmanager
 def open_vnfd(path, flavour=None):
     """Yield a :class:`Vnfd` for ``path``; temporary files live until exit."""
     if not os.path.exists(path):
         raise InputError("no such file or directory", source=path)
     if os.path.isdir(path):
-        yield _from_directory(path, flavour, path)
+        lacking = _lacking_etsi(path)
+        if not lacking:
+            yield _from_directory(path, flavour, path)
+            return
+        with tempfile.TemporaryDirectory(prefix="hwaffinity-src-") as tmp:
+            copy = os.path.join(tmp, "package")
+            shutil.copytree(path, copy)
+            sources = etsi_types.paths()
+            for relative, name in lacking:
+                os.makedirs(os.path.dirname(os.path.join(copy, relative)), exist_ok=True)
+                shutil.copyfile(sources[name], os.path.join(copy, relative))
+            vnfd = _from_directory(copy, flavour, path)
+            vnfd.path = os.path.join(path, os.path.relpath(vnfd.path, copy))
+            yield vnfd
     elif zipfile.is_zipfile(path):
         with tempfile.TemporaryDirectory(prefix="hwaffinity-csar-") as tmp:
             _extract(path, tmp)

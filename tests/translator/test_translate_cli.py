@@ -207,3 +207,18 @@ def test_help_lists_translate(capsys):
         main(["translate", "--help"])
     assert info.value.code == 0
     assert "VNFD_OR_CSAR" in capsys.readouterr().out
+
+
+def test_the_shipped_package_source_translates_as_the_readme_shows(tmp_path, capsys):
+    """csar/k8s-cluster has no ETSI type files (csar build adds them): translate reads a
+    copy with them added from the installed tacker, and leaves the source as it was."""
+    root = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))), "csar", "k8s-cluster")
+    before = sorted(os.listdir(os.path.join(root, "Definitions")))
+    assert "etsi_nfv_sol001_common_types.yaml" not in before
+    status, out, err = _run(capsys, root, "--flavour", "podaffinity", "-o", str(tmp_path))
+    assert status == 0, err
+    assert "wrote %s" % (tmp_path / "main.yaml") in out
+    main_yaml = load_yaml(str(tmp_path / "main.yaml"))
+    assert any(r["type"] == "OS::Nova::ServerGroup" for r in main_yaml["resources"].values())
+    assert sorted(os.listdir(os.path.join(root, "Definitions"))) == before
