@@ -313,6 +313,9 @@ def test_the_extender_down_leaves_pods_pending_unless_ignorable(
         return conds[0]["message"] if conds else None
     message = harness.wait_until(failed, 60, what="the strict pod's FailedScheduling")
     assert "/filter" in message and "connection refused" in message
+    events = harness.wait_until(lambda: cp.events(ns, "FailedScheduling", "strict"), 30,
+                                what="a FailedScheduling event")
+    assert "/filter" in events[0]["message"]
     assert not _placed(cp, ns, "app=s")
 
 
