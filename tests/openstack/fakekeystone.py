@@ -72,6 +72,9 @@ USERS = {
     "nova": ("0a000000000000000000000000000004", {
         "service": ["admin", "service", "member", "reader"],
     }),
+    "tacker": ("7a000000000000000000000000000006", {
+        "service": ["admin", "service", "member", "reader"],
+    }),
 }
 USER_BY_ID = {uid: name for name, (uid, _) in USERS.items()}
 PROJECT_BY_ID = {pid: name for name, pid in PROJECTS.items()}

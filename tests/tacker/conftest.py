@@ -1,0 +1,87 @@
+"""Fixtures for the tests against a real Tacker (marker ``tacker``): one broker, one
+database, one cloud (Nova + Heat) and one Tacker per module."""
+import os
+import shutil
+import sys
+import tempfile
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "openstack"))
+sys.path.insert(0, HERE)
+
+import mariadb  # noqa: E402
+import osharness  # noqa: E402
+import rabbit  # noqa: E402
+import tackerharness  # noqa: E402
+from ci_policy import unavailable  # noqa: E402
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "tacker: runs a real tacker-server and "
+                                       "tacker-conductor (MariaDB, RabbitMQ, Nova, Heat)")
+    config.addinivalue_line("markers", "openstack: needs real OpenStack Nova/Heat servers")
+
+
+@pytest.fixture(scope="module")
+def tacker_broker():
+    if not rabbit.installed():
+        unavailable("rabbitmq-server is not installed (tools/install-test-packages.sh)")
+    broker = rabbit.RabbitMQ()
+    try:
+        broker.start()
+    except rabbit.BrokerError as e:
+        pytest.fail("RabbitMQ did not start: %s" % e, pytrace=False)
+    yield broker
+    broker.stop()
+
+
+@pytest.fixture(scope="module")
+def tacker_db():
+    if not mariadb.installed():
+        unavailable("mariadb-server is not installed (tools/install-test-packages.sh)")
+    db = mariadb.MariaDB()
+    try:
+        db.start()
+    except mariadb.DatabaseError as e:
+        pytest.fail("MariaDB did not start: %s" % e, pytrace=False)
+    yield db
+    db.stop()
+
+
+@pytest.fixture(scope="module")
+def tacker_cloud():
+    cloud = osharness.OpenStackCloud(computes=3, python=osharness.python_or_skip())
+    try:
+        cloud.start()
+        cloud.start_heat()
+    except osharness.HarnessError as e:
+        pytest.fail("OpenStack did not start: %s" % e, pytrace=False)
+    yield cloud
+    cloud.stop(keep_logs=False)
+
+
+@pytest.fixture(scope="module")
+def tacker(request, tacker_cloud, tacker_broker, tacker_db):
+    run_dir = tempfile.mkdtemp(prefix="hwaffinity-tacker-")
+    failed_before = request.session.testsfailed
+    server = tackerharness.Tacker(tacker_cloud, tacker_broker.url,
+                                  tacker_db.database("tacker", "tacker", "tacker-pw"), run_dir)
+    try:
+        server.start()
+    except tackerharness.TackerError as e:
+        server.stop()
+        pytest.fail("Tacker did not start (state in %s): %s" % (run_dir, e), pytrace=False)
+    rss = server.rss_bytes()
+    sys.stdout.write("\ntacker: start-up %.1f s (migrations %.1f s); RSS %s; MariaDB %.1f s, "
+                     "%d MiB\n" % (server.startup_seconds, server.migrate_seconds,
+                                   ", ".join("%s %d MiB" % (k, v >> 20)
+                                             for k, v in sorted(rss.items())),
+                                   tacker_db.startup_seconds, tacker_db.rss_bytes() >> 20))
+    yield server
+    server.stop()
+    if request.session.testsfailed == failed_before:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    else:
+        sys.stdout.write("\ntacker state and logs kept in %s\n" % run_dir)

@@ -1,0 +1,260 @@
+"""A real Tacker on loopback: ``tacker-server`` and ``tacker-conductor`` from the tacker
+wheel the tests already install, as separate processes, with a real message bus
+(RabbitMQ, ``tests/openstack/rabbit.py``) and a real database (MariaDB, ``mariadb.py``).
+
+* The schema comes from Tacker's own ``tacker-db-manage upgrade head``.
+* Authentication is Keystone's: keystonemiddleware in the stock ``keystone`` paste
+  pipelines validates tokens against the harness's fake Keystone, as the ``tacker``
+  service user; the harness adds the ``nfv-orchestration`` catalog entry that
+  python-tackerclient looks for.
+* ``[tacker] vnflcm_mgmt_driver = vnflcm_noop,mgmt-drivers-hwaffinity``: the conductor
+  loads our driver through its own driver manager (v1); v2 runs the package's script.
+* State (configuration, packages, the glance_store, VIM keys, tooz locks, logs) lives in
+  a per-run directory; every process is stopped by its process group (SIGTERM, then
+  SIGKILL after a few seconds: the conductor's master does not exit on SIGTERM).
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+SERVICE_USER, SERVICE_PASSWORD = "tacker", "secret"
+PIPELINE_DRIVERS = "vnflcm_noop,mgmt-drivers-hwaffinity"
+
+CONF = """\
+[DEFAULT]
+bind_host = 127.0.0.1
+bind_port = {port}
+auth_strategy = keystone
+api_paste_config = {paste}
+state_path = {state}
+transport_url = {transport}
+graceful_shutdown_timeout = 2
+debug = false
+use_stderr = true
+
+[database]
+connection = {database}
+
+[keystone_authtoken]
+auth_type = password
+auth_url = {identity}
+www_authenticate_uri = {identity}/v3
+username = {user}
+password = {password}
+user_domain_id = default
+project_name = service
+project_domain_id = default
+service_token_roles_required = false
+interface = public
+
+[vnf_package]
+vnf_package_csar_path = {packages}
+
+[glance_store]
+filesystem_store_datadir = {store}
+
+[vim_keys]
+openstack = {vim_keys}
+use_barbican = false
+
+[coordination]
+backend_url = file://{state}
+
+[tacker]
+vnflcm_mgmt_driver = {drivers}
+
+[vnf_lcm]
+endpoint_url = http://127.0.0.1:{port}/
+
+[v2_vnfm]
+endpoint = http://127.0.0.1:{port}
+
+[oslo_policy]
+enforce_scope = false
+"""
+
+
+class TackerError(Exception):
+    pass
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _bin(name):
+    path = os.path.join(os.path.dirname(sys.executable), name)
+    if not os.access(path, os.X_OK):
+        raise TackerError("%s is not installed next to %s (pip install tacker)"
+                          % (name, sys.executable))
+    return path
+
+
+class Process:
+    def __init__(self, name, argv, log_path, env):
+        self.name, self.log_path = name, log_path
+        self._log = open(log_path, "wb")
+        self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, env=env,
+                                     start_new_session=True)
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def rss_bytes(self):
+        """Resident memory of the process group's processes (the conductor forks a
+        worker)."""
+        total = 0
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                if os.getpgid(int(pid)) != self.proc.pid:
+                    continue
+                with open("/proc/%s/status" % pid) as f:
+                    total += next(int(line.split()[1]) * 1024 for line in f
+                                  if line.startswith("VmRSS:"))
+            except (OSError, StopIteration, ProcessLookupError):
+                continue
+        return total
+
+    def tail(self, lines=40):
+        try:
+            with open(self.log_path, errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def stop(self, grace=3.0):
+        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                break
+            try:
+                self.proc.wait(wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        try:                            # what the group left behind (the forked worker)
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self._log.close()
+
+
+class Tacker:
+    """tacker-server + tacker-conductor for CLOUD (an ``osharness.OpenStackCloud`` with
+    Heat), on TRANSPORT_URL and DATABASE_URL, state in RUN_DIR."""
+
+    def __init__(self, cloud, transport_url, database_url, run_dir):
+        self.cloud, self.transport_url, self.database_url = cloud, transport_url, database_url
+        self.run_dir = run_dir
+        self.port = _free_port()
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.server = self.conductor = None
+        self.startup_seconds = self.migrate_seconds = None
+
+    @property
+    def identity(self):
+        return self.cloud.info["base_url"] + "/identity"
+
+    def _write_conf(self):
+        dirs = {k: os.path.join(self.run_dir, k) for k in
+                ("state", "packages", "store", "vim_keys")}
+        for d in dirs.values():
+            os.makedirs(d, exist_ok=True)
+        paste = os.path.join(self.run_dir, "api-paste.ini")
+        shutil.copyfile(os.path.join(sys.prefix, "etc", "tacker", "api-paste.ini"), paste)
+        self.conf = os.path.join(self.run_dir, "tacker.conf")
+        with open(self.conf, "w") as f:
+            f.write(CONF.format(port=self.port, paste=paste, transport=self.transport_url,
+                                database=self.database_url, identity=self.identity,
+                                user=SERVICE_USER, password=SERVICE_PASSWORD,
+                                drivers=PIPELINE_DRIVERS, **dirs))
+
+    def start(self, timeout=90):
+        t0 = time.monotonic()
+        self._write_conf()
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        migrate = subprocess.run([_bin("tacker-db-manage"), "--config-file", self.conf,
+                                  "upgrade", "head"], capture_output=True, text=True,
+                                 timeout=300, env=env)
+        if migrate.returncode:
+            raise TackerError("tacker-db-manage upgrade head failed:\n%s"
+                              % (migrate.stdout + migrate.stderr)[-3000:])
+        self.migrate_seconds = time.monotonic() - t0
+        logs = os.path.join(self.run_dir, "logs")
+        os.makedirs(logs, exist_ok=True)
+        self.conductor = Process("tacker-conductor", [
+            _bin("tacker-conductor"), "--config-file", self.conf],
+            os.path.join(logs, "tacker-conductor.log"), env)
+        self.server = Process("tacker-server", [
+            _bin("tacker-server"), "--config-file", self.conf],
+            os.path.join(logs, "tacker-server.log"), env)
+        self._register_service()
+        deadline = t0 + timeout
+        while True:
+            for p in (self.server, self.conductor):
+                if not p.alive():
+                    raise TackerError("%s exited (%s):\n%s" % (p.name, p.proc.returncode,
+                                                              p.tail()))
+            if self._serving() and self._conductor_ready():
+                self.startup_seconds = time.monotonic() - t0
+                return self
+            if time.monotonic() > deadline:
+                raise TackerError("Tacker not ready within %d s:\nserver:\n%s\nconductor:\n%s"
+                                  % (timeout, self.server.tail(), self.conductor.tail()))
+            time.sleep(0.3)
+
+    def _serving(self):
+        try:
+            with urllib.request.urlopen(self.url + "/", timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+
+    def _conductor_ready(self):
+        """The conductor consumes its RPC queues (v1 and packages; v2): it logs nothing
+        when it is ready, so ask the broker (a passive declare: consumers per queue)."""
+        import kombu
+        url = self.transport_url.replace("rabbit://", "amqp://", 1)
+        try:
+            with kombu.Connection(url, connect_timeout=2) as conn:
+                for queue in ("TACKER_CONDUCTOR", "TACKER_CONDUCTOR_V2"):
+                    channel = conn.channel()
+                    try:
+                        _, _, consumers = channel.queue_declare(queue=queue, passive=True)
+                    finally:
+                        channel.close()
+                    if not consumers:
+                        return False
+        except Exception:  # noqa: BLE001 - no queue yet (404 closes the channel), no broker
+            return False
+        return True
+
+    def _register_service(self):
+        body = json.dumps({"type": "nfv-orchestration", "url": self.url + "/"}).encode()
+        req = urllib.request.Request(self.identity + "/_harness/services", data=body,
+                                     method="POST",
+                                     headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(req, timeout=10).read()
+
+    def rss_bytes(self):
+        return {p.name: p.rss_bytes() for p in (self.server, self.conductor) if p}
+
+    def logs(self):
+        return {p.name: p.log_path for p in (self.server, self.conductor) if p}
+
+    def stop(self):
+        for p in (self.server, self.conductor):
+            if p is not None:
+                p.stop()
