@@ -10,7 +10,7 @@
 #   rabbitmq-server  the broker that carries Nova's versioned notifications to the
 #                    controller (tests/openstack/rabbit.py starts a private one on
 #                    loopback; the package's own service is never started)
-#   mariadb-server   Tacker's database in tests/tacker (a private server on loopback,
-#                    tests/tacker/mariadb.py; the package's own service is never started)
+#   mariadb-server   Tacker's database in tests/tacker_e2e (a private server on loopback,
+#                    tests/tacker_e2e/mariadb.py; the package's own service is never started)
 set -euo pipefail
 exec bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" openssh-server openssh-client shellcheck rabbitmq-server mariadb-server

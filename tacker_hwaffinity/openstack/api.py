@@ -31,6 +31,7 @@ class OpenStack:
         self.session, self.region_name = session, region_name
         self.retries, self.backoff, self.interface = retries, backoff, interface
         self.calls = 0  # HTTP requests answered (including token and redirects)
+        self._identities = {}  # bare stack id -> "name/id"
         http = getattr(session, "session", None)
         if http is not None and hasattr(http, "hooks"):
             http.hooks.setdefault("response", []).append(self._count)
@@ -82,9 +83,29 @@ class OpenStack:
         return self._get("orchestration", "Heat", path).get("resources") or []
 
     def resource(self, stack_id, name):
-        """One resource of STACK_ID, with its attributes."""
-        path = "/stacks/%s/resources/%s" % (_quote(stack_id), _quote(name))
+        """One resource of STACK_ID (an id, or ``name/id``), with its attributes.
+
+        Heat serves one resource only under the stack's ``name/id`` path: a bare id is
+        redirected for the stack itself and its resource list, not for a resource (its
+        router reads ``/stacks/<id>/resources/<r>`` as stack name ``<id>``, stack id
+        ``resources``: 404). So a bare id is resolved first, once per stack."""
+        path = "/stacks/%s/resources/%s" % (_quote(self._identity(stack_id)), _quote(name))
         return self._get("orchestration", "Heat", path).get("resource") or {}
+
+    def _identity(self, stack_id):
+        stack_id = str(stack_id)
+        if "/" in stack_id:
+            return stack_id
+        known = self._identities.get(stack_id)
+        if known is None:
+            stack = self._get("orchestration", "Heat",
+                              "/stacks/%s" % _quote(stack_id)).get("stack") or {}
+            if not stack.get("stack_name"):
+                raise OpenStackError("Heat GET /stacks/%s: no stack_name in the answer"
+                                     % stack_id)
+            known = self._identities[stack_id] = "%s/%s" % (stack["stack_name"],
+                                                            stack.get("id") or stack_id)
+        return known
 
     def servers(self):
         """Every server of the project (``/servers/detail``, all pages)."""

@@ -143,6 +143,11 @@ class ReplayCloud:
             if tail[-1] == "resources":
                 return _json(start_response, 200, {"resources": self._stack_resources(
                     tail[-2], int(query.get("nested_depth", 0)))})
+            if len(tail) == 1:          # GET /stacks/<id>: Heat redirects to name/id
+                return _json(start_response, 200, {"stack": {
+                    "id": tail[0], "stack_name": "stack-" + tail[0][:8]}})
+            if len(tail) != 4:          # as Heat's router: a resource only under name/id
+                return _json(start_response, 404, {"error": {"message": "not found"}})
             found = [r for r in self._stack_resources(tail[-3], 0)
                      if r["resource_name"] == urllib.parse.unquote(tail[-1])]
             if not found:

@@ -1,5 +1,5 @@
 """Fixtures for the tests against a real Tacker (marker ``tacker``): one broker, one
-database, one cloud (Nova + Heat) and one Tacker per module."""
+database, one cloud (Nova + Heat) and one Tacker for the whole directory."""
 import os
 import shutil
 import sys
@@ -24,7 +24,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "openstack: needs real OpenStack Nova/Heat servers")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def tacker_broker():
     if not rabbit.installed():
         unavailable("rabbitmq-server is not installed (tools/install-test-packages.sh)")
@@ -37,7 +37,7 @@ def tacker_broker():
     broker.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def tacker_db():
     if not mariadb.installed():
         unavailable("mariadb-server is not installed (tools/install-test-packages.sh)")
@@ -50,7 +50,7 @@ def tacker_db():
     db.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def tacker_cloud():
     cloud = osharness.OpenStackCloud(computes=3, python=osharness.python_or_skip())
     try:
@@ -62,7 +62,7 @@ def tacker_cloud():
     cloud.stop(keep_logs=False)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def tacker(request, tacker_cloud, tacker_broker, tacker_db):
     run_dir = tempfile.mkdtemp(prefix="hwaffinity-tacker-")
     failed_before = request.session.testsfailed
@@ -85,3 +85,28 @@ def tacker(request, tacker_cloud, tacker_broker, tacker_db):
         shutil.rmtree(run_dir, ignore_errors=True)
     else:
         sys.stdout.write("\ntacker state and logs kept in %s\n" % run_dir)
+
+
+@pytest.fixture(scope="package")
+def packages_client(tacker, tacker_cloud):
+    """python-tackerclient (its Python API) as the admin user, through the catalog."""
+    from tackerclient.v1_0 import client as tackerclient
+    return tackerclient.Client(session=tacker_cloud.session("admin"))
+
+
+@pytest.fixture(scope="package")
+def vnf_a_zip(tmp_path_factory):
+    from .packages import build_vnf_a
+    return build_vnf_a(tmp_path_factory.mktemp("vnf-a"))
+
+
+@pytest.fixture(scope="package")
+def vnf_a_onboarded(packages_client, vnf_a_zip):
+    """VNF-A onboarded once (Tacker refuses a second package with the same vnfdId):
+    (final state, package, seconds it took)."""
+    import time
+
+    from .packages import onboard
+    t0 = time.monotonic()
+    state, pkg = onboard(packages_client, vnf_a_zip)
+    return state, pkg, time.monotonic() - t0
