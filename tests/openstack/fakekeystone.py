@@ -11,6 +11,7 @@ keystoneauth1, keystonemiddleware and Heat's trust handling call:
 * ``GET``/``HEAD /v3/auth/tokens`` (validation, ``X-Subject-Token``) and
   ``DELETE`` (revocation);
 * ``POST /v3/OS-TRUST/trusts``, ``GET``/``DELETE /v3/OS-TRUST/trusts/<id>``;
+* ``GET /v3/regions[/<id>]`` (the one region; Tacker's VIM registration reads it);
 * identity CRUD that Heat's stack users need (``OS::Heat::ScalingPolicy``
   and every other ``SignalResponder``): ``GET /v3/roles[/<id>]``,
   ``GET|POST /v3/users``, ``GET|PATCH|DELETE /v3/users/<id>``,
@@ -528,6 +529,14 @@ class FakeKeystone:
         """Users, roles, grants, projects, domains and credentials."""
         parts = path.split("/")[2:]   # after "/v3"
         coll = parts[0]
+        if coll == "regions" and method == "GET":   # Tacker's VIM registration lists them
+            self._authorised(environ)
+            region = {"id": self.region, "description": "", "parent_region_id": None}
+            if len(parts) == 1:
+                return 200, self._list_out(environ, "regions", [region]), {}
+            if parts[1] != self.region:
+                raise HTTPError(404, "Could not find region: %s." % parts[1])
+            return 200, {"region": self._out(environ, "regions", region)}, {}
         if coll == "roles" and method == "GET":
             self._admin(environ, "identity:list_roles")
             if len(parts) == 1:
