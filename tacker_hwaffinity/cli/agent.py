@@ -44,12 +44,12 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def _address(text):
+def _address(text, field="--metrics-address"):
     host, _, port = text.rpartition(":")
     try:
         return host or "0.0.0.0", int(port)
     except ValueError:
-        raise InputError("expected HOST:PORT, got %r" % text, field="--metrics-address")
+        raise InputError("expected HOST:PORT, got %r" % text, field=field)
 
 
 def prepare(args, log):

@@ -107,8 +107,8 @@ def _outcome(path, status, body):
         if not response.get("allowed"):
             return "denied"
         return "patched" if response.get("patch") else "allowed"
-    if path == "/filter":
-        return "error" if (json.loads(body).get("Error") or "") else "answered"
+    if path == "/filter":   # "Error" is the answer's last key: no need to decode 5000 names
+        return "answered" if body.endswith(b'"Error":""}') else "error"
     return "answered"
 
 
@@ -133,12 +133,8 @@ def _route(path, handler, metrics):
 
 
 def _address(text, insecure):
-    host, _, port = text.rpartition(":")
-    try:
-        port = int(port)
-    except ValueError:
-        raise InputError("expected HOST:PORT, got %r" % text, field="--address")
-    host = host or "0.0.0.0"
+    from tacker_hwaffinity.cli.agent import _address as host_port
+    host, port = host_port(text, "--address")
     if insecure:
         try:
             loopback = ipaddress.ip_address(host).is_loopback

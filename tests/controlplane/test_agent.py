@@ -11,7 +11,6 @@ containers pushed to different sockets on different ones. The recorded decisions
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -36,17 +35,11 @@ CR = "cri-resource-manager.intel.com/"
 ANNOTATION = "hwaffinity.io/numa"
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class AgentProcess:
     """`hwaffinity agent` run as a process, with its log kept."""
 
     def __init__(self, tmp, node, kubeconfig, cgroup_root, sysfs_root, kubelet_root, cpu_map):
-        self.port = _free_port()
+        self.port = harness.free_port()
         self.log_path = os.path.join(tmp, "agent-%d.log" % self.port)
         self.argv = [sys.executable, "-m", "tacker_hwaffinity.cli.main", "agent",
                      "--node", node, "--kubeconfig", kubeconfig,

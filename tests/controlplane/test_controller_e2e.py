@@ -37,30 +37,15 @@ RULE = ('{"podAntiAffinity": [{"topologyKey": "CIS-node", '
 @pytest.fixture(scope="module")
 def broker():
     """A private RabbitMQ that carries Nova's versioned notifications."""
-    from ci_policy import unavailable
-    if not rabbit.installed():
-        unavailable("rabbitmq-server is not installed (tools/install-test-packages.sh)")
-    broker = rabbit.RabbitMQ()
-    try:
-        broker.start()
-    except rabbit.BrokerError as e:
-        pytest.fail("RabbitMQ did not start: %s" % e, pytrace=False)
-    yield broker
-    broker.stop()
+    with rabbit.running() as broker:
+        yield broker
 
 
 @pytest.fixture(scope="module")
-def cloud(broker):
+def cloud(request, broker):
     """Nova (publishing its versioned notifications on the broker) and Heat."""
-    cloud = osharness.OpenStackCloud(computes=3, python=osharness.python_or_skip(),
-                                     notifications_url=broker.url)
-    try:
-        cloud.start()
-        cloud.start_heat()
-    except osharness.HarnessError as e:
-        pytest.fail("OpenStack did not start: %s" % e, pytrace=False)
-    yield cloud
-    cloud.stop(keep_logs=False)
+    with osharness.heat_clouds(request) as start:
+        yield start(3, notifications_url=broker.url)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,6 @@ import base64
 import copy
 import json
 import os
-import socket
 import ssl
 import subprocess
 import sys
@@ -36,12 +35,6 @@ LIVE, STRICT, LENIENT = "hw-extended", "hw-down-strict", "hw-down-lenient"
 def _cli(*args, **kw):
     return subprocess.run([sys.executable, "-m", "tacker_hwaffinity.cli.main"] + list(args),
                           capture_output=True, text=True, cwd=ROOT, timeout=60, **kw)
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +66,7 @@ def webhook(control_plane, certs, tmp_path_factory):
     control_plane.admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles",
                                 roles[0], ok=(201, 409))
     kubeconfig = control_plane.user_kubeconfig("hwaffinity-webhook", "hwaffinity-webhook")
-    port = _free_port()
+    port = harness.free_port()
     log = tmp_path_factory.mktemp("webhook-log") / "webhook.log"
     proc = subprocess.Popen(
         [sys.executable, "-m", "tacker_hwaffinity.cli.main", "webhook", "serve",
@@ -123,7 +116,7 @@ def admission(control_plane, webhook, certs):
 @pytest.fixture(scope="module")
 def schedulers(control_plane, webhook, certs):
     out, _ = certs
-    dead = "https://127.0.0.1:%d" % _free_port()
+    dead = "https://127.0.0.1:%d" % harness.free_port()
 
     def extender(url, ignorable):
         return {"urlPrefix": url, "filterVerb": "filter", "prioritizeVerb": "prioritize",

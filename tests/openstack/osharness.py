@@ -30,6 +30,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -121,16 +122,17 @@ def python_or_skip():
 
 @contextlib.contextmanager
 def heat_clouds(request):
-    """For a test module's own harnesses: yields ``start(computes)``, which
-    starts Nova with COMPUTES hosts and Heat and returns the cloud (a start-up
-    failure fails the test with the log directory). At the end every cloud
-    stops; its logs are kept, and named, when a test of the scope failed."""
+    """For a test module's own harnesses: yields ``start(computes, **options)``,
+    which starts Nova with COMPUTES hosts (and ``OpenStackCloud`` OPTIONS, such as
+    ``notifications_url``) and Heat and returns the cloud (a start-up failure fails
+    the test with the log directory). At the end every cloud stops; its logs are
+    kept, and named, when a test of the scope failed."""
     import pytest
     python = python_or_skip()
     clouds, failed_before = [], request.session.testsfailed
 
-    def start(computes):
-        cloud = OpenStackCloud(computes=computes, python=python)
+    def start(computes, **options):
+        cloud = OpenStackCloud(computes=computes, python=python, **options)
         clouds.append(cloud)
         try:
             cloud.start()
@@ -155,7 +157,46 @@ def heat_clouds(request):
 _LIVE = set()
 
 
-def _kill_group(proc, grace=10.0):
+@contextlib.contextmanager
+def serving(make, installed, package, error):
+    """A private server for a fixture: MAKE() started, then stopped at the end. Its
+    Debian PACKAGE missing (not INSTALLED) is ``ci_policy.unavailable`` (a failure under
+    CI); ERROR during start-up fails the test with the reason."""
+    import pytest
+    from ci_policy import unavailable
+    if not installed:
+        unavailable("%s is not installed (tools/install-test-packages.sh)" % package)
+    server = make()
+    try:
+        server.start()
+    except error as e:
+        pytest.fail("%s did not start: %s" % (package, e), pytrace=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def free_port():
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def rss_of(pid):
+    """Resident memory of process PID in bytes (0 when it is gone)."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def kill_group(proc, grace=10.0):
     """SIGTERM the process group of ``proc``, then SIGKILL after ``grace``."""
     if proc.poll() is None:
         for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
@@ -174,7 +215,7 @@ def _kill_group(proc, grace=10.0):
 @atexit.register
 def _kill_leftovers():
     for proc in list(_LIVE):
-        _kill_group(proc, grace=2.0)
+        kill_group(proc, grace=2.0)
 
 
 class Server:
@@ -222,14 +263,7 @@ class Server:
         """Resident memory now; once stopped, what it was just before."""
         if not self.alive():
             return self.last_rss
-        try:
-            with open("/proc/%d/status" % self.proc.pid) as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) * 1024
-        except (OSError, AttributeError):
-            pass
-        return 0
+        return rss_of(self.proc.pid)
 
     def log_tail(self, lines=40):
         try:
@@ -242,7 +276,7 @@ class Server:
         if self.proc is not None:
             if self.alive():
                 self.last_rss = self.rss_bytes()
-            _kill_group(self.proc)
+            kill_group(self.proc)
 
 
 # --------------------------------------------------------------------------

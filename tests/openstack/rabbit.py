@@ -9,11 +9,11 @@ guest in from 127.0.0.1 only, as the listener is there alone).
 """
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
 import time
+
+from osharness import free_port, kill_group, serving
 
 SERVER = "/usr/lib/rabbitmq/lib/rabbitmq_server-3.10.8/sbin/rabbitmq-server"
 
@@ -36,12 +36,6 @@ def _server():
     return SERVER
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 class RabbitMQ:
     def __init__(self, run_dir=None):
         self.run_dir = run_dir or tempfile.mkdtemp(prefix="hwaffinity-rabbit-")
@@ -53,7 +47,7 @@ class RabbitMQ:
         return "rabbit://guest:guest@127.0.0.1:%d/" % self.port
 
     def start(self, timeout=60):
-        self.port, self.epmd_port, dist = _free_port(), _free_port(), _free_port()
+        self.port, self.epmd_port, dist = free_port(), free_port(), free_port()
         conf = os.path.join(self.run_dir, "rabbitmq.conf")
         with open(conf, "w") as f:
             f.write("listeners.tcp.default = 127.0.0.1:%d\nloopback_users = none\n"
@@ -100,15 +94,11 @@ class RabbitMQ:
 
     def stop(self):
         for proc in reversed(self.procs):
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGTERM)
-                    proc.wait(15)
-                except (ProcessLookupError, subprocess.TimeoutExpired):
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except ProcessLookupError:
-                        pass
-                    proc.wait(5)
+            kill_group(proc, grace=15)
         self.procs = []
         shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def running():
+    """A started broker for a fixture (``osharness.serving``)."""
+    return serving(RabbitMQ, installed(), "rabbitmq-server", BrokerError)

@@ -15,7 +15,6 @@ import mariadb  # noqa: E402
 import osharness  # noqa: E402
 import rabbit  # noqa: E402
 import tackerharness  # noqa: E402
-from ci_policy import unavailable  # noqa: E402
 
 
 def pytest_configure(config):
@@ -26,40 +25,20 @@ def pytest_configure(config):
 
 @pytest.fixture(scope="package")
 def tacker_broker():
-    if not rabbit.installed():
-        unavailable("rabbitmq-server is not installed (tools/install-test-packages.sh)")
-    broker = rabbit.RabbitMQ()
-    try:
-        broker.start()
-    except rabbit.BrokerError as e:
-        pytest.fail("RabbitMQ did not start: %s" % e, pytrace=False)
-    yield broker
-    broker.stop()
+    with rabbit.running() as broker:
+        yield broker
 
 
 @pytest.fixture(scope="package")
 def tacker_db():
-    if not mariadb.installed():
-        unavailable("mariadb-server is not installed (tools/install-test-packages.sh)")
-    db = mariadb.MariaDB()
-    try:
-        db.start()
-    except mariadb.DatabaseError as e:
-        pytest.fail("MariaDB did not start: %s" % e, pytrace=False)
-    yield db
-    db.stop()
+    with mariadb.running() as db:
+        yield db
 
 
 @pytest.fixture(scope="package")
-def tacker_cloud():
-    cloud = osharness.OpenStackCloud(computes=3, python=osharness.python_or_skip())
-    try:
-        cloud.start()
-        cloud.start_heat()
-    except osharness.HarnessError as e:
-        pytest.fail("OpenStack did not start: %s" % e, pytrace=False)
-    yield cloud
-    cloud.stop(keep_logs=False)
+def tacker_cloud(request):
+    with osharness.heat_clouds(request) as start:
+        yield start(3)
 
 
 @pytest.fixture(scope="package")

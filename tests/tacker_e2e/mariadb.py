@@ -9,11 +9,11 @@ socket only), then one database and one user are created for the caller.
 """
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import tempfile
 import time
+
+from osharness import free_port, kill_group, rss_of, serving
 
 
 class DatabaseError(Exception):
@@ -22,12 +22,6 @@ class DatabaseError(Exception):
 
 def installed():
     return all(shutil.which(p) for p in ("mariadbd", "mariadb-install-db", "mariadb"))
-
-
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class MariaDB:
@@ -42,7 +36,7 @@ class MariaDB:
 
     def start(self, timeout=60):
         t0 = time.monotonic()
-        self.port = _free_port()
+        self.port = free_port()
         init = subprocess.run(
             ["mariadb-install-db", "--no-defaults", "--datadir=" + self.data, "--user=root",
              "--auth-root-authentication-method=socket", "--skip-test-db"],
@@ -87,14 +81,7 @@ class MariaDB:
             user, password, self.port, name)
 
     def rss_bytes(self):
-        try:
-            with open("/proc/%d/status" % self.proc.pid) as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        return int(line.split()[1]) * 1024
-        except (OSError, AttributeError):
-            pass
-        return 0
+        return rss_of(self.proc.pid) if self.proc is not None else 0
 
     def log_tail(self, lines=30):
         try:
@@ -104,14 +91,11 @@ class MariaDB:
             return "(no log)"
 
     def stop(self):
-        if self.proc is not None and self.proc.poll() is None:
-            for sig, wait in ((signal.SIGTERM, 20), (signal.SIGKILL, 5)):
-                try:
-                    os.killpg(self.proc.pid, sig)
-                    self.proc.wait(wait)
-                    break
-                except ProcessLookupError:
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+        if self.proc is not None:
+            kill_group(self.proc, grace=20)
         shutil.rmtree(self.run_dir, ignore_errors=True)
+
+
+def running():
+    """A started server for a fixture (``osharness.serving``)."""
+    return serving(MariaDB, installed(), "mariadb-server", DatabaseError)

@@ -17,11 +17,12 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
+
+from osharness import free_port, kill_group, rss_of
 
 SERVICE_USER, SERVICE_PASSWORD = "tacker", "secret"
 PIPELINE_DRIVERS = "vnflcm_noop,mgmt-drivers-hwaffinity"
@@ -84,12 +85,6 @@ class TackerError(Exception):
     pass
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _bin(name):
     path = os.path.join(os.path.dirname(sys.executable), name)
     if not os.access(path, os.X_OK):
@@ -113,16 +108,11 @@ class Process:
         """Resident memory of the process group's processes (the conductor forks a
         worker)."""
         total = 0
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
+        for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
             try:
-                if os.getpgid(int(pid)) != self.proc.pid:
-                    continue
-                with open("/proc/%s/status" % pid) as f:
-                    total += next(int(line.split()[1]) * 1024 for line in f
-                                  if line.startswith("VmRSS:"))
-            except (OSError, StopIteration, ProcessLookupError):
+                if os.getpgid(pid) == self.proc.pid:
+                    total += rss_of(pid)
+            except ProcessLookupError:
                 continue
         return total
 
@@ -134,16 +124,7 @@ class Process:
             return "(no log)"
 
     def stop(self, grace=3.0):
-        for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10)):
-            try:
-                os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                break
-            try:
-                self.proc.wait(wait)
-                break
-            except subprocess.TimeoutExpired:
-                continue
+        kill_group(self.proc, grace)
         try:                            # what the group left behind (the forked worker)
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
@@ -158,7 +139,7 @@ class Tacker:
     def __init__(self, cloud, transport_url, database_url, run_dir):
         self.cloud, self.transport_url, self.database_url = cloud, transport_url, database_url
         self.run_dir = run_dir
-        self.port = _free_port()
+        self.port = free_port()
         self.url = "http://127.0.0.1:%d" % self.port
         self.server = self.conductor = None
         self.startup_seconds = self.migrate_seconds = None

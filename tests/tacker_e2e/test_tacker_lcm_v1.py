@@ -11,12 +11,9 @@ import time
 
 import pytest
 
-from . import test_tacker_lcm_v2 as v2mod
-from .packages import ROOT
+from . import lcm
 
 pytestmark = [pytest.mark.tacker, pytest.mark.openstack]
-SAMPLE = os.path.join(ROOT, "samples", "requests", "k8s-cluster", "v1",
-                      "instantiate_podaffinity.json")
 
 
 @pytest.fixture(scope="module")
@@ -39,20 +36,9 @@ def vim(v1, tacker_cloud):
 
 
 def _request(cloud, vim_id):
-    """The v1 sample; only addresses, ids and the key are changed, installation off."""
-    body = json.load(open(SAMPLE))
-    for link in body["extVirtualLinks"]:
-        link["resourceId"] = cloud.network_id
-        for cp in link["extCps"]:
-            for cfg in cp["cpConfig"]:
-                for proto in cfg["cpProtocolData"]:
-                    for addr in proto["ipOverEthernet"]["ipAddresses"]:
-                        addr["subnetId"] = cloud.subnet_id
+    """The v1 sample, its VIM the one registered above."""
+    body = lcm.sample_request(os.path.join("v1", "instantiate_podaffinity.json"), cloud)
     body["vimConnectionInfo"][0]["vimId"] = vim_id
-    hw = body["additionalParams"]["hwaffinity_param"]
-    hw["install"]["enabled"] = False
-    hw["ssh"].update(host="127.0.0.1", port=v2mod._closed_port(), connect_timeout=2,
-                     retries=0, private_key=v2mod.PRIVATE_KEY)
     return body
 
 
@@ -61,24 +47,16 @@ def test_v1_instantiate_loads_our_driver_and_reports_its_failure(
     cloud = tacker_cloud
     state, pkg, _ = vnf_a_onboarded
     assert state == "ONBOARDED", pkg
-    nova = cloud.nova("admin", version="2.1")
-    if "k8s-nodes" not in [k.name for k in nova.keypairs.list()]:
-        nova.keypairs.create("k8s-nodes", public_key=v2mod.PUBLIC_KEY)
+    lcm.ensure_keypair(cloud)
     inst = v1.create_vnf_instance({"vnfdId": pkg["vnfdId"], "vnfInstanceName": "vnf-a-v1"})
     t0 = time.monotonic()
     v1.instantiate_vnf_instance(inst["id"], _request(cloud, vim["id"]))
-    deadline, occ = time.monotonic() + 240, None
-    while time.monotonic() < deadline:
-        occs = [o for o in v1.list_vnf_lcm_op_occs() if o["vnfInstanceId"] == inst["id"]]
-        occ = occs[0] if occs else None
-        if occ and occ["operationState"] in ("FAILED_TEMP", "COMPLETED"):
-            break
-        time.sleep(1)
-    assert occ and occ["operationState"] == "FAILED_TEMP", occ
-    occ = v1.show_vnf_lcm_op_occs(occ["id"])         # the list leaves "error" out
+    occ = lcm.wait_operation(v1.show_vnf_lcm_op_occs,
+                             lcm.operation_of(v1.list_vnf_lcm_op_occs, inst["id"]))
+    assert occ["operationState"] == "FAILED_TEMP", occ
     detail = json.dumps(occ.get("error"))
     assert "no master answered over SSH" in detail, detail
-    assert v2mod.PRIVATE_KEY.splitlines()[1] not in detail
+    assert lcm.secret_free(detail, cloud)
     log = open(tacker.logs()["tacker-conductor"], errors="replace").read()
     assert "ERROR tacker_hwaffinity.mgmt" in log          # our driver, in the conductor
     print("v1 instantiate to FAILED_TEMP in %.1f s: %s" % (time.monotonic() - t0,
