@@ -76,6 +76,10 @@ SPEC = {
     "kubeconfig": F("string", secret=True,
                     doc="reach the cluster through this kubeconfig (YAML or JSON text; kubectl "
                         "runs where the driver runs) instead of SSH"),
+    "join_timeout": F("number", default=0, minimum=0, maximum=3600,
+                      doc="seconds to wait for workers without a Kubernetes node to join "
+                          "(kubelets that register on their own, e.g. from user data) "
+                          "before labelling; 0: fail at once"),
     "worker_vdus": F("array", items=F("string"), default=[],
                      doc="OS::Nova::Server resources of the top stack that are workers too "
                          "(VDUs that are not scaled; v1)"),

@@ -110,7 +110,8 @@ def plan(workers, nodes, hw):
         matches = {n.name: n for ip in w.addresses for n in by_ip.get(ip, ())}
         if not matches:
             assignments.append(Assignment(w, host=host, error=(
-                "no Kubernetes node has an InternalIP among %s (has it joined the cluster?)"
+                "no Kubernetes node has an InternalIP among %s (has it joined the cluster? "
+                "hwaffinity_param.join_timeout waits for it)"
                 % ", ".join(w.addresses or ("<no address>",)))))
             continue
         if len(matches) > 1:

@@ -217,6 +217,9 @@ def run(job, log=LOG, openstack=None, connect=None):
                 report["install"] = cluster_install.join_missing(ctx, inv, nodes, healed, log)
                 if report["install"]["nodes"]:
                     nodes = None  # nodes joined: read again
+            wait = job.params["hwaffinity"]["join_timeout"]
+            if wait:
+                nodes = reconcile.wait_joined(kube, inv.workers, wait, log, nodes)
             if job.hook == "heal_end" and not job.full_heal:
                 # one read serves both: uncordoning does not change labels or addresses
                 if nodes is None:

@@ -8,7 +8,10 @@
   honoured, bounded) and, for scale-in, delete (1 command) the nodes of the
   given workers. A node that drain could not empty is not deleted.
 * ``uncordon``: after heal, make the healed workers' nodes schedulable.
+* ``wait_joined``: read the nodes again (bounded) until every worker has one.
 """
+import time
+
 from tacker_hwaffinity.labeling import kubectl, plan as planning
 
 
@@ -87,6 +90,31 @@ def nodes_of(workers, nodes):
         else:
             missing.append(w.name)
     return found, missing
+
+
+def wait_joined(kube, workers, timeout, log, nodes=None, poll=2.0, clock=time.monotonic,
+                sleep=time.sleep):
+    """The nodes, read again every POLL s until every one of WORKERS has a node
+    (an InternalIP among its addresses) or TIMEOUT s have passed; then the last
+    read, whose plan names the workers still without a node. NODES: the nodes as
+    just read (saves the first read)."""
+    nodes = read_nodes(kube) if nodes is None else nodes
+    _, missing = nodes_of(workers, nodes)
+    if not missing or timeout <= 0:
+        return nodes
+    log.info("waiting up to %g s for worker(s) %s to join the cluster", timeout,
+             ", ".join(missing))
+    start = clock()
+    deadline = start + timeout
+    while missing and clock() < deadline:
+        sleep(max(0.0, min(poll, deadline - clock())))
+        nodes = read_nodes(kube)
+        _, missing = nodes_of(workers, nodes)
+    if missing:
+        log.warning("worker(s) %s still without a node after %g s", ", ".join(missing), timeout)
+    else:
+        log.info("every worker has a node after %.1f s", clock() - start)
+    return nodes
 
 
 def evict(kube, workers, hw, log, delete):

@@ -121,6 +121,72 @@ def test_a_worker_without_node_fails_after_the_others_are_labelled(fleet, over_s
     assert [fleet.labels(n)[DEFAULT_HOST_LABEL] for n, _ in nodes] == ["c1", "c2"]
 
 
+class _Clock:
+    """Time that passes only when slept (the joins happen in ``on_sleep``)."""
+
+    def __init__(self, on_sleep=lambda: None):
+        self.now, self.sleeps, self.on_sleep = 0.0, [], on_sleep
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.sleeps.append(seconds)
+        self.now += seconds
+        self.on_sleep()
+
+
+def test_a_worker_that_joins_during_the_wait_is_labelled(fleet, over_ssh, ssh_params):
+    (name, addr), = fleet.add(1)
+    late = "10.78.%d.9" % int(fleet.tag[:2], 16)
+    workers = [Worker("vm-0", "srv-0", [addr], host="c1"),
+               Worker("vm-1", "srv-1", [late], host="c2")]
+    joined = []
+
+    def kubelet_registers():  # on the second poll, as a booting VM's kubelet would
+        if len(clock.sleeps) == 2:
+            fleet.cp.add_node("late-" + fleet.tag, address=late, wait=False)
+            fleet.names.append("late-" + fleet.tag)
+            joined.append(clock.now)
+    clock = _Clock(kubelet_registers)
+    stats = over_ssh.session.stats
+    nodes = reconcile.wait_joined(over_ssh, workers, 30, LOG, poll=2, clock=clock,
+                                  sleep=clock.sleep)
+    assert joined == [4.0] and clock.sleeps == [2, 2]    # it stopped at the first full read
+    assert stats.commands == 3                          # one read, then one per poll
+    reconcile.relabel(over_ssh, workers, _hw(ssh_params), LOG, nodes=nodes)
+    assert fleet.labels("late-" + fleet.tag)[DEFAULT_HOST_LABEL] == "c2"
+    assert fleet.labels(name)[DEFAULT_HOST_LABEL] == "c1"
+
+
+def test_the_wait_is_bounded_and_the_plan_then_names_the_missing_worker(
+        fleet, over_ssh, ssh_params, caplog):
+    (_, addr), = fleet.add(1)
+    workers = [Worker("vm-0", "srv-0", [addr], host="c1"),
+               Worker("never", "srv-9", ["10.99.0.9"], host="c2")]
+    clock = _Clock()
+    with caplog.at_level(logging.INFO, "test.mgmt"):
+        nodes = reconcile.wait_joined(over_ssh, workers, 5, LOG, poll=2, clock=clock,
+                                      sleep=clock.sleep)
+    assert clock.sleeps == [2, 2, 1] and clock.now == 5  # never past the timeout
+    assert "waiting up to 5 s for worker(s) never to join" in caplog.text
+    assert "never still without a node after 5 s" in caplog.text
+    with pytest.raises(reconcile.HookFailed) as e:
+        reconcile.relabel(over_ssh, workers, _hw(ssh_params), LOG, nodes=nodes)
+    assert "never (server srv-9): no Kubernetes node has an InternalIP among 10.99.0.9" \
+        in str(e.value) and "join_timeout" in str(e.value)
+
+
+def test_no_wait_when_every_worker_has_a_node_or_the_timeout_is_zero(fleet, over_ssh):
+    (_, addr), = fleet.add(1)
+    clock = _Clock()
+    reconcile.wait_joined(over_ssh, [Worker("vm", "srv", [addr], host="c1")], 30, LOG,
+                          clock=clock, sleep=clock.sleep)
+    reconcile.wait_joined(over_ssh, [Worker("x", "srv-x", ["10.99.0.8"], host="c1")], 0, LOG,
+                          clock=clock, sleep=clock.sleep)
+    assert clock.sleeps == []
+
+
 def test_colocated_workers_warn_or_fail(fleet, over_ssh, ssh_params, caplog):
     nodes = fleet.add(2)
     workers = _workers(nodes, ["same", "same"])
