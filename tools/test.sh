@@ -24,6 +24,26 @@ venv="${cache}/venv-${key}"
 
 log() { printf '[test] %s\n' "$*"; }
 
+# Run a step that can be long and quiet the first time (a download, a compile), saying
+# every 30 s that it still runs and for how long; its exit status is the step's.
+step_pid=
+trap '[ -n "${step_pid}" ] && kill "${step_pid}" 2>/dev/null' EXIT
+with_progress() {
+    local what="$1" started="${SECONDS}" rc=0
+    shift
+    "$@" &
+    step_pid=$!
+    while kill -0 "${step_pid}" 2>/dev/null; do
+        sleep 1
+        if (( (SECONDS - started) % 30 == 0 )) && kill -0 "${step_pid}" 2>/dev/null; then
+            log "still ${what}: $(( (SECONDS - started) / 60 ))m$(( (SECONDS - started) % 60 ))s so far"
+        fi
+    done
+    wait "${step_pid}" || rc=$?
+    step_pid=
+    return "${rc}"
+}
+
 if [ ! -x "${venv}/bin/python" ] || ! "${venv}/bin/python" -c 'import pytest, hypothesis, yaml, numpy' 2>/dev/null; then
     log "creating ${venv}"
     rm -rf "${venv}"
@@ -31,18 +51,19 @@ if [ ! -x "${venv}/bin/python" ] || ! "${venv}/bin/python" -c 'import pytest, hy
     "${python}" -m venv "${venv}"
     "${venv}/bin/python" -m pip install -q --upgrade pip
 fi
-log "installing tacker-hwaffinity (editable) with test extras"
-"${venv}/bin/python" -m pip install -q -e ".[test]"
+log "installing tacker-hwaffinity (editable) with test extras (first run: a few minutes)"
+with_progress "installing Python packages" "${venv}/bin/python" -m pip install -q -e ".[test]"
 
-bash tools/install-test-packages.sh
+with_progress "installing Debian packages" bash tools/install-test-packages.sh
 
 case " $* " in
     *"not controlplane"*) log "control-plane tests excluded: not building Kubernetes" ;;
-    *) bash tools/build-kube.sh ;;
+    *) with_progress "building Kubernetes (first run: about 10 minutes)" bash tools/build-kube.sh ;;
 esac
 case " $* " in
     *"not openstack"*) log "OpenStack tests excluded: not building the OpenStack venv" ;;
-    *) bash tools/openstack-venv.sh ;;
+    *) with_progress "making the OpenStack venv (first run: a few minutes)" \
+           bash tools/openstack-venv.sh ;;
 esac
 
 log "running pytest $*"

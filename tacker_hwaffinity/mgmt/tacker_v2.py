@@ -4,7 +4,8 @@
 ``operation`` (e.g. ``scale_start``), ``request`` (``additionalParams``,
 ``type``, ``vnfcInstanceId``...), ``vnf_instance`` (``vimConnectionInfo``,
 ``instantiatedVnfInfo.vnfcResourceInfo[]`` with ``vduId``,
-``computeResource.resourceId`` and ``metadata.stack_id``),
+``computeResource.resourceId`` and ``metadata.stack_id``, and ``vnfcInfo[]``, whose
+``id`` a heal request names and whose ``vnfcResourceInfoId`` points at the server),
 ``grant_request`` (``removeResources[]`` of type COMPUTE on scale-in),
 ``tmp_csar_dir`` (the unpacked VNF package: the installation script).
 Workers are the VNFCs of ``worker_node.vdu_id`` (and
@@ -75,13 +76,43 @@ def job_from_v2(script):
     if hook.startswith("heal_"):
         ids = list(req.get("vnfcInstanceId") or ())
         job.full_heal = not ids
-        by_id = {v.get("id"): v for v in vnfcs}
-        for vid in ids:
-            if vid not in by_id:
-                raise InputError("no VNFC %s in the VNF instance" % vid,
-                                 field="request.vnfcInstanceId")
-        job.target_servers = [_server(by_id[v]) for v in ids]
+        job.target_servers = [_server(v) for v in _healed_vnfcs(hook, ids, inst).values()]
     return job
+
+
+def _healed_vnfcs(hook, ids, inst):
+    """{VNFC id: its vnfcResourceInfo} for a heal's vnfcInstanceId IDS. They are
+    VnfcInfo ids (SOL003), each naming a vnfcResourceInfo. Tacker names both after the
+    server, which the heal replaces: heal_end finds a healed VNFC through the stack
+    holding its server (``metadata.stack_id``, kept by the heal), as heal_start
+    recorded it in the instance's metadata."""
+    infos = {i.get("id"): i.get("vnfcResourceInfoId") for i in
+             (inst.get("instantiatedVnfInfo") or {}).get("vnfcInfo") or ()}
+    by_id = {v.get("id"): v for v in _vnfcs(inst)}
+    prior = (inst.get("metadata") or {}).get(METADATA_KEY) or {}
+    stacks = prior.get("healedVnfcStacks") or {} if prior.get("hook") == "heal_start" else {}
+    out = {}
+    for vid in ids:
+        vnfc = by_id.get(infos.get(vid))
+        if vnfc is None and hook == "heal_end" and stacks.get(vid):
+            vnfc = next((v for v in by_id.values()
+                         if (v.get("metadata") or {}).get("stack_id") == stacks[vid]), None)
+        if vnfc is None:
+            raise InputError("no VNFC %s in the VNF instance's vnfcInfo%s" % (
+                vid, " (nor a server in the stack heal_start recorded for it)"
+                if hook == "heal_end" else ""), field="request.vnfcInstanceId")
+        out[vid] = vnfc
+    return out
+
+
+def _heal_record(script, report):
+    """heal_start's report keeps each healed VNFC's stack, for heal_end."""
+    req, inst = script.get("request") or {}, script.get("vnf_instance") or {}
+    ids = list(req.get("vnfcInstanceId") or ())
+    if script.get("operation") == "heal_start" and ids and report is not None:
+        report["healedVnfcStacks"] = {
+            vid: (v.get("metadata") or {}).get("stack_id")
+            for vid, v in _healed_vnfcs("heal_start", ids, inst).items()}
 
 
 def main(stdin, stdout, stderr):
@@ -94,6 +125,7 @@ def main(stdin, stdout, stderr):
         job = job_from_v2(script)
         redact = lifecycle.redactor(job)
         report = lifecycle.run(job)
+        _heal_record(script, report)
     except Exception as e:  # noqa: BLE001 - one line on stderr, never a traceback
         op = script.get("operation") if isinstance(script, dict) else None
         stderr.write("%s: %s\n" % (op or "mgmt-drivers-hwaffinity",

@@ -112,10 +112,15 @@ class World:
                                                       "parallel": 3}, **install)}}
 
     def script(self, hook, params, **extra):
-        vnfcs = [{"id": "c-" + s["id"], "vduId": "workerNode",
-                  "computeResource": {"resourceId": s["id"]}} for s in self.workers]
-        vnfcs += [{"id": "m-" + s["id"], "vduId": "masterNode",
-                   "computeResource": {"resourceId": s["id"]}} for s in self.masters]
+        # as Tacker v2 keeps them: a heal names vnfcInfo ids ("c-"/"m-" here), each of
+        # which points at a vnfcResourceInfo (the server)
+        vnfcs = [{"id": "res-" + s["id"], "vduId": vdu, "computeResource": {"resourceId": s["id"]}}
+                 for vdu, group in (("workerNode", self.workers), ("masterNode", self.masters))
+                 for s in group]
+        infos = [{"id": "%s-%s" % ("c" if v["vduId"] == "workerNode" else "m",
+                                   v["computeResource"]["resourceId"]),
+                  "vduId": v["vduId"], "vnfcResourceInfoId": v["id"], "vnfcState": "STARTED"}
+                 for v in vnfcs]
         access = self.cloud.access()
         return dict({"operation": hook, "tmp_csar_dir": self.package,
                      "request": {"additionalParams": params},
@@ -126,7 +131,8 @@ class World:
                                         "password": access["password"],
                                         "project": access["project_name"],
                                         "projectDomain": "Default", "userDomain": "Default"}}},
-                         "instantiatedVnfInfo": {"vnfcResourceInfo": vnfcs}}}, **extra)
+                         "instantiatedVnfInfo": {"vnfcResourceInfo": vnfcs,
+                                                 "vnfcInfo": infos}}}, **extra)
 
     def run(self, hook, params, **extra):
         return lifecycle.run(tacker_v2.job_from_v2(self.script(hook, params, **extra)))

@@ -103,3 +103,40 @@ def test_the_top_stack_and_the_package_come_from_the_script_dict():
                   "metadata": {"stack_id": "top-stack-id"}, "vnfcResourceInfo": []}}}
     job = tacker_v2.job_from_v2(script)
     assert (job.stack_id, job.package_dir) == ("top-stack-id", "/tmp/csar-x")
+
+
+def _heal_script(hook, vnfc_ids, servers, metadata=None):
+    """A heal's script dict as Tacker v2 passes it: vnfcInfo ids name vnfcResourceInfo
+    entries, both named after the server; each server sits in its own VNFC stack."""
+    vnfcs = [{"id": srv, "vduId": "workerNode", "computeResource": {"resourceId": srv},
+              "metadata": {"stack_id": stack}} for srv, stack in servers]
+    infos = [{"id": "workerNode-" + v["id"], "vduId": "workerNode",
+              "vnfcResourceInfoId": v["id"], "vnfcState": "STARTED"} for v in vnfcs]
+    inst = {"instantiatedVnfInfo": {"vnfcResourceInfo": vnfcs, "vnfcInfo": infos}}
+    if metadata is not None:
+        inst["metadata"] = metadata
+    return {"operation": hook, "vnf_instance": inst,
+            "request": {"vnfcInstanceId": vnfc_ids, "additionalParams": _params()}}
+
+
+def test_heal_names_vnfc_info_ids_and_heal_end_finds_the_new_server_by_its_stack():
+    start = _heal_script("heal_start", ["workerNode-old-1"],
+                         [("old-1", "stack-1"), ("srv-2", "stack-2")])
+    assert tacker_v2.job_from_v2(start).target_servers == ["old-1"]
+    report = {"hook": "heal_start"}
+    tacker_v2._heal_record(start, report)
+    assert report["healedVnfcStacks"] == {"workerNode-old-1": "stack-1"}
+    # after the heal: a new server in the same stack, new ids; the request is the same
+    end = _heal_script("heal_end", ["workerNode-old-1"],
+                       [("new-1", "stack-1"), ("srv-2", "stack-2")],
+                       metadata={"hwaffinity": report})
+    assert tacker_v2.job_from_v2(end).target_servers == ["new-1"]
+
+
+def test_a_heal_of_an_unknown_vnfc_is_refused_naming_it():
+    from tacker_hwaffinity.errors import InputError
+    with pytest.raises(InputError, match="no VNFC workerNode-x in the VNF instance's vnfcInfo"):
+        tacker_v2.job_from_v2(_heal_script("heal_start", ["workerNode-x"], [("a", "s")]))
+    # heal_end without heal_start's record (or a resource id instead of a vnfcInfo id)
+    with pytest.raises(InputError, match="nor a server in the stack heal_start recorded"):
+        tacker_v2.job_from_v2(_heal_script("heal_end", ["a"], [("a", "s")]))

@@ -1,5 +1,6 @@
 """Fixtures for the tests against a real Tacker (marker ``tacker``): one broker, one
-database, one cloud (Nova + Heat) and one Tacker for the whole directory."""
+database, one cloud (Nova + Heat), one Tacker and the VMs' kubelets for the whole
+directory; a master per module."""
 import os
 import shutil
 import sys
@@ -21,6 +22,7 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "tacker: runs a real tacker-server and "
                                        "tacker-conductor (MariaDB, RabbitMQ, Nova, Heat)")
     config.addinivalue_line("markers", "openstack: needs real OpenStack Nova/Heat servers")
+    config.addinivalue_line("markers", "ssh: needs a real OpenSSH sshd on 127.0.0.1")
 
 
 @pytest.fixture(scope="package")
@@ -37,8 +39,28 @@ def tacker_db():
 
 @pytest.fixture(scope="package")
 def tacker_cloud(request):
+    """Four compute hosts: VNF-A's three workers (hard anti-affinity) plus one to scale
+    out to."""
     with osharness.heat_clouds(request) as start:
-        yield start(3)
+        yield start(4)
+
+
+@pytest.fixture(scope="package")
+def kubelets(tacker_cloud, control_plane):  # noqa: F811  (the session fixture)
+    """What the VMs' kubelets would do: register each ACTIVE server as a node."""
+    from .kubelets import Kubelets
+    k = Kubelets(tacker_cloud, control_plane)
+    yield k
+    k.cleanup()
+
+
+@pytest.fixture(scope="module")
+def master(control_plane):  # noqa: F811
+    """The cluster's master (an sshd running the real kubectl), down until started."""
+    from .lcm import Master
+    m = Master(control_plane)
+    yield m
+    m.stop()
 
 
 @pytest.fixture(scope="package")

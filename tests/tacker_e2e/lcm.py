@@ -1,6 +1,6 @@
-"""What the v1 and v2 LCM tests share: the sample requests pointed at the harness with a
-master that does not answer over SSH, the sample's Nova keypair, and waiting for an
-operation occurrence to settle."""
+"""What the v1 and v2 LCM tests share: the sample requests pointed at the harness and at
+the test's master, the master itself (down until started), the sample's Nova keypair,
+and waiting for an operation occurrence to settle."""
 import json
 import os
 import time
@@ -34,14 +34,16 @@ def ensure_keypair(cloud):
         nova.keypairs.create("k8s-nodes", public_key=PUBLIC_KEY)
 
 
-def sample_request(name, cloud):
-    """The sample instantiate request NAME with only addresses, ids and the key changed,
-    and the Kubernetes installation off (the harness's VMs run no sshd; every SSH target
-    stays on loopback): the networks are the harness's, and the master is 127.0.0.1 on
-    a port nobody listens on."""
+def sample_request(name, cloud, ssh):
+    """The sample request NAME (instantiate, scale or heal) with only addresses, ids and
+    the key changed: the networks are the harness's, SSH goes to the test's master
+    (SSH: ``Master.ssh``, the address and the master's kubectl), and the cluster joins
+    on its own. The harness's VMs run no OS, so the installation is off; the VMs'
+    kubelets register by themselves (``kubelets.Kubelets``), and the driver waits for
+    them (``join_timeout``) as it would for VMs whose user data joins them."""
     with open(os.path.join(SAMPLES, name)) as f:
         body = json.load(f)
-    for link in body["extVirtualLinks"]:
+    for link in body.get("extVirtualLinks", ()):
         link["resourceId"] = cloud.network_id
         for cp in link["extCps"]:
             configs = cp["cpConfig"]            # v2: {id: config}; v1: [config]
@@ -51,16 +53,44 @@ def sample_request(name, cloud):
                         addr["subnetId"] = cloud.subnet_id
     hw = body["additionalParams"]["hwaffinity_param"]
     hw["install"]["enabled"] = False
-    hw["ssh"].update(host="127.0.0.1", port=free_port(), connect_timeout=2, retries=0,
-                     private_key=PRIVATE_KEY)
+    hw["join_timeout"] = 120
+    hw["ssh"].update(connect_timeout=2, retries=0, private_key=PRIVATE_KEY, **ssh)
     return body
 
 
-def operation_of(list_occs, instance_id, timeout=30):
-    """The id of the one operation occurrence of INSTANCE_ID (LIST_OCCS() lists them)."""
+class Master:
+    """The cluster's master as the driver reaches it: an sshd on 127.0.0.1 that takes
+    the Nova keypair ``k8s-nodes`` (as a VM booted with it would) and runs the real
+    kubectl against the control plane. Its port is chosen now and stays closed (the
+    master is down) until ``start``."""
+
+    def __init__(self, control_plane):
+        from controlplane import harness
+        from ssh import sshd
+        self.sshd = sshd.SSHServer()
+        self.sshd.prepare()
+        with open(self.sshd.path("authorized_keys"), "a") as f:
+            f.write(PUBLIC_KEY + "\n")
+        self.port = free_port()
+        self.ssh = {"host": sshd.HOST, "port": self.port, "username": self.sshd.username,
+                    "kubectl": harness.find_binaries()["kubectl"],
+                    "kubeconfig_path": control_plane.kubeconfig}
+
+    def start(self):
+        self.sshd.start(port=self.port)
+
+    def stop(self):
+        self.sshd.stop()
+        self.sshd.cleanup(keep_logs=False)
+
+
+def operation_of(list_occs, instance_id, operation, known=(), timeout=30):
+    """The id of INSTANCE_ID's new occurrence of OPERATION (e.g. INSTANTIATE), one not
+    in KNOWN (LIST_OCCS() lists them)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        occs = [o for o in list_occs() if o["vnfInstanceId"] == instance_id]
+        occs = [o for o in list_occs() if o["vnfInstanceId"] == instance_id
+                and o["operation"] == operation and o["id"] not in known]
         assert len(occs) <= 1, occs
         if occs:
             return occs[0]["id"]
@@ -68,10 +98,12 @@ def operation_of(list_occs, instance_id, timeout=30):
     raise AssertionError("no operation occurrence for %s after %d s" % (instance_id, timeout))
 
 
-def wait_operation(show, occ_id, timeout=240):
-    """The occurrence (SHOW(occ_id)) once it is FAILED_TEMP or COMPLETED."""
+def wait_operation(show, occ_id, timeout=240, each=lambda: None):
+    """The occurrence (SHOW(occ_id)) once it is FAILED_TEMP or COMPLETED; EACH() runs
+    every second meanwhile (the VMs' kubelets registering)."""
     deadline, occ = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
+        each()
         occ = show(occ_id)
         if occ["operationState"] in ("FAILED_TEMP", "COMPLETED"):
             return occ

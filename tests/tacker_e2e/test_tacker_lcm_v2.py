@@ -1,9 +1,19 @@
-"""VNF LCM v2 through a real Tacker's REST API (python-tackerclient, api_version 2):
-Tacker's conductor grants, creates VNF-A's Heat stack from our BaseHOT on the harness's
-Heat and Nova, and runs our v2 MgmtDriver script from the package. Here the master is
-unreachable over SSH, so the instantiate_end hook fails: the operation must end
-FAILED_TEMP with our one-line, secret-free reason in its ``error``, and an LCM
-subscriber (a small HTTP server) receives STARTING, PROCESSING and FAILED_TEMP."""
+"""VNF LCM v2 through a real Tacker's REST API (python-tackerclient, api_version 2), one
+VNF-A instance through its life: Tacker's conductor grants, creates VNF-A's Heat stack
+from our BaseHOT on the harness's Heat and Nova, and runs our v2 MgmtDriver script from
+the package, which labels the real control plane's nodes over SSH.
+
+1. instantiate while the master is down: FAILED_TEMP with our one-line, secret-free
+   reason; the master comes up; Tacker's retry completes; every worker's node carries
+   ``CIS-node=<its compute host>`` and the instance's metadata holds the report;
+2. scale out: the new worker's node is labelled (four workers, four hosts);
+3. scale in: the removed worker's node is drained and deleted;
+4. heal a worker: its node is drained, then uncordoned and labelled with its new host;
+5. terminate: the stack is gone.
+
+An LCM subscriber (a small HTTP server) receives every operation's notifications.
+The tests run in this order and share the instance; each needs the one before.
+"""
 import json
 import os
 import subprocess
@@ -12,9 +22,14 @@ import time
 
 import pytest
 
+from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
+
 from . import lcm
 
-pytestmark = [pytest.mark.tacker, pytest.mark.openstack]
+pytestmark = [pytest.mark.tacker, pytest.mark.openstack, pytest.mark.controlplane,
+              pytest.mark.ssh]
+HOST = "OS-EXT-SRV-ATTR:host"
+WORKER_VDU = "workerNode"
 SUBSCRIBER = r'''
 import http.server, json, sys
 out = open(sys.argv[1], "a")
@@ -40,13 +55,6 @@ def v2(tacker, tacker_cloud):
 
 
 @pytest.fixture(scope="module")
-def package(vnf_a_onboarded):
-    state, pkg, _ = vnf_a_onboarded
-    assert state == "ONBOARDED", pkg
-    return pkg
-
-
-@pytest.fixture(scope="module")
 def subscriber(tmp_path_factory):
     path = tmp_path_factory.mktemp("subscriber") / "notifications.jsonl"
     path.write_text("")
@@ -58,48 +66,180 @@ def subscriber(tmp_path_factory):
     proc.wait(10)
 
 
-def _request(cloud):
-    """The v2 sample, its VIM given inline (v2 takes vimConnectionInfo as it is)."""
-    body = lcm.sample_request(os.path.join("v2", "instantiate_podaffinity_v2.json"), cloud)
-    creds = cloud.credentials("admin")
-    body["vimConnectionInfo"]["vim1"] = {
-        "vimId": body["vimConnectionInfo"]["vim1"]["vimId"],
-        "vimType": "ETSINFV.OPENSTACK_KEYSTONE.V_3",
-        "interfaceInfo": {"endpoint": creds["auth_url"]},
-        "accessInfo": {"username": creds["username"], "password": creds["password"],
-                       "project": creds["project_name"], "projectDomain": "Default",
-                       "userDomain": "Default", "region": "RegionOne"}}
-    return body
+class Lcm:
+    """The instance under test and the operations run on it."""
+
+    def __init__(self, v2, cloud, master, kubelets, received):
+        self.v2, self.cloud, self.master, self.kubelets = v2, cloud, master, kubelets
+        self.received, self.id, self.seconds = received, None, {}
+
+    def request(self, name):
+        body = lcm.sample_request(os.path.join("v2", name), self.cloud, self.master.ssh)
+        if "vimConnectionInfo" in body:  # v2 takes the VIM inline, as it is
+            creds = self.cloud.credentials("admin")
+            body["vimConnectionInfo"]["vim1"] = {
+                "vimId": body["vimConnectionInfo"]["vim1"]["vimId"],
+                "vimType": "ETSINFV.OPENSTACK_KEYSTONE.V_3",
+                "interfaceInfo": {"endpoint": creds["auth_url"]},
+                "accessInfo": {"username": creds["username"], "password": creds["password"],
+                               "project": creds["project_name"], "projectDomain": "Default",
+                               "userDomain": "Default", "region": "RegionOne"}}
+        return body
+
+    def run(self, operation, call, *args, label=None):
+        """Start OPERATION with CALL(*ARGS); its occurrence once it has settled (the
+        time it took is kept under LABEL)."""
+        known = {o["id"] for o in self.v2.list_vnf_lcm_op_occs()}
+        t0 = time.monotonic()
+        call(*args)
+        occ_id = lcm.operation_of(self.v2.list_vnf_lcm_op_occs, self.id, operation, known)
+        return self.wait(occ_id, label or operation.lower(), t0)
+
+    def wait(self, occ_id, what, t0=None):
+        t0 = t0 or time.monotonic()
+        occ = lcm.wait_operation(self.v2.show_vnf_lcm_op_occs, occ_id, each=self.kubelets.sync)
+        self.seconds[what] = time.monotonic() - t0
+        return occ
+
+    def instance(self):
+        return self.v2.show_vnf_instance(self.id)
+
+    def workers(self):
+        """{VNFC id (vnfcInfo, what a heal names): server id} of the worker VDU."""
+        info = self.instance()["instantiatedVnfInfo"]
+        servers = {v["id"]: v["computeResource"]["resourceId"]
+                   for v in info["vnfcResourceInfo"] if v["vduId"] == WORKER_VDU}
+        return {i["id"]: servers[i["vnfcResourceInfoId"]] for i in info["vnfcInfo"]
+                if i["vnfcResourceInfoId"] in servers}
+
+    def node_name(self, server_id):
+        server = self.cloud.nova("admin", version="latest").servers.get(server_id)
+        return self.kubelets.node_name(self.kubelets.address(server))
+
+    def assert_labelled(self, hook=None):
+        """Every worker's node carries its compute host, on distinct hosts, and the
+        instance's metadata holds HOOK's worker -> host -> node report."""
+        nova = self.cloud.nova("admin", version="latest")
+        servers = sorted(self.workers().values())
+        hosts = {s: getattr(nova.servers.get(s), HOST) for s in servers}
+        labels = {s: (self.kubelets.node(s)["metadata"].get("labels") or {}).get(
+            DEFAULT_HOST_LABEL) for s in servers}
+        assert labels == hosts
+        assert len(set(hosts.values())) == len(hosts), hosts  # the anti-affinity held
+        if hook is None:
+            return hosts
+        report = self.instance()["metadata"]["hwaffinity"]
+        assert report["hook"] == hook and report["warnings"] == [], report
+        assert {w["server"]: (w["host"], w["node"]) for w in report["workers"]} == {
+            s: (hosts[s], self.node_name(s)) for s in servers}
+        return hosts
+
+    def notified(self, occ_id):
+        """The operation states notified for OCC_ID, in order."""
+        lines = [json.loads(x) for x in self.received.read_text().splitlines() if x.strip()]
+        return [n["operationState"] for n in lines
+                if n.get("notificationType") == "VnfLcmOperationOccurrenceNotification"
+                and n.get("vnfLcmOpOccId") == occ_id]
+
+    def wait_notified(self, occ_id, state, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and state not in self.notified(occ_id):
+            time.sleep(0.5)
+        return self.notified(occ_id)
 
 
-def test_instantiate_runs_heat_and_our_script_and_reports_its_failure(
-        v2, package, subscriber, tacker, tacker_cloud):
-    cloud = tacker_cloud
-    lcm.ensure_keypair(cloud)
+@pytest.fixture(scope="module")
+def vnf(v2, vnf_a_onboarded, subscriber, tacker_cloud, master, kubelets):
+    state, pkg, _ = vnf_a_onboarded
+    assert state == "ONBOARDED", pkg
+    lcm.ensure_keypair(tacker_cloud)
     callback, received = subscriber
     v2.create_lccn_subscription({"callbackUri": callback})
-    inst = v2.create_vnf_instance({"vnfdId": package["vnfdId"], "vnfInstanceName": "vnf-a"})
-    t0 = time.monotonic()
-    v2.instantiate_vnf_instance(inst["id"], _request(cloud))
-    occ = lcm.wait_operation(v2.show_vnf_lcm_op_occs,
-                             lcm.operation_of(v2.list_vnf_lcm_op_occs, inst["id"]))
-    took = time.monotonic() - t0
+    life = Lcm(v2, tacker_cloud, master, kubelets, received)
+    life.id = v2.create_vnf_instance({"vnfdId": pkg["vnfdId"], "vnfInstanceName": "vnf-a"})["id"]
+    yield life
+    print("v2 LCM (s): " + ", ".join("%s %.1f" % kv for kv in life.seconds.items()))
+
+
+def test_instantiate_fails_while_the_master_is_down_and_a_retry_completes(vnf, tacker_cloud):
+    v2 = vnf.v2
+    occ = vnf.run("INSTANTIATE", v2.instantiate_vnf_instance, vnf.id,
+                  vnf.request("instantiate_podaffinity_v2.json"))
     assert occ["operationState"] == "FAILED_TEMP", occ
     detail = json.dumps(occ["error"])
-    assert "instantiate_end" in detail and "SSH" in detail, detail
-    assert lcm.secret_free(detail, cloud)
+    assert "instantiate_end: no master answered over SSH" in detail, detail
+    assert lcm.secret_free(detail, tacker_cloud)
     # Tacker's own stack exists: the failure came after Heat, in our hook
-    heat = cloud.heat("admin")
-    stacks = [s for s in heat.stacks.list() if inst["id"] in s.stack_name]
+    heat = tacker_cloud.heat("admin")
+    stacks = [s for s in heat.stacks.list() if vnf.id in s.stack_name]
     assert stacks and stacks[0].stack_status == "CREATE_COMPLETE"
+    assert vnf.wait_notified(occ["id"], "FAILED_TEMP") == ["STARTING", "PROCESSING",
+                                                           "FAILED_TEMP"]
 
-    def states():
-        lines = [json.loads(x) for x in received.read_text().splitlines() if x.strip()]
-        return [n.get("operationState") for n in lines
-                if n.get("notificationType") == "VnfLcmOperationOccurrenceNotification"]
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline and "FAILED_TEMP" not in states():
-        time.sleep(0.5)
-    assert states()[:1] == ["STARTING"] and "PROCESSING" in states() \
-        and states()[-1] == "FAILED_TEMP", states()
-    print("v2 instantiate to FAILED_TEMP in %.1f s: %s" % (took, occ["error"]["detail"]))
+    vnf.master.start()                                   # the fix: the master is up
+    v2.retry_vnf_instance(occ["id"])
+    occ = vnf.wait(occ["id"], "instantiate retry")
+    assert occ["operationState"] == "COMPLETED", occ.get("error")
+    hosts = vnf.assert_labelled("instantiate_end")
+    assert len(hosts) == 3
+    assert vnf.wait_notified(occ["id"], "COMPLETED")[-2:] == ["PROCESSING", "COMPLETED"]
+
+
+def test_scale_out_labels_the_new_worker(vnf):
+    before = vnf.workers()
+    occ = vnf.run("SCALE", vnf.v2.scale_vnf_instance, vnf.id,
+                  vnf.request("scale_out_workers.json"), label="scale out")
+    assert occ["operationState"] == "COMPLETED", occ.get("error")
+    assert len(vnf.workers()) == len(before) + 1
+    hosts = vnf.assert_labelled("scale_end")
+    assert len(hosts) == 4                               # one per compute host
+    assert vnf.wait_notified(occ["id"], "COMPLETED") == ["STARTING", "PROCESSING",
+                                                         "COMPLETED"]
+
+
+def test_scale_in_drains_and_deletes_the_removed_workers_node(vnf):
+    before = vnf.workers()
+    nodes = {s: vnf.node_name(s) for s in before.values()}
+    occ = vnf.run("SCALE", vnf.v2.scale_vnf_instance, vnf.id,
+                  vnf.request("scale_in_workers.json"), label="scale in")
+    assert occ["operationState"] == "COMPLETED", occ.get("error")
+    after = vnf.workers()
+    removed = set(before.values()) - set(after.values())
+    assert len(removed) == 1 and len(after) == len(before) - 1
+    names = {n["metadata"]["name"] for n in vnf.kubelets.cp.admin.get("/api/v1/nodes")["items"]}
+    gone = nodes[removed.pop()]
+    assert gone not in names                             # the driver deleted it
+    assert {nodes[s] for s in after.values()} <= names
+    vnf.assert_labelled()
+    # scale_end of a scale-in has nothing to do: the report is scale_start's
+    report = vnf.instance()["metadata"]["hwaffinity"]
+    assert (report["hook"], report["removedNodes"]) == ("scale_start", [gone]), report
+
+
+def test_heal_of_a_worker_relabels_its_node(vnf):
+    before = vnf.workers()
+    vnfc_id = sorted(before)[0]
+    body = vnf.request("heal_worker.json")
+    body["vnfcInstanceId"] = [vnfc_id]
+    occ = vnf.run("HEAL", vnf.v2.heal_vnf_instance, vnf.id, body)
+    assert occ["operationState"] == "COMPLETED", occ.get("error")
+    after = vnf.workers()
+    assert len(after) == len(before)
+    healed = set(after.values()) - set(before.values())
+    assert len(healed) == 1, (before, after)             # a new server for that VNFC
+    server = healed.pop()
+    node = vnf.kubelets.node(server)
+    assert not node["spec"].get("unschedulable")         # drained, then uncordoned
+    vnf.assert_labelled("heal_end")
+    report = vnf.instance()["metadata"]["hwaffinity"]
+    assert report["uncordonedNodes"] == [node["metadata"]["name"]]
+
+
+def test_terminate_removes_the_stack(vnf, tacker_cloud):
+    occ = vnf.run("TERMINATE", vnf.v2.terminate_vnf_instance, vnf.id,
+                  {"terminationType": "FORCEFUL"})
+    assert occ["operationState"] == "COMPLETED", occ.get("error")
+    assert vnf.instance()["instantiationState"] == "NOT_INSTANTIATED"
+    heat = tacker_cloud.heat("admin")
+    assert not [s for s in heat.stacks.list() if vnf.id in s.stack_name]
+    vnf.v2.delete_vnf_instance(vnf.id)
