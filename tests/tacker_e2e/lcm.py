@@ -51,10 +51,11 @@ def sample_request(name, cloud, ssh):
                 for proto in cfg["cpProtocolData"]:
                     for addr in proto["ipOverEthernet"]["ipAddresses"]:
                         addr["subnetId"] = cloud.subnet_id
-    hw = body["additionalParams"]["hwaffinity_param"]
-    hw["install"]["enabled"] = False
-    hw["join_timeout"] = 120
-    hw["ssh"].update(connect_timeout=2, retries=0, private_key=PRIVATE_KEY, **ssh)
+    hw = body.get("additionalParams", {}).get("hwaffinity_param")
+    if hw is not None:  # v1 scale and heal keep the instantiate's (none given)
+        hw["install"]["enabled"] = False
+        hw["join_timeout"] = 120
+        hw["ssh"].update(connect_timeout=2, retries=0, private_key=PRIVATE_KEY, **ssh)
     return body
 
 
@@ -77,7 +78,9 @@ class Master:
                     "kubeconfig_path": control_plane.kubeconfig}
 
     def start(self):
-        self.sshd.start(port=self.port)
+        """Bring the master up (once)."""
+        if self.sshd.proc is None or self.sshd.proc.poll() is not None:
+            self.sshd.start(port=self.port)
 
     def stop(self):
         self.sshd.stop()

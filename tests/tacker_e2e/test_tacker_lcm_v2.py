@@ -15,21 +15,16 @@ An LCM subscriber (a small HTTP server) receives every operation's notifications
 The tests run in this order and share the instance; each needs the one before.
 """
 import json
-import os
 import subprocess
 import sys
-import time
 
 import pytest
 
-from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
-
 from . import lcm
+from .vnf import Vnf
 
 pytestmark = [pytest.mark.tacker, pytest.mark.openstack, pytest.mark.controlplane,
               pytest.mark.ssh]
-HOST = "OS-EXT-SRV-ATTR:host"
-WORKER_VDU = "workerNode"
 SUBSCRIBER = r'''
 import http.server, json, sys
 out = open(sys.argv[1], "a")
@@ -66,88 +61,6 @@ def subscriber(tmp_path_factory):
     proc.wait(10)
 
 
-class Lcm:
-    """The instance under test and the operations run on it."""
-
-    def __init__(self, v2, cloud, master, kubelets, received):
-        self.v2, self.cloud, self.master, self.kubelets = v2, cloud, master, kubelets
-        self.received, self.id, self.seconds = received, None, {}
-
-    def request(self, name):
-        body = lcm.sample_request(os.path.join("v2", name), self.cloud, self.master.ssh)
-        if "vimConnectionInfo" in body:  # v2 takes the VIM inline, as it is
-            creds = self.cloud.credentials("admin")
-            body["vimConnectionInfo"]["vim1"] = {
-                "vimId": body["vimConnectionInfo"]["vim1"]["vimId"],
-                "vimType": "ETSINFV.OPENSTACK_KEYSTONE.V_3",
-                "interfaceInfo": {"endpoint": creds["auth_url"]},
-                "accessInfo": {"username": creds["username"], "password": creds["password"],
-                               "project": creds["project_name"], "projectDomain": "Default",
-                               "userDomain": "Default", "region": "RegionOne"}}
-        return body
-
-    def run(self, operation, call, *args, label=None):
-        """Start OPERATION with CALL(*ARGS); its occurrence once it has settled (the
-        time it took is kept under LABEL)."""
-        known = {o["id"] for o in self.v2.list_vnf_lcm_op_occs()}
-        t0 = time.monotonic()
-        call(*args)
-        occ_id = lcm.operation_of(self.v2.list_vnf_lcm_op_occs, self.id, operation, known)
-        return self.wait(occ_id, label or operation.lower(), t0)
-
-    def wait(self, occ_id, what, t0=None):
-        t0 = t0 or time.monotonic()
-        occ = lcm.wait_operation(self.v2.show_vnf_lcm_op_occs, occ_id, each=self.kubelets.sync)
-        self.seconds[what] = time.monotonic() - t0
-        return occ
-
-    def instance(self):
-        return self.v2.show_vnf_instance(self.id)
-
-    def workers(self):
-        """{VNFC id (vnfcInfo, what a heal names): server id} of the worker VDU."""
-        info = self.instance()["instantiatedVnfInfo"]
-        servers = {v["id"]: v["computeResource"]["resourceId"]
-                   for v in info["vnfcResourceInfo"] if v["vduId"] == WORKER_VDU}
-        return {i["id"]: servers[i["vnfcResourceInfoId"]] for i in info["vnfcInfo"]
-                if i["vnfcResourceInfoId"] in servers}
-
-    def node_name(self, server_id):
-        server = self.cloud.nova("admin", version="latest").servers.get(server_id)
-        return self.kubelets.node_name(self.kubelets.address(server))
-
-    def assert_labelled(self, hook=None):
-        """Every worker's node carries its compute host, on distinct hosts, and the
-        instance's metadata holds HOOK's worker -> host -> node report."""
-        nova = self.cloud.nova("admin", version="latest")
-        servers = sorted(self.workers().values())
-        hosts = {s: getattr(nova.servers.get(s), HOST) for s in servers}
-        labels = {s: (self.kubelets.node(s)["metadata"].get("labels") or {}).get(
-            DEFAULT_HOST_LABEL) for s in servers}
-        assert labels == hosts
-        assert len(set(hosts.values())) == len(hosts), hosts  # the anti-affinity held
-        if hook is None:
-            return hosts
-        report = self.instance()["metadata"]["hwaffinity"]
-        assert report["hook"] == hook and report["warnings"] == [], report
-        assert {w["server"]: (w["host"], w["node"]) for w in report["workers"]} == {
-            s: (hosts[s], self.node_name(s)) for s in servers}
-        return hosts
-
-    def notified(self, occ_id):
-        """The operation states notified for OCC_ID, in order."""
-        lines = [json.loads(x) for x in self.received.read_text().splitlines() if x.strip()]
-        return [n["operationState"] for n in lines
-                if n.get("notificationType") == "VnfLcmOperationOccurrenceNotification"
-                and n.get("vnfLcmOpOccId") == occ_id]
-
-    def wait_notified(self, occ_id, state, timeout=30):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline and state not in self.notified(occ_id):
-            time.sleep(0.5)
-        return self.notified(occ_id)
-
-
 @pytest.fixture(scope="module")
 def vnf(v2, vnf_a_onboarded, subscriber, tacker_cloud, master, kubelets):
     state, pkg, _ = vnf_a_onboarded
@@ -155,7 +68,7 @@ def vnf(v2, vnf_a_onboarded, subscriber, tacker_cloud, master, kubelets):
     lcm.ensure_keypair(tacker_cloud)
     callback, received = subscriber
     v2.create_lccn_subscription({"callbackUri": callback})
-    life = Lcm(v2, tacker_cloud, master, kubelets, received)
+    life = Vnf(v2, 2, tacker_cloud, master, kubelets, received)
     life.id = v2.create_vnf_instance({"vnfdId": pkg["vnfdId"], "vnfInstanceName": "vnf-a"})["id"]
     yield life
     print("v2 LCM (s): " + ", ".join("%s %.1f" % kv for kv in life.seconds.items()))
@@ -212,7 +125,7 @@ def test_scale_in_drains_and_deletes_the_removed_workers_node(vnf):
     assert {nodes[s] for s in after.values()} <= names
     vnf.assert_labelled()
     # scale_end of a scale-in has nothing to do: the report is scale_start's
-    report = vnf.instance()["metadata"]["hwaffinity"]
+    report = vnf.report()
     assert (report["hook"], report["removedNodes"]) == ("scale_start", [gone]), report
 
 
@@ -231,7 +144,7 @@ def test_heal_of_a_worker_relabels_its_node(vnf):
     node = vnf.kubelets.node(server)
     assert not node["spec"].get("unschedulable")         # drained, then uncordoned
     vnf.assert_labelled("heal_end")
-    report = vnf.instance()["metadata"]["hwaffinity"]
+    report = vnf.report()
     assert report["uncordonedNodes"] == [node["metadata"]["name"]]
 
 

@@ -1,0 +1,111 @@
+"""One VNF-A instance driven through Tacker's VNF LCM API (v1 or v2), and the checks
+made after each operation: every worker's node on the real control plane carries
+``CIS-node=<its compute host>``, and the instance's metadata holds our report."""
+import json
+import os
+import time
+
+from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
+
+from . import lcm
+
+HOST = "OS-EXT-SRV-ATTR:host"
+WORKER_VDU = "workerNode"
+
+
+class Vnf:
+    """The VNF instance under test, through API VERSION (1 or 2) of CLIENT
+    (python-tackerclient), and the operations run on it."""
+
+    def __init__(self, client, version, cloud, master, kubelets, received=None, vim_id=None):
+        self.client, self.version, self.cloud = client, version, cloud
+        self.master, self.kubelets, self.received, self.vim_id = master, kubelets, received, vim_id
+        self.id, self.seconds = None, {}
+
+    def request(self, name):
+        """The sample request NAME of this API version, for the harness."""
+        body = lcm.sample_request(os.path.join("v%d" % self.version, name), self.cloud,
+                                  self.master.ssh)
+        if "vimConnectionInfo" not in body:
+            return body
+        if self.version == 1:                # a VIM registered with Tacker
+            body["vimConnectionInfo"][0]["vimId"] = self.vim_id
+        else:                                # v2 takes the VIM inline, as it is
+            creds = self.cloud.credentials("admin")
+            body["vimConnectionInfo"]["vim1"] = {
+                "vimId": body["vimConnectionInfo"]["vim1"]["vimId"],
+                "vimType": "ETSINFV.OPENSTACK_KEYSTONE.V_3",
+                "interfaceInfo": {"endpoint": creds["auth_url"]},
+                "accessInfo": {"username": creds["username"], "password": creds["password"],
+                               "project": creds["project_name"], "projectDomain": "Default",
+                               "userDomain": "Default", "region": "RegionOne"}}
+        return body
+
+    def run(self, operation, call, *args, label=None):
+        """Start OPERATION with CALL(*ARGS); its occurrence once it has settled (the
+        time it took is kept under LABEL)."""
+        known = {o["id"] for o in self.client.list_vnf_lcm_op_occs()}
+        t0 = time.monotonic()
+        call(*args)
+        occ_id = lcm.operation_of(self.client.list_vnf_lcm_op_occs, self.id, operation, known)
+        return self.wait(occ_id, label or operation.lower(), t0)
+
+    def wait(self, occ_id, what, t0=None):
+        t0 = t0 or time.monotonic()
+        occ = lcm.wait_operation(self.client.show_vnf_lcm_op_occs, occ_id, each=self.kubelets.sync)
+        self.seconds[what] = time.monotonic() - t0
+        return occ
+
+    def instance(self):
+        return self.client.show_vnf_instance(self.id)
+
+    def workers(self):
+        """{VNFC id (what a heal names: v2 vnfcInfo, v1 vnfcResourceInfo): server id} of
+        the worker VDU."""
+        info = self.instance()["instantiatedVnfInfo"]
+        servers = {v["id"]: v["computeResource"]["resourceId"]
+                   for v in info["vnfcResourceInfo"] if v["vduId"] == WORKER_VDU}
+        if self.version == 1:
+            return servers
+        return {i["id"]: servers[i["vnfcResourceInfoId"]] for i in info["vnfcInfo"]
+                if i["vnfcResourceInfoId"] in servers}
+
+    def report(self):
+        """Our report in the instance's metadata (v1 keeps it as a JSON string)."""
+        report = self.instance()["metadata"]["hwaffinity"]
+        return json.loads(report) if isinstance(report, str) else report
+
+    def node_name(self, server_id):
+        server = self.cloud.nova("admin", version="latest").servers.get(server_id)
+        return self.kubelets.node_name(self.kubelets.address(server))
+
+    def assert_labelled(self, hook=None):
+        """Every worker's node carries its compute host, on distinct hosts, and the
+        instance's metadata holds HOOK's worker -> host -> node report."""
+        nova = self.cloud.nova("admin", version="latest")
+        servers = sorted(self.workers().values())
+        hosts = {s: getattr(nova.servers.get(s), HOST) for s in servers}
+        labels = {s: (self.kubelets.node(s)["metadata"].get("labels") or {}).get(
+            DEFAULT_HOST_LABEL) for s in servers}
+        assert labels == hosts
+        assert len(set(hosts.values())) == len(hosts), hosts  # the anti-affinity held
+        if hook is None:
+            return hosts
+        report = self.report()
+        assert report["hook"] == hook and report["warnings"] == [], report
+        assert {w["server"]: (w["host"], w["node"]) for w in report["workers"]} == {
+            s: (hosts[s], self.node_name(s)) for s in servers}
+        return hosts
+
+    def notified(self, occ_id):
+        """The operation states notified for OCC_ID, in order."""
+        lines = [json.loads(x) for x in self.received.read_text().splitlines() if x.strip()]
+        return [n["operationState"] for n in lines
+                if n.get("notificationType") == "VnfLcmOperationOccurrenceNotification"
+                and n.get("vnfLcmOpOccId") == occ_id]
+
+    def wait_notified(self, occ_id, state, timeout=30):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and state not in self.notified(occ_id):
+            time.sleep(0.5)
+        return self.notified(occ_id)
