@@ -75,7 +75,7 @@ def vnf(v2, vnf_a_onboarded, subscriber, tacker_cloud, master, kubelets):
 
 
 def test_instantiate_fails_while_the_master_is_down_and_a_retry_completes(vnf, tacker_cloud):
-    v2 = vnf.v2
+    v2 = vnf.client
     occ = vnf.run("INSTANTIATE", v2.instantiate_vnf_instance, vnf.id,
                   vnf.request("instantiate_podaffinity_v2.json"))
     assert occ["operationState"] == "FAILED_TEMP", occ
@@ -100,7 +100,7 @@ def test_instantiate_fails_while_the_master_is_down_and_a_retry_completes(vnf, t
 
 def test_scale_out_labels_the_new_worker(vnf):
     before = vnf.workers()
-    occ = vnf.run("SCALE", vnf.v2.scale_vnf_instance, vnf.id,
+    occ = vnf.run("SCALE", vnf.client.scale_vnf_instance, vnf.id,
                   vnf.request("scale_out_workers.json"), label="scale out")
     assert occ["operationState"] == "COMPLETED", occ.get("error")
     assert len(vnf.workers()) == len(before) + 1
@@ -113,7 +113,7 @@ def test_scale_out_labels_the_new_worker(vnf):
 def test_scale_in_drains_and_deletes_the_removed_workers_node(vnf):
     before = vnf.workers()
     nodes = {s: vnf.node_name(s) for s in before.values()}
-    occ = vnf.run("SCALE", vnf.v2.scale_vnf_instance, vnf.id,
+    occ = vnf.run("SCALE", vnf.client.scale_vnf_instance, vnf.id,
                   vnf.request("scale_in_workers.json"), label="scale in")
     assert occ["operationState"] == "COMPLETED", occ.get("error")
     after = vnf.workers()
@@ -134,7 +134,7 @@ def test_heal_of_a_worker_relabels_its_node(vnf):
     vnfc_id = sorted(before)[0]
     body = vnf.request("heal_worker.json")
     body["vnfcInstanceId"] = [vnfc_id]
-    occ = vnf.run("HEAL", vnf.v2.heal_vnf_instance, vnf.id, body)
+    occ = vnf.run("HEAL", vnf.client.heal_vnf_instance, vnf.id, body)
     assert occ["operationState"] == "COMPLETED", occ.get("error")
     after = vnf.workers()
     assert len(after) == len(before)
@@ -149,10 +149,10 @@ def test_heal_of_a_worker_relabels_its_node(vnf):
 
 
 def test_terminate_removes_the_stack(vnf, tacker_cloud):
-    occ = vnf.run("TERMINATE", vnf.v2.terminate_vnf_instance, vnf.id,
+    occ = vnf.run("TERMINATE", vnf.client.terminate_vnf_instance, vnf.id,
                   {"terminationType": "FORCEFUL"})
     assert occ["operationState"] == "COMPLETED", occ.get("error")
     assert vnf.instance()["instantiationState"] == "NOT_INSTANTIATED"
     heat = tacker_cloud.heat("admin")
     assert not [s for s in heat.stacks.list() if vnf.id in s.stack_name]
-    vnf.v2.delete_vnf_instance(vnf.id)
+    vnf.client.delete_vnf_instance(vnf.id)
