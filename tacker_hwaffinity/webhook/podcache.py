@@ -72,6 +72,29 @@ def _labels(meta):
     return {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)}
 
 
+def _named_labels(obj, namespace=False):
+    """(name, labels) of a node or namespace object ((None, None) without a name); a
+    namespace always carries its name label, as the API server sets it."""
+    meta = _meta(obj)
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        return None, None
+    labels = _labels(meta)
+    if namespace:
+        labels.setdefault(NS_NAME_LABEL, name)
+    return name, labels
+
+
+def _apply_event(table, event_type, name, labels):
+    """A watch event on TABLE ({name: labels}); True if it changed it."""
+    if event_type == "DELETED":
+        return table.pop(name, None) is not None
+    if table.get(name) == labels:
+        return False
+    table[name] = labels
+    return True
+
+
 class PodRecord:
     """What the cache keeps of one pod. ``terms``: {kind: (AffinityTerm, ...)} of its
     extended (annotation) terms, resolved, or None when it carries none (or a
@@ -239,26 +262,15 @@ class PodCache:
 
     # -- nodes and namespaces ----------------------------------------------------
     def on_node(self, event_type, obj):
-        meta = _meta(obj)
-        name = meta.get("name")
-        if not isinstance(name, str) or not name:
+        name, labels = _named_labels(obj)
+        if name is None:
             return
         with self.lock:
-            if event_type == "DELETED":
-                if self._nodes.pop(name, None) is not None:
-                    self._nodes_version += 1
-                return
-            labels = _labels(meta)
-            if self._nodes.get(name) != labels:
-                self._nodes[name] = labels
+            if _apply_event(self._nodes, event_type, name, labels):
                 self._nodes_version += 1
 
     def sync_nodes(self, objs):
-        nodes = {}
-        for obj in objs:
-            meta = _meta(obj)
-            if isinstance(meta.get("name"), str) and meta["name"]:
-                nodes[meta["name"]] = _labels(meta)
+        nodes = dict(nl for nl in map(_named_labels, objs) if nl[0] is not None)
         with self.lock:
             if nodes != self._nodes:
                 self._nodes = nodes
@@ -275,30 +287,16 @@ class PodCache:
             return self._nodes.get(name)
 
     def on_namespace(self, event_type, obj):
-        meta = _meta(obj)
-        name = meta.get("name")
-        if not isinstance(name, str) or not name:
+        name, labels = _named_labels(obj, namespace=True)
+        if name is None:
             return
         with self.lock:
-            if event_type == "DELETED":
-                changed = self._namespaces.pop(name, None) is not None
-            else:
-                labels = _labels(meta)
-                labels.setdefault(NS_NAME_LABEL, name)
-                changed = self._namespaces.get(name) != labels
-                self._namespaces[name] = labels
-            if changed:
+            if _apply_event(self._namespaces, event_type, name, labels):
                 self._forget_matches()
 
     def sync_namespaces(self, objs):
-        out = {}
-        for obj in objs:
-            meta = _meta(obj)
-            name = meta.get("name")
-            if isinstance(name, str) and name:
-                labels = _labels(meta)
-                labels.setdefault(NS_NAME_LABEL, name)
-                out[name] = labels
+        out = dict(nl for nl in (_named_labels(o, namespace=True) for o in objs)
+                   if nl[0] is not None)
         with self.lock:
             if out != self._namespaces:
                 self._namespaces = out
