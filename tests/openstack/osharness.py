@@ -184,6 +184,15 @@ def free_port():
         return s.getsockname()[1]
 
 
+def tail_of(path, lines=30):
+    """The last LINES lines of the log at PATH ("(no log)" if it cannot be read)."""
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
 def rss_of(pid):
     """Resident memory of process PID in bytes (0 when it is gone)."""
     try:
@@ -266,11 +275,7 @@ class Server:
         return rss_of(self.proc.pid)
 
     def log_tail(self, lines=40):
-        try:
-            with open(self.log_path, "r", errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return tail_of(self.log_path, lines)
 
     def stop(self):
         if self.proc is not None:

@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 
-from osharness import free_port, kill_group, serving
+from osharness import free_port, kill_group, serving, tail_of
 
 SERVER = "/usr/lib/rabbitmq/lib/rabbitmq_server-3.10.8/sbin/rabbitmq-server"
 
@@ -86,11 +86,7 @@ class RabbitMQ:
                           % (timeout, self.log_tail()))
 
     def log_tail(self, lines=30):
-        try:
-            with open(os.path.join(self.run_dir, "rabbitmq.log"), errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return tail_of(os.path.join(self.run_dir, "rabbitmq.log"), lines)
 
     def stop(self):
         for proc in reversed(self.procs):

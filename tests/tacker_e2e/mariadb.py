@@ -13,7 +13,7 @@ import subprocess
 import tempfile
 import time
 
-from osharness import free_port, kill_group, rss_of, serving
+from osharness import free_port, kill_group, rss_of, serving, tail_of
 
 
 class DatabaseError(Exception):
@@ -84,11 +84,7 @@ class MariaDB:
         return rss_of(self.proc.pid) if self.proc is not None else 0
 
     def log_tail(self, lines=30):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return tail_of(self.log_path, lines)
 
     def stop(self):
         if self.proc is not None:

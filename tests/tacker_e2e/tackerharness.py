@@ -22,7 +22,7 @@ import sys
 import time
 import urllib.request
 
-from osharness import free_port, kill_group, rss_of
+from osharness import free_port, kill_group, rss_of, tail_of
 
 SERVICE_USER, SERVICE_PASSWORD = "tacker", "secret"
 PIPELINE_DRIVERS = "vnflcm_noop,mgmt-drivers-hwaffinity"
@@ -117,11 +117,7 @@ class Process:
         return total
 
     def tail(self, lines=40):
-        try:
-            with open(self.log_path, errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return tail_of(self.log_path, lines)
 
     def stop(self, grace=3.0):
         kill_group(self.proc, grace)
