@@ -45,6 +45,7 @@ class Job:
     kubeconfig: str = None            # a Kubernetes VIM, as kubeconfig text
     scale_in: bool = True             # scale_start/scale_end: the request's type
     package_dir: object = None        # the VNF package directory, or a callable giving it
+    record: dict = None               # added to the report (v2 heal_start: healed VNFCs' stacks)
 
 
 @dataclasses.dataclass
@@ -231,6 +232,7 @@ def run(job, log=LOG, openstack=None, connect=None):
             report.update({"hostSource": p.source, "workers": p.mapping(),
                            "warnings": p.warnings})
         report["openstackCalls"] = ctx.openstack.calls
+        report.update(job.record or {})
         return report
     finally:
         kube.close()

@@ -76,7 +76,11 @@ def job_from_v2(script):
     if hook.startswith("heal_"):
         ids = list(req.get("vnfcInstanceId") or ())
         job.full_heal = not ids
-        job.target_servers = [_server(v) for v in _healed_vnfcs(hook, ids, inst).values()]
+        healed = _healed_vnfcs(hook, ids, inst)
+        job.target_servers = [_server(v) for v in healed.values()]
+        if hook == "heal_start" and healed:  # heal_end finds them through these stacks
+            job.record = {"healedVnfcStacks": {
+                vid: (v.get("metadata") or {}).get("stack_id") for vid, v in healed.items()}}
     return job
 
 
@@ -105,16 +109,6 @@ def _healed_vnfcs(hook, ids, inst):
     return out
 
 
-def _heal_record(script, report):
-    """heal_start's report keeps each healed VNFC's stack, for heal_end."""
-    req, inst = script.get("request") or {}, script.get("vnf_instance") or {}
-    ids = list(req.get("vnfcInstanceId") or ())
-    if script.get("operation") == "heal_start" and ids and report is not None:
-        report["healedVnfcStacks"] = {
-            vid: (v.get("metadata") or {}).get("stack_id")
-            for vid, v in _healed_vnfcs("heal_start", ids, inst).items()}
-
-
 def main(stdin, stdout, stderr):
     """The script protocol; returns the exit status."""
     redact, script = Redactor(), None
@@ -125,7 +119,6 @@ def main(stdin, stdout, stderr):
         job = job_from_v2(script)
         redact = lifecycle.redactor(job)
         report = lifecycle.run(job)
-        _heal_record(script, report)
     except Exception as e:  # noqa: BLE001 - one line on stderr, never a traceback
         op = script.get("operation") if isinstance(script, dict) else None
         stderr.write("%s: %s\n" % (op or "mgmt-drivers-hwaffinity",

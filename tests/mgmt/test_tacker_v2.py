@@ -120,11 +120,10 @@ def _heal_script(hook, vnfc_ids, servers, metadata=None):
 
 
 def test_heal_names_vnfc_info_ids_and_heal_end_finds_the_new_server_by_its_stack():
-    start = _heal_script("heal_start", ["workerNode-old-1"],
-                         [("old-1", "stack-1"), ("srv-2", "stack-2")])
-    assert tacker_v2.job_from_v2(start).target_servers == ["old-1"]
-    report = {"hook": "heal_start"}
-    tacker_v2._heal_record(start, report)
+    start = tacker_v2.job_from_v2(_heal_script("heal_start", ["workerNode-old-1"],
+                                               [("old-1", "stack-1"), ("srv-2", "stack-2")]))
+    assert start.target_servers == ["old-1"]
+    report = dict({"hook": "heal_start"}, **start.record)   # what lifecycle.run reports
     assert report["healedVnfcStacks"] == {"workerNode-old-1": "stack-1"}
     # after the heal: a new server in the same stack, new ids; the request is the same
     end = _heal_script("heal_end", ["workerNode-old-1"],
