@@ -22,10 +22,24 @@ import sys
 import threading
 import time
 
+from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT
 from tacker_hwaffinity.errors import InputError
 
 DEFAULT_PORT = 8443
 JSON = "application/json"
+MiB = 1 << 20
+# An AdmissionReview carries the pod (object) and, for an UPDATE, the stored one
+# (oldObject). The API server takes request bodies of at most 3 MiB and etcd stores
+# objects of at most 1.5 MiB (its default --max-request-bytes), so a review is at
+# most ~4.5 MiB plus its envelope: 6 MiB is more than the API server ever sends, and
+# a body of that size decodes within the 512 MiB the Deployment grants.
+ADMISSION_MAX_BODY = 6 * MiB
+# nodeCacheCapable (the shipped scheduler configuration): one pod (a stored object,
+# at most ~1.5 MiB) and node names (5000 nodes of at most 253 characters: 1.3 MB).
+# Those sending whole NodeLists (~5 KB a node) raise it with --extender-max-body.
+EXTENDER_MAX_BODY = 4 * MiB
+_UNITS = {"": 1, "k": 1000, "Ki": 1 << 10, "M": 1000 ** 2, "Mi": MiB, "G": 1000 ** 3,
+          "Gi": 1 << 30}
 
 
 def register(sub):
@@ -46,11 +60,37 @@ def register(sub):
     s.add_argument("--allowed-anti-affinity-key", action="append", default=[], metavar="KEY",
                    help="a topology key that required anti-affinity over all namespaces "
                         "may use (repeatable; default kubernetes.io/hostname)")
+    s.add_argument("--agent-service-account", default=DEFAULT_AGENT_SERVICE_ACCOUNT,
+                   metavar="USER",
+                   help="the node agent's user, the only one that may change a pod's "
+                        "hwaffinity.io/numa annotation: system:serviceaccount:NAMESPACE:NAME "
+                        "(default %(default)s, deploy/agent/rbac.yaml's)")
     s.add_argument("--hard-pod-affinity-weight", type=int, default=1, metavar="N",
                    help="as the scheduler profile's InterPodAffinity hardPodAffinityWeight")
     s.add_argument("--pending-wait", type=float, default=2.0, metavar="SECONDS",
                    help="how long a filter waits for the watch to confirm the bindings of "
                         "related pods it let through just before")
+    s.add_argument("--extender-max-body", default="4Mi", metavar="SIZE",
+                   help="the largest /filter or /prioritize body taken, in bytes or with "
+                        "Ki/Mi/Gi (default %(default)s: node names of 5000 nodes and a pod; "
+                        "raise it, e.g. to 64Mi, for a scheduler that sends whole NodeLists)")
+    s.add_argument("--client-ca", metavar="FILE",
+                   help="CA (PEM) of the clients that may call /filter and /prioritize, e.g. "
+                        "the one that signed kube-scheduler's client certificate; without it "
+                        "any client may. /validate, /mutate, /healthz, /metrics need none")
+    s.add_argument("--client-name", action="append", default=[], metavar="CN",
+                   help="with --client-ca: the common name the extender's client "
+                        "certificate must carry, e.g. system:kube-scheduler (repeatable; "
+                        "default: any the CA signed)")
+    s.add_argument("--max-connections", type=int, default=256, metavar="N",
+                   help="open connections at most; at the cap a new one replaces the one "
+                        "waiting longest for its client (default %(default)s)")
+    s.add_argument("--read-timeout", type=float, default=10.0, metavar="SECONDS",
+                   help="for a TLS handshake, a new connection's first request, and "
+                        "each request's headers and body (default %(default)s)")
+    s.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="a kept-alive connection with no next request is closed after "
+                        "this (default %(default)s)")
     s.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING"))
     s.set_defaults(func=serve)
     c = verbs.add_parser("certs", help="make a CA and a serving certificate")
@@ -146,10 +186,50 @@ def _address(text, insecure):
     return host, port
 
 
+def _size(text, flag):
+    """Bytes in TEXT: a whole number with an optional k/Ki/M/Mi/G/Gi suffix."""
+    digits = text.strip().rstrip("kKMGi")
+    unit = text.strip()[len(digits):]
+    if not digits.isdigit() or unit not in _UNITS or int(digits) * _UNITS[unit] < 1024:
+        raise InputError("expected a size of at least 1Ki such as 4Mi or 67108864, got %r"
+                         % text, field=flag)
+    return int(digits) * _UNITS[unit]
+
+
+def _http_options(args, tls):
+    """HealthServer's keyword arguments from the connection flags."""
+    for flag, value in (("--max-connections", args.max_connections),
+                        ("--read-timeout", args.read_timeout),
+                        ("--idle-timeout", args.idle_timeout)):
+        if not value > 0:
+            raise InputError("expected a positive number, got %s" % value, field=flag)
+    if args.client_name and not args.client_ca:
+        raise InputError("--client-name needs --client-ca", field="--client-name")
+    if args.client_ca:
+        if tls is None:
+            raise InputError("--client-ca needs TLS: drop --insecure-for-tests",
+                             field="--client-ca")
+        if not os.path.isfile(args.client_ca):
+            raise InputError("no such file: %s" % args.client_ca, field="--client-ca")
+    return {"client_ca": args.client_ca, "client_names": args.client_name,
+            "max_connections": args.max_connections, "read_timeout": args.read_timeout,
+            "idle_timeout": args.idle_timeout}
+
+
+def _service_account(text):
+    """The user name of ServiceAccount TEXT (system:serviceaccount:NAMESPACE:NAME)."""
+    parts = text.split(":")
+    if len(parts) != 4 or parts[:2] != ["system", "serviceaccount"] or not all(parts[2:]):
+        raise InputError("expected system:serviceaccount:NAMESPACE:NAME, got %r" % text,
+                         field="--agent-service-account")
+    return text
+
+
 def serve(args):
     from prometheus_client import CollectorRegistry
 
-    from tacker_hwaffinity.kube.serve import HealthServer
+    from tacker_hwaffinity.kube.health import Supervisor
+    from tacker_hwaffinity.kube.serve import HealthServer, Route
     from tacker_hwaffinity.webhook import admission
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -169,24 +249,30 @@ def serve(args):
             if not os.path.isfile(path):
                 raise InputError("no such file: %s" % path, field=flag)
         tls = (args.cert, args.key)
+    http_options = _http_options(args, tls)
+    extender_max_body = _size(args.extender_max_body, "--extender-max-body")
     allowed = frozenset(args.allowed_anti_affinity_key or admission.DEFAULT_ALLOWED_KEYS)
+    agent_user = _service_account(args.agent_service_account)
     registry = CollectorRegistry()
     metrics = Metrics(registry)
-    posts = {"/validate": _route("/validate",
-                                 lambda b: admission.handle("validate", b, allowed), metrics),
-             "/mutate": _route("/mutate", lambda b: admission.handle("mutate", b), metrics)}
+    posts = {"/validate": Route(_route("/validate", lambda b: admission.handle(
+                 "validate", b, allowed, agent_user), metrics), ADMISSION_MAX_BODY),
+             "/mutate": Route(_route("/mutate", lambda b: admission.handle("mutate", b),
+                                     metrics), ADMISSION_MAX_BODY)}
     stop = threading.Event()
-    cache_ready = _start_extender(args, posts, metrics, stop, log)
+    workers = Supervisor(stop, log=log)
+    cache_ready = _start_extender(args, posts, metrics, workers, log, extender_max_body)
     if cache_ready is None:
         return 2
 
-    def health():
+    def ready():
         if not cache_ready():
             return False, "cluster cache not synced yet"
         return True, "ok"
     try:
-        server = HealthServer(port, host=host, registry=registry, health=health, posts=posts,
-                              tls=tls).start()
+        server = HealthServer(port, host=host, registry=registry, health=workers.health(ready),
+                              posts=posts, tls=tls, live=workers.live, log=log,
+                              **http_options).start()
     except (OSError, ValueError) as e:          # ssl.SSLError is an OSError
         stop.set()
         raise InputError("cannot serve on %s:%d: %s" % (host, port, e), field="--address")
@@ -202,13 +288,15 @@ def serve(args):
     return 0
 
 
-def _start_extender(args, posts, metrics, stop, log):
-    """Start the cache's informers and add the extender's paths to POSTS; returns a
-    callable telling whether the cache is synced (None: could not connect)."""
+def _start_extender(args, posts, metrics, workers, log, max_body):
+    """Start the cache's informers (threads of WORKERS, a kube.health.Supervisor) and
+    add the extender's paths to POSTS; returns a callable telling whether the cache is
+    synced (None: could not connect)."""
     if args.no_extender:
         return lambda: True
     from tacker_hwaffinity.kube import client as kube_client
     from tacker_hwaffinity.kube.informer import Informer
+    from tacker_hwaffinity.kube.serve import Route
     from tacker_hwaffinity.webhook.extender import Extender
     from tacker_hwaffinity.webhook.podcache import PodCache
     try:
@@ -218,20 +306,24 @@ def _start_extender(args, posts, metrics, stop, log):
         return None
     core = conn.core()
     cache = PodCache()
+    # the cache keeps its own index: the informers keep no store, and prune what they
+    # hand it to the fields it reads (PodCache.FIELDS)
     informers = [Informer(conn, core.list_node, "Node", "nodes", cache.on_node,
-                          on_sync=cache.sync_nodes, log=log),
+                          on_sync=cache.sync_nodes, log=log, store=False,
+                          fields=PodCache.FIELDS["Node"]),
                  Informer(conn, core.list_namespace, "Namespace", "namespaces",
-                          cache.on_namespace, on_sync=cache.sync_namespaces, log=log),
+                          cache.on_namespace, on_sync=cache.sync_namespaces, log=log,
+                          store=False, fields=PodCache.FIELDS["Namespace"]),
                  Informer(conn, core.list_pod_for_all_namespaces, "Pod", "pods", cache.on_pod,
-                          on_sync=cache.sync_pods, log=log)]
+                          on_sync=cache.sync_pods, log=log, store=False,
+                          fields=PodCache.FIELDS["Pod"])]
     for i in informers:
-        threading.Thread(target=i.run, args=(stop,), daemon=True, name="informer-" + i.kind
-                         ).start()
+        workers.start("%s-watch" % i.kind.lower(), i.run, workers.stop)
     extender = Extender(cache, hard_pod_affinity_weight=args.hard_pod_affinity_weight,
                         pending_wait=args.pending_wait)
     for verb in ("filter", "prioritize"):
-        posts["/" + verb] = _route("/" + verb, lambda b, v=verb: extender.handle(v, b),
-                                   metrics)
+        posts["/" + verb] = Route(_route("/" + verb, lambda b, v=verb: extender.handle(v, b),
+                                         metrics), max_body, client_cert=True)
     settled = []
 
     def synced():

@@ -113,3 +113,142 @@ def test_stop_frees_the_port(server):
     with pytest.raises(OSError):
         http.client.HTTPConnection("127.0.0.1", server.port, timeout=2).request(
             "GET", "/healthz")
+
+
+# --- what a hostile client can make the server hold (issue #24 item 6) ---
+
+GUARDED = r"""
+import json, sys
+from tacker_hwaffinity.kube.serve import HealthServer, Route
+conf = json.loads(sys.argv[1])
+def echo(body):
+    return 200, "application/json", json.dumps({"items": len(json.loads(body))}).encode()
+def boom(body):
+    raise RuntimeError("a bug")
+srv = HealthServer(0, host="127.0.0.1", posts={
+    "/echo": Route(echo, 1 << 20), "/small": Route(echo, 1000), "/boom": Route(boom, 1000)},
+    **conf).start()
+print(srv.port, flush=True)
+sys.stdin.readline()
+"""
+
+
+@pytest.fixture
+def guarded():
+    procs = []
+
+    def start(**conf):
+        proc = subprocess.Popen([sys.executable, "-c", GUARDED, json.dumps(conf)],
+                                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                cwd=ROOT)
+        procs.append(proc)
+        return int(proc.stdout.readline())
+    yield start
+    for proc in procs:
+        proc.kill()
+        proc.wait(10)
+
+
+def _exchange(port, head, body=b"", timeout=5):
+    """Send HEAD (and BODY) on a new connection; (status, body text) of the answer, or
+    None when the server closed without one. A server that waits for more than was
+    sent times the read out (socket.timeout)."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(head + body)
+        resp = http.client.HTTPResponse(s)
+        try:
+            resp.begin()
+        except http.client.RemoteDisconnected:
+            return None
+        return resp.status, resp.read().decode()
+
+
+def test_a_body_over_the_routes_limit_is_413_before_a_byte_is_read(guarded):
+    port = guarded()
+    # only the headers: the old server (64 MiB for every path) waited for the body
+    status, text = _exchange(port, b"POST /small HTTP/1.1\r\nHost: x\r\n"
+                                   b"Content-Length: 1001\r\n\r\n")
+    assert status == 413
+    assert text == "a POST to /small takes at most 1000 bytes, this one declares 1001\n"
+    assert _exchange(port, b"POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n",
+                     b"[]") == (200, '{"items": 0}')
+
+
+def test_a_post_without_a_length_or_chunked_is_411_and_a_get_takes_no_body(guarded):
+    port = guarded()
+    assert _exchange(port, b"POST /echo HTTP/1.1\r\nHost: x\r\n\r\n")[0] == 411
+    # chunked, even with a Content-Length beside it (request smuggling): refused
+    status, text = _exchange(port, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                                   b"Transfer-Encoding: chunked\r\n\r\n", b"[]")
+    assert (status, text) == (411, "a POST to /echo needs a Content-Length (a chunked "
+                                   "body is refused)\n")
+    status, text = _exchange(port, b"GET /healthz HTTP/1.1\r\nHost: x\r\n"
+                                   b"Content-Length: 3\r\n\r\n", b"xyz")
+    assert (status, text) == (413, "a GET carries no body\n")
+
+
+def test_a_deeply_nested_body_is_a_400_with_the_depth_not_a_dead_thread(guarded):
+    port = guarded()
+    deep = b"[" * 50000 + b"]" * 50000          # json.loads: RecursionError
+    head = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % len(deep)
+    assert _exchange(port, head, deep) == (
+        400, "the JSON body nests 50000 levels deep; a POST to /echo takes at most 64\n")
+    ok = b"[" * 64 + b"]" * 64
+    assert _exchange(port, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                     % len(ok), ok) == (200, '{"items": 1}')
+    # brackets in strings are text, not nesting
+    text = json.dumps(["[" * 5000]).encode()
+    assert _exchange(port, b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+                     % len(text), text) == (200, '{"items": 1}')
+
+
+def test_a_handler_that_raises_answers_500(guarded):
+    port = guarded()
+    assert _exchange(port, b"POST /boom HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n",
+                     b"[]") == (500, "internal error: RuntimeError\n")
+
+
+def test_slow_and_idle_clients_are_cut_and_do_not_keep_a_real_one_out(guarded):
+    """60 connections against a cap of 20: 30 never send a byte, 30 trickle their
+    headers a byte at a time (slowloris). A real request is answered, and every
+    one of the 60 is shut down by the server: past the cap, or past the read
+    timeout however slowly it trickles. The old server held them all (a 60 s
+    timeout per read, restarted by every byte)."""
+    import socket
+    port = guarded(max_connections=20, read_timeout=2.0, idle_timeout=30.0)
+    idle = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(30)]
+    slow = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(30)]
+    head = b"POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n"
+    try:
+        t0 = time.monotonic()
+        assert _exchange(port, head, b"[]", timeout=10) == (200, '{"items": 0}')
+        assert time.monotonic() - t0 < 5        # generous: the point is not blocked
+        sent = 0
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            open_ = []
+            for s in idle + slow:
+                s.setblocking(False)
+                try:
+                    if s.recv(4096) != b"":
+                        open_.append(s)             # an answer: not expected
+                except BlockingIOError:
+                    open_.append(s)
+                except OSError:
+                    pass                            # reset: cut
+            if not open_:
+                break
+            for s in slow:                          # one more byte each, if still open
+                if s in open_:
+                    try:
+                        s.send(head[sent % len(head):sent % len(head) + 1])
+                    except OSError:
+                        pass
+            sent += 1
+            time.sleep(0.5)                         # the slowloris's pace, not a wait
+        assert not open_, "%d of 60 slow or idle connections still open" % len(open_)
+        assert _exchange(port, head, b"[]") == (200, '{"items": 0}')
+    finally:
+        for s in idle + slow:
+            s.close()
