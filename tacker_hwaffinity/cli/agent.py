@@ -16,6 +16,17 @@ from tacker_hwaffinity.errors import InputError
 
 DEFAULT_PORT = 9464
 
+# What the agent reads of a Pod (agent.node, numa.subjects.pod_from_object, k8s.qos,
+# agent.runner, kube.events): the informer keeps these keys of these fields, nothing
+# else (k8s.pruning); tests/unit/test_kube_projection.py checks the readers against it.
+POD_FIELDS = {
+    "metadata": ("name", "namespace", "uid", "labels", "annotations", "creationTimestamp",
+                 "deletionTimestamp", "resourceVersion"),
+    "spec": ("nodeName", ("containers", ("name", "resources")),
+             ("initContainers", ("name", "resources")), "overhead"),
+    "status": ("phase", "qosClass", ("containerStatuses", ("name", "containerID"))),
+}
+
 
 def register(sub):
     p = sub.add_parser("agent", help="node agent: enforce container NUMA affinity in cgroups",
@@ -27,10 +38,17 @@ def register(sub):
     p.add_argument("--sysfs-root", default="/sys", help="sysfs to read the machine from")
     p.add_argument("--cgroup-root", default="/sys/fs/cgroup", help="cgroup file system root")
     p.add_argument("--kubelet-root", default="/var/lib/kubelet",
-                   help="kubelet state directory (cpu_manager_state)")
+                   help="kubelet state directory: the default place of the two files below")
+    p.add_argument("--kubelet-config", metavar="FILE",
+                   help="the kubelet's configuration (reservedSystemCPUs, cpuManagerPolicy; "
+                        "default KUBELET_ROOT/config.yaml); missing or empty: not used")
+    p.add_argument("--cpu-manager-state", metavar="FILE",
+                   help="the kubelet's CPU manager checkpoint (default "
+                        "KUBELET_ROOT/cpu_manager_state); missing or empty: the policy "
+                        "comes from --kubelet-config, and the start line says so")
     p.add_argument("--reserved-cpus", metavar="LIST",
                    help="CPUs of the reserved class (default: the kubelet's "
-                        "reservedSystemCPUs from KUBELET_ROOT/config.yaml, if any)")
+                        "reservedSystemCPUs from --kubelet-config, if any)")
     p.add_argument("--metrics-address", default="0.0.0.0:%d" % DEFAULT_PORT,
                    metavar="HOST:PORT", help="where /metrics and /healthz are served")
     p.add_argument("--resync", type=float, default=60.0, metavar="SECONDS",
@@ -59,7 +77,12 @@ def prepare(args, log):
     from tacker_hwaffinity.numa.cpuset import format_list
     if not args.node:
         raise InputError("no node name: give --node or set NODE_NAME", field="--node")
-    log.info(preflight.check_cpu_manager(args.kubelet_root))
+    state_file = args.cpu_manager_state or os.path.join(args.kubelet_root,
+                                                        preflight.CPU_MANAGER_STATE)
+    config_file = args.kubelet_config or os.path.join(args.kubelet_root,
+                                                      preflight.KUBELET_CONFIG)
+    verified, note = preflight.cpu_manager_policy(state_file, config_file)
+    (log.info if verified else log.warning)(note)
     try:
         layout = cgroupfs.detect(args.cgroup_root)
         if not args.dry_run:
@@ -68,7 +91,7 @@ def prepare(args, log):
         raise preflight.Refused(str(e))
     args.machine = None
     if args.reserved_cpus is None:
-        args.reserved_cpus = preflight.kubelet_reserved_cpus(args.kubelet_root)
+        args.reserved_cpus = preflight.kubelet_reserved_cpus(args.kubelet_root, config_file)
     machine = load_machine(args)
     cpu_map = mem_map = None
     if args.cpu_map:
@@ -88,6 +111,7 @@ def run(args):
     from tacker_hwaffinity.agent.node import NodeState
     from tacker_hwaffinity.agent.runner import Agent, Metrics, PodApi
     from tacker_hwaffinity.kube import client as kube_client
+    from tacker_hwaffinity.kube.health import Supervisor
     from tacker_hwaffinity.kube.informer import Informer
     from tacker_hwaffinity.kube.serve import HealthServer
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
@@ -108,31 +132,35 @@ def run(args):
                   Metrics(registry), log=log, dry_run=args.dry_run)
     informer = Informer(conn, conn.core().list_pod_for_all_namespaces, "Pod",
                         "pods on node %s" % args.node, agent.on_event, on_sync=agent.on_sync,
-                        field_selector="spec.nodeName=" + args.node, log=log)
+                        field_selector="spec.nodeName=" + args.node, log=log,
+                        fields=POD_FIELDS, store=False)
     stop = threading.Event()
+    workers = Supervisor(stop, log=log)
 
-    def health():
-        if not informer.synced.is_set():
-            return False, "pods of node %s not listed yet (%s)" % (
+    def ready():
+        if not informer.synced.is_set():     # set once on_sync's full reconcile is applied
+            return False, "pods of node %s not listed and reconciled yet (%s)" % (
                 args.node, informer.last_error or "listing")
         return True, "ok"
-    server = HealthServer(port, host=host, registry=registry, health=health)
+    server = HealthServer(port, host=host, registry=registry, health=workers.health(ready),
+                          live=workers.live)
     server.start()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    resync = threading.Thread(target=_resync, args=(agent, stop, args.resync),
-                              name="resync", daemon=True)
-    resync.start()
+    workers.start("pod-watch", informer.run, stop)
+    workers.start("resync", _resync, agent, stop, args.resync, informer.synced)
     log.info("watching the pods of node %s (metrics on %s:%d)", args.node, host, server.port)
     try:
-        informer.run(stop)
+        stop.wait()
     finally:
         server.stop()
+        workers.join(10)
         conn.close()
     return 0
 
 
-def _resync(agent, stop, interval):
-    """Every INTERVAL seconds, a full reconcile."""
+def _resync(agent, stop, interval, synced=None):
+    """Every INTERVAL seconds, a full reconcile (after the first list, SYNCED, is in)."""
     while not stop.wait(interval):
-        agent.resync()
+        if synced is None or synced.is_set():
+            agent.resync()

@@ -2,11 +2,13 @@
 
 A *kept-fields table* maps an object kind to ``{top-level field: keys kept in it}``;
 every other key of a listed field is dropped, and fields not listed are kept
-whole. Loaders call the pruner on every mapping as soon as it is complete, so a
-large snapshot never holds its unused parts (``metadata.managedFields``, Node
-``status.images``, ...) for more than one object at a time. Mappings whose
-``kind`` is not in the table, and fields that are not mappings, are left alone:
-a reader still sees, and reports, whatever it does read.
+whole. A kept key may be given as ``(key, subkeys)``: its value, a mapping or a
+list of mappings (``spec.containers``), keeps only SUBKEYS too. Loaders call the
+pruner on every mapping as soon as it is complete, so a large snapshot never holds
+its unused parts (``metadata.managedFields``, Node ``status.images``, ...) for
+more than one object at a time. Mappings whose ``kind`` is not in the table, and
+fields that are not mappings, are left alone: a reader still sees, and reports,
+whatever it does read.
 """
 
 
@@ -14,7 +16,7 @@ def pruner(kept):
     """A function that prunes, in place, one mapping according to the table KEPT."""
     if not kept:
         return None
-    kept = {kind: tuple((field, frozenset(keys)) for field, keys in fields.items())
+    kept = {kind: tuple(_compiled(field, keys) for field, keys in fields.items())
             for kind, fields in kept.items()}
 
     def prune(obj):
@@ -24,11 +26,36 @@ def pruner(kept):
         fields = kept.get(kind)
         if fields is None:
             return
-        for field, keys in fields:
+        for field, keys, nested in fields:
             sub = obj.get(field)
-            if sub.__class__ is dict and not keys.issuperset(sub):
-                obj[field] = {k: v for k, v in sub.items() if k in keys}
+            if sub.__class__ is not dict:
+                continue
+            if not keys.issuperset(sub):
+                sub = obj[field] = {k: v for k, v in sub.items() if k in keys}
+            for key, subkeys in nested:
+                value = sub.get(key)
+                if value.__class__ is dict:
+                    sub[key] = _only(value, subkeys)
+                elif value.__class__ is list:
+                    sub[key] = [_only(v, subkeys) if v.__class__ is dict else v for v in value]
     return prune
+
+
+def _compiled(field, keys):
+    """(FIELD, the keys kept, ((key, subkeys kept), ...))."""
+    names, nested = set(), []
+    for key in keys:
+        if key.__class__ is tuple:
+            key, subkeys = key
+            nested.append((key, frozenset(subkeys)))
+        names.add(key)
+    return field, frozenset(names), tuple(nested)
+
+
+def _only(mapping, keys):
+    if keys.issuperset(mapping):
+        return mapping
+    return {k: v for k, v in mapping.items() if k in keys}
 
 
 def prune_tree(value, prune):

@@ -21,6 +21,21 @@ the loop's policy is explicit:
 
 A list in flight is bounded by the connection's timeouts; ``stop`` ends a
 backoff wait at once and a blocked watch read by shutting its socket.
+
+Memory: ``fields`` is a kept-fields table for the kind (``{top-level field:
+keys kept}``, :mod:`k8s.pruning`'s format, the snapshot loader's pruning),
+applied to every object as it arrives (each list item as its page is decoded,
+each watch event) before it is stored or handed on, so a cache of 30,000 pods
+holds only what the component reads (``metadata.managedFields`` and most of
+``status`` are dropped). ``store=False`` keeps no copy at all, for a component
+that keeps its own index (the webhook's pod cache): ``get``/``list`` then
+refuse.
+
+A callback that raises is a bug the loop cannot repair (the component's view
+would silently diverge from the cluster): it is logged with its traceback and
+ends :meth:`run` with :class:`CallbackFailed`, so that the thread's supervisor
+(:mod:`kube.health`) marks the component unhealthy and the kubelet restarts it.
+``synced`` is set once the first list was stored *and* ``on_sync`` returned.
 """
 import json
 import logging
@@ -28,6 +43,7 @@ import socket
 import threading
 import time
 
+from tacker_hwaffinity.k8s.pruning import pruner
 from tacker_hwaffinity.kube.client import CONNECT_TIMEOUT_S, KubeError
 from tacker_hwaffinity.kube.lists import PAGE_SIZE, api_error, list_json
 
@@ -50,6 +66,10 @@ class _Broken(Exception):
     """The connection failed in the middle of an open watch."""
 
 
+class CallbackFailed(Exception):
+    """A handler or ``on_sync`` raised: the informer stopped (the message says which)."""
+
+
 def _key(obj):
     meta = obj.get("metadata") or {}
     return (meta.get("namespace") or "", meta.get("name"))
@@ -65,14 +85,17 @@ class Informer:
 
     Callbacks run on the thread of :meth:`run`, one at a time, after the cache
     was updated; an exception in one is logged with its traceback (a bug)
-    and the loop carries on. ``synced``, ``relists`` (lists after the first),
+    and ends :meth:`run` with :class:`CallbackFailed`. FIELDS prunes every
+    object before it is stored or handed on; STORE False keeps no cache (see
+    the module docstring). ``synced``, ``relists`` (lists after the first),
     ``errors``, ``last_error`` and ``last_event_time`` (``time.monotonic()``
     of the last list, event or bookmark) are for health checks and metrics.
     """
 
     def __init__(self, conn, list_call, kind, what, handler, on_sync=None,
                  field_selector=None, label_selector=None, timeout_seconds=300,
-                 backoff_initial=0.5, backoff_max=30.0, log=None):
+                 backoff_initial=0.5, backoff_max=30.0, log=None, fields=None,
+                 store=True):
         self.conn = conn
         self.list_call = list_call
         self.kind = kind
@@ -91,19 +114,27 @@ class Informer:
         self.last_error = None
         self.last_event_time = None
         self.resource_version = None
+        self._prune = pruner({kind: fields}) if fields else None
+        self.store = store
         self._cache = {}
         self._lock = threading.Lock()
         self._response = None
         self._delay = backoff_initial
 
     # -- the cache -----------------------------------------------------------
+    def _stored(self):
+        if not self.store:
+            raise RuntimeError("the %s informer keeps no store (store=False)" % self.kind)
+
     def get(self, namespace, name):
         """The cached object, or None (NAMESPACE None or "" for cluster-scoped kinds)."""
+        self._stored()
         with self._lock:
             return self._cache.get((namespace or "", name))
 
     def list(self):
         """Every cached object (a new list; the objects themselves are shared)."""
+        self._stored()
         with self._lock:
             return list(self._cache.values())
 
@@ -140,6 +171,8 @@ class Informer:
                 self.log.info("%s informer: resourceVersion %s expired (%s); listing %s again",
                               self.kind, self.resource_version, e, self.what)
             return True
+        except CallbackFailed:
+            raise
         except Exception as e:  # noqa: BLE001 - every failure is retried, see below
             if stop.is_set():
                 return False
@@ -173,20 +206,20 @@ class Informer:
 
     def _list(self):
         items, version = list_json(self.conn, self.list_call, self.kind, self.what,
-                                   PAGE_SIZE, **self.selectors)
+                                   PAGE_SIZE, each=self._prune, **self.selectors)
         if not version:
             raise KubeError("API server %s: the list of %s has no resourceVersion"
                             % (self.conn.where, self.what))
         with self._lock:
-            self._cache = {_key(item): item for item in items}
+            self._cache = {_key(item): item for item in items} if self.store else {}
         self.resource_version = version
         self.last_event_time = time.monotonic()
         self._delay = self.backoff_initial
         if self.synced.is_set():
             self.relists += 1
-        self.synced.set()
         if self.on_sync is not None:
-            self._call(self.on_sync, list(items), what="on_sync after listing %d" % len(items))
+            self._call(self.on_sync, items, what="on_sync after listing %d" % len(items))
+        self.synced.set()
 
     def _watch(self, stop):
         """Read one watch to its end; the number of events it brought."""
@@ -254,11 +287,14 @@ class Informer:
             self.log.warning("%s informer: ignoring a watch event of type %r", self.kind, kind)
             return
         obj.setdefault("kind", self.kind)
-        with self._lock:
-            if kind == "DELETED":
-                self._cache.pop(_key(obj), None)
-            else:
-                self._cache[_key(obj)] = obj
+        if self._prune is not None:
+            self._prune(obj)
+        if self.store:
+            with self._lock:
+                if kind == "DELETED":
+                    self._cache.pop(_key(obj), None)
+                else:
+                    self._cache[_key(obj)] = obj
         if version:
             self.resource_version = version
         self._call(self.handler, kind, obj, what="handler on %s %s" % (kind, "/".join(
@@ -267,8 +303,11 @@ class Informer:
     def _call(self, callback, *args, what):
         try:
             callback(*args)
-        except Exception:  # noqa: BLE001 - a bug in a callback must not end the loop
+        except Exception as e:  # noqa: BLE001 - a bug: logged whole, then the loop ends
             self.log.exception("%s informer: %s failed", self.kind, what)
+            text = (str(e).strip() or type(e).__name__).splitlines()[0]
+            raise CallbackFailed("%s informer: %s failed: %s: %s" % (
+                self.kind, what, type(e).__name__, text)) from None
 
     def _guard(self, stop, done):
         """Unblock a watch read when STOP is set (ends with run())."""

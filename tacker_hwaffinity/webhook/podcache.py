@@ -176,7 +176,18 @@ class _NsIndex:
 
 class PodCache:
     """Thread-safe cluster view; see the module docstring. CLOCK (seconds, monotonic)
-    ages pending records; ``lock`` guards every read the extender makes."""
+    ages pending records; ``lock`` guards every read the extender makes.
+
+    ``FIELDS``: per kind, what the cache reads of the objects its informers hand it
+    (a k8s.pruning kept-fields table): the informers drop everything else before
+    the cache sees it, and keep no copy of their own (the cache is the only one)."""
+
+    FIELDS = {
+        "Pod": {"metadata": ("name", "namespace", "uid", "labels", "annotations"),
+                "spec": ("nodeName",), "status": ("phase",)},
+        "Node": {"metadata": ("name", "labels"), "spec": (), "status": ()},
+        "Namespace": {"metadata": ("name", "labels"), "spec": (), "status": ()},
+    }
 
     def __init__(self, clock=time.monotonic, pending_ttl=PENDING_TTL_S):
         self._clock = clock

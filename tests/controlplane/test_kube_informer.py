@@ -7,8 +7,13 @@ changes them (no scheduling, no status updates, immediate deletion).
 """
 import functools
 import logging
+import os
+import subprocess
+import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 from kubernetes.client.exceptions import ApiException
@@ -16,12 +21,13 @@ from kubernetes.client.exceptions import ApiException
 from tacker_hwaffinity.kube import client as kube_client
 from tacker_hwaffinity.kube import events
 from tacker_hwaffinity.kube.client import KubeError
-from tacker_hwaffinity.kube.informer import Informer
+from tacker_hwaffinity.kube.informer import CallbackFailed, Informer
 
 from . import harness
 from . import workloads as w
 
 pytestmark = pytest.mark.controlplane
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 LOGGER = "tacker_hwaffinity.kube.informer"
 
 
@@ -250,21 +256,82 @@ def test_an_api_server_restart_is_survived_and_what_changed_meanwhile_is_synced(
         assert r.exc_info is None and "Traceback" not in line
 
 
-def test_a_handler_that_raises_is_logged_and_the_loop_goes_on(
-        control_plane, conn, ns, running, caplog):
+def test_a_handler_that_raises_is_logged_and_ends_the_loop(control_plane, conn, ns, caplog):
     cp, rec = control_plane, Recorder()
 
     def handler(event_type, obj):
         if obj["metadata"]["name"] == "bad":
             raise ValueError("a bug")
         rec.handler(event_type, obj)
-    running(Informer(conn, functools.partial(conn.core().list_namespaced_pod, ns),
-                     "Pod", "pods in " + ns, handler))
-    new_pod(cp, ns, "bad")
-    new_pod(cp, ns, "good")
-    rec.wait_for(("ADDED", "good"))
+    informer = Informer(conn, functools.partial(conn.core().list_namespaced_pod, ns),
+                        "Pod", "pods in " + ns, handler)
+    stop, raised = threading.Event(), []
+
+    def run():
+        try:
+            informer.run(stop)
+        except CallbackFailed as e:
+            raised.append(str(e))
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    try:
+        assert informer.synced.wait(20), "the first list did not finish"
+        new_pod(cp, ns, "bad")
+        thread.join(20)
+        assert not thread.is_alive(), "run() went on after its handler raised"
+    finally:
+        stop.set()
+    assert raised == ["Pod informer: handler on ADDED %s/bad failed: ValueError: a bug" % ns]
     bugs = [r for r in caplog.records if r.name == LOGGER and r.exc_info]
     assert len(bugs) == 1 and "handler on ADDED %s/bad" % ns in bugs[0].getMessage()
+
+
+def test_a_dead_watch_turns_the_webhooks_healthz_to_503_with_the_reason(control_plane, ns,
+                                                                          tmp_path):
+    """The real `hwaffinity webhook serve` process, its pod cache made to raise on one
+    pod: the pod watch dies, /healthz, /readyz and /livez say so, the process stays."""
+    cp, port = control_plane, harness.free_port()
+    code = "\n".join((
+        "import sys",
+        "from tacker_hwaffinity.webhook import podcache",
+        "on_pod = podcache.PodCache.on_pod",
+        "def broken(self, event_type, obj):",
+        "    if obj['metadata']['name'] == 'boom':",
+        "        raise RuntimeError('cannot index pod boom')",
+        "    return on_pod(self, event_type, obj)",
+        "podcache.PodCache.on_pod = broken",
+        "from tacker_hwaffinity.cli.main import main",
+        "sys.exit(main(sys.argv[1:]))"))
+    log = tmp_path / "webhook.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, "webhook", "serve", "--insecure-for-tests",
+         "--address", "127.0.0.1:%d" % port, "--kubeconfig", cp.kubeconfig],
+        stdout=open(log, "wb"), stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+
+    def answer(path):
+        assert proc.poll() is None, log.read_text()
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path),
+                                        timeout=2) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+        except OSError:
+            return None, ""
+    try:
+        harness.wait_until(lambda: answer("/healthz")[0] == 200, 60,
+                           what="the webhook's caches synced")
+        new_pod(cp, ns, "boom")
+        harness.wait_until(lambda: answer("/healthz")[0] == 503, 30,
+                           what="/healthz to fail after the pod watch died")
+        want = (503, "worker thread pod-watch died: CallbackFailed: Pod informer: handler on "
+                     "ADDED %s/boom failed: RuntimeError: cannot index pod boom\n" % ns)
+        assert answer("/healthz") == want and answer("/readyz") == want
+        assert answer("/livez") == want
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        proc.wait(15)
 
 
 def test_errors_are_one_line_and_retried_with_backoff(caplog):
