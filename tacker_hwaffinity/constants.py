@@ -3,3 +3,11 @@
 # Node label that names the physical compute host a Kubernetes worker VM
 # runs on. Tacker's reference Kubernetes MgmtDriver uses this key.
 DEFAULT_HOST_LABEL = "CIS-node"
+
+# Pod annotation in which the node agent records each container's CPU grant. Only
+# the agent may write it (the webhook and deploy/agent/numa-annotation-policy.yaml
+# say so; the agent itself trusts no grant it could not have made).
+NUMA_ANNOTATION = "hwaffinity.io/numa"
+
+# The node agent's Kubernetes user: the ServiceAccount of deploy/agent/rbac.yaml.
+DEFAULT_AGENT_SERVICE_ACCOUNT = "system:serviceaccount:hwaffinity-system:hwaffinity-agent"

@@ -7,7 +7,11 @@ place in the pod spec: the order ``hwaffinity numa plan --existing`` replays.
 A container whose pod already records a decision for it (the annotation
 ``hwaffinity.io/numa``, written by an earlier run of the agent) gets that very
 grant back instead, when it still fits: so an agent that restarts changes no
-running container's CPUs, whatever happened on the node meanwhile.
+running container's CPUs, whatever happened on the node meanwhile. Anyone who
+can write the pod can write that annotation too, so a recorded grant is taken
+back only when it is one the engine could make for that container (its QoS
+class, CPU request and preference annotations: ``Placer.refusal``); any other
+record is placed afresh and ``refused`` says why (the agent's Warning Event).
 A container keeps its grant across restarts (a new container ID only moves
 the cgroup to write); a deleted pod gives its CPUs back, and the shared sets
 of every pool grow again.
@@ -18,14 +22,67 @@ shrinks and grows as exclusive CPUs are taken and released, as upstream).
 """
 import json
 
+from tacker_hwaffinity.constants import NUMA_ANNOTATION
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.numa import affinity as affmod
 from tacker_hwaffinity.numa.cpuset import format_list, parse_list
 from tacker_hwaffinity.numa.placement import Placer
 from tacker_hwaffinity.numa.subjects import pod_from_object
 
-ANNOTATION = "hwaffinity.io/numa"
+ANNOTATION = NUMA_ANNOTATION
 TERMINAL = ("Succeeded", "Failed")
+MAX_CPUS = 8192        # CPUs a recorded grant may name (far beyond any node)
+_RECORD_KEYS = frozenset({"pool", "mems", "exclusiveCpus", "sharedMilliCpu", "cpuType",
+                          "error"})
+
+
+def recorded_grant(text, name):
+    """((pool, cpu type, exclusive CPUs, shared milli-CPU), None) of container NAME in
+    TEXT, the ``hwaffinity.io/numa`` annotation; (None, why) when it is malformed;
+    (None, None) when it records no grant for NAME (none, or an earlier failure)."""
+    if not text:
+        return None, None
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        return None, "the annotation is not JSON"
+    if not isinstance(doc, dict):
+        return None, "the annotation is not a JSON object"
+    entry = doc.get(name)
+    if entry is None or isinstance(entry, dict) and "pool" not in entry and "error" in entry:
+        return None, None
+    if not isinstance(entry, dict):
+        return None, "[%s]: expected an object" % json.dumps(name)
+    unknown = sorted(set(entry) - _RECORD_KEYS)
+    if unknown:
+        return None, "[%s]: unknown field %s" % (json.dumps(name), json.dumps(unknown[0]))
+    pool, cpus = entry.get("pool"), entry.get("exclusiveCpus", "")
+    cpu_type, milli = entry.get("cpuType", "normal"), entry.get("sharedMilliCpu", 0)
+    for field, value, kind in (("pool", pool, str), ("exclusiveCpus", cpus, str),
+                               ("cpuType", cpu_type, str), ("sharedMilliCpu", milli, int)):
+        if not isinstance(value, kind) or isinstance(value, bool):
+            return None, "[%s].%s: expected %s" % (json.dumps(name), field,
+                                                   "an integer" if kind is int else "a string")
+    if milli < 0:
+        return None, "[%s].sharedMilliCpu: expected at least 0" % json.dumps(name)
+    try:
+        if _list_size(cpus) > MAX_CPUS:
+            raise ValueError("more than %d CPUs" % MAX_CPUS)
+        exclusive = parse_list(cpus)
+    except ValueError as e:
+        return None, "[%s].exclusiveCpus: %s" % (json.dumps(name), e)
+    return (pool, cpu_type, exclusive, milli), None
+
+
+def _list_size(text):
+    """How many CPUs the kernel list TEXT names at most, counted before expanding it
+    (so that a forged ``0-65536,0-65536,...`` costs nothing)."""
+    total = 0
+    for item in text.split(","):
+        lo, sep, hi = item.strip().partition("-")
+        if lo.isdigit() and (not sep or hi.isdigit()):
+            total += max(0, int(hi if sep else lo) - int(lo)) + 1
+    return total
 
 
 class Target:
@@ -64,6 +121,7 @@ class NodeState:
         self.ids = {}           # (pod uid, container name) -> (container id, runtime)
         self.errors = {}        # (pod uid, container name) -> message
         self.pod_errors = {}    # pod uid -> message (the pod object itself is unusable)
+        self.warnings = {}      # (pod uid, container name) -> why its recorded grant was refused
 
     # -- events -------------------------------------------------------
     def sync(self, objects):
@@ -121,6 +179,7 @@ class NodeState:
         container = self.placed.pop(key, None)
         self.ids.pop(key, None)
         self.errors.pop(key, None)
+        self.warnings.pop(key, None)
         if container is not None:
             self.placer.release(container)
 
@@ -148,21 +207,25 @@ class NodeState:
             self.placed[key] = container
 
     def _restore(self, pod, container, key):
-        """Take back the grant the pod's annotation records for CONTAINER, if any fits."""
-        try:
-            recorded = json.loads(pod.annotations.get(ANNOTATION) or "{}").get(container.name)
-            if not isinstance(recorded, dict) or "pool" not in recorded:
-                return False
-            exclusive = parse_list(recorded.get("exclusiveCpus") or "")
-            decision = self.placer.restore(container, recorded["pool"],
-                                           recorded.get("cpuType", "normal"), exclusive,
-                                           int(recorded.get("sharedMilliCpu") or 0))
-        except (ValueError, TypeError, AttributeError):
-            return False
-        if decision is None:
-            return False
-        self.placed[key] = container
-        return True
+        """Take back the grant the pod's annotation records for CONTAINER, if it is one
+        the engine could make for it and it fits. The annotation is on the pod: anyone
+        who can write the pod can forge it, so a record that is not taken back (other
+        than none at all, or an earlier failure) is noted in ``warnings`` and the
+        container is placed afresh."""
+        recorded, why = recorded_grant(pod.annotations.get(ANNOTATION), container.name)
+        if recorded is not None:
+            try:
+                decision = self.placer.restore(container, *recorded)
+            except InputError:
+                return False        # a bad preference annotation: place() reports it
+            if decision.error is None:
+                self.placed[key] = container
+                return True
+            why = decision.error
+        if why:
+            self.warnings[key] = "the grant recorded in %s was not restored: %s; placed " \
+                "afresh" % (ANNOTATION, why)
+        return False
 
     def _forget(self, uid):
         pod = self.pods.pop(uid, None)
@@ -172,6 +235,7 @@ class NodeState:
         for c in pod.containers:
             key = (uid, c.name)
             self.errors.pop(key, None)
+            self.warnings.pop(key, None)
             self.ids.pop(key, None)
             container = self.placed.pop(key, None)
             if container is not None:
@@ -179,6 +243,15 @@ class NodeState:
         return {uid}
 
     # -- results ------------------------------------------------------
+    def refused(self, uid):
+        """[(container name, message)] of one pod's containers whose recorded grant was
+        not taken back (they were placed afresh)."""
+        pod = self.pods.get(uid)
+        if pod is None:
+            return []
+        return [(c.name, self.warnings[(uid, c.name)]) for c in pod.containers
+                if (uid, c.name) in self.warnings]
+
     def targets(self):
         """{(pod uid, container name): Target} for every placed container."""
         out = {}

@@ -11,7 +11,9 @@ Faults: an API error in a patch or an Event is logged and retried at the next
 reconcile (the decision stands); a container whose cgroup vanished between
 decision and write gives its grant back (a restart with a new ID places it
 again); a cgroup write the kernel refuses is an Event on the pod and the
-container keeps what it had.
+container keeps what it had. A grant recorded in the pod's annotation that the
+engine would not make for the container (anyone who can write the pod can write
+the annotation) is a Warning Event, and the container is placed afresh.
 """
 import logging
 import threading
@@ -26,6 +28,7 @@ from tacker_hwaffinity.numa.cpuset import format_list
 COMPONENT = "hwaffinity-agent"
 REASON_PLACEMENT = "NUMAPlacementFailed"
 REASON_WRITE = "CPUSetWriteFailed"
+REASON_RESTORE = "NUMAGrantNotRestored"     # a recorded grant the engine would not make
 
 
 class Metrics:
@@ -87,6 +90,8 @@ class Agent:
         with self._lock:
             t0 = time.monotonic()
             self.pods = {o["metadata"]["uid"]: o for o in objects if o["metadata"].get("uid")}
+            # Events already sent about pods that are gone: forgotten with the pods
+            self.reported = {r for r in self.reported if r[0] in self.pods}
             changed = self.state.sync(objects)
             self._reconcile(changed, full=True)
             self.metrics.decision.observe(time.monotonic() - t0)
@@ -97,6 +102,7 @@ class Agent:
             uid = obj["metadata"].get("uid")
             if event_type == "DELETED":
                 self.pods.pop(uid, None)
+                self.reported = {r for r in self.reported if r[0] != uid}
                 changed = self.state.delete(obj)
             else:
                 self.pods[uid] = obj
@@ -175,6 +181,8 @@ class Agent:
         obj = self.pods.get(uid)
         if obj is None:
             return
+        for name, message in self.state.refused(uid):
+            self._event(uid, name, REASON_RESTORE, message)
         for name, message in self.state.failures(uid):
             self._event(uid, name, REASON_PLACEMENT, message)
         value = self.state.annotation(uid)

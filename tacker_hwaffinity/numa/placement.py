@@ -19,6 +19,7 @@ import functools
 
 from tacker_hwaffinity.numa import affinity as affmod
 from tacker_hwaffinity.numa.cpualloc import take_cpus
+from tacker_hwaffinity.numa.cpuset import format_list
 from tacker_hwaffinity.numa.pools import build_pools
 from tacker_hwaffinity.numa.request import NORMAL, RESERVED, request_for
 
@@ -74,6 +75,19 @@ def affinity_score(pool, pool_aff):
         if w:
             score += Q ** (x.depth - pool.depth) * w
     return score
+
+
+def _shape(req):
+    """What the engine grants for REQ, in words."""
+    if req.cpu_type == RESERVED:
+        return "%dm reserved CPU" % (req.fraction + 1000 * req.full)
+    parts = []
+    if req.full:
+        parts.append("%d exclusive CPU%s%s" % (req.full, "s" if req.full > 1 else "",
+                                               " (isolated preferred)" if req.isolate else ""))
+    if req.fraction or not req.full:
+        parts.append("%dm shared CPU" % req.fraction)
+    return " + ".join(parts)
 
 
 class Placer:
@@ -268,20 +282,19 @@ class Placer:
 
     def restore(self, container, pool_name, cpu_type, exclusive, portion):
         """Take back a grant recorded earlier (the node agent's annotation) instead of
-        deciding again; the Decision, or None when it no longer fits (unknown pool,
-        CPUs outside it or already granted, a portion without capacity)."""
-        pool = next((p for p in self.pools if p.name == pool_name), None)
-        exclusive = frozenset(exclusive)
-        if pool is None or cpu_type not in (NORMAL, RESERVED) or portion < 0 \
-                or not exclusive <= pool.cpus or exclusive & self.used:
-            return None
+        deciding again. The annotation is written on the pod, so anyone who can create
+        the pod can write it: the grant is taken back only when it is one the engine
+        could make for CONTAINER (``refusal``), and only while it fits. Returns the
+        Decision: a restored one, or one with ``.error`` saying why not (then nothing
+        was granted and the container is to be placed afresh).
+
+        Raises InputError for a malformed preference annotation (as ``place``)."""
         req = request_for(container, self.prefer_isolated, self.reserved_namespaces)
-        if portion and cpu_type == NORMAL:
-            self.used |= exclusive
-            fits = self.allocatable_shared(pool) >= portion
-            self.used -= exclusive
-            if not fits:
-                return None
+        exclusive = frozenset(exclusive)
+        why = self.refusal(container, req, pool_name, cpu_type, exclusive, portion)
+        if why:
+            return Decision(container, req, None, (), {}, why, True)
+        pool = next(p for p in self.pools if p.name == pool_name)
         self.used |= exclusive
         if portion and cpu_type == NORMAL:
             self.shared[pool.id] += portion
@@ -292,6 +305,77 @@ class Placer:
         grant = Grant(container, pool, cpu_type, exclusive, portion, req.memory)
         self.grants[container] = grant
         return self.record(Decision(container, req, grant, (), {}, None, True))
+
+    def refusal(self, container, req, pool_name, cpu_type, exclusive, portion):
+        """Why the recorded grant (POOL_NAME, CPU_TYPE, EXCLUSIVE CPUs, PORTION milli-CPU)
+        is not one ``place`` could give CONTAINER, whose request is REQ, in some state of
+        this machine, or does not fit now; None when it can be taken back.
+
+        Mirrors ``place`` and ``allocate``: the pool (the root for the reserved class and
+        kube-system; one with room for the memory otherwise), the CPU class (reserved may
+        have fallen back to normal), exactly the request's number of exclusive CPUs, all
+        from the pool's isolated CPUs (only when the request prefers them) or all from its
+        sharable ones (never reserved CPUs, never another container's), and exactly the
+        request's shared portion. What the ranking chose among the pools depends on the
+        containers placed then: any pool with room is one it could have chosen."""
+        pool = next((p for p in self.pools if p.name == pool_name), None)
+        if pool is None:
+            return "pool %r is not a pool of this node" % (pool_name,)
+        shape = ("%s, cpu request %dm: %s" % (container.pod.qosclass, container.cpu_request,
+                                              _shape(req)))
+        want = req.cpu_type
+        if want == RESERVED and not self.root.reserved:
+            want = NORMAL
+        full, fraction = req.full, req.fraction
+        if want == RESERVED:
+            full, fraction = 0, fraction + 1000 * full
+        allowed = (want,) if want == NORMAL or not fraction else (RESERVED, NORMAL)
+        if cpu_type not in allowed:
+            return "cpuType %r recorded, the engine grants %s (%s)" % (
+                cpu_type, " or ".join(repr(t) for t in allowed), shape)
+        at_root = want == RESERVED or container.namespace == "kube-system"
+        if at_root and pool is not self.root:
+            return "pool %r recorded, the engine grants pool %r (%s)" % (
+                pool.name, self.root.name, shape)
+        if len(exclusive) != full:
+            return "%d exclusive CPUs recorded, the engine grants %d (%s)" % (
+                len(exclusive), full, shape)
+        if portion != fraction:
+            return "sharedMilliCpu %d recorded, the engine grants %d (%s)" % (
+                portion, fraction, shape)
+        if exclusive:
+            if not exclusive <= pool.cpus:
+                return "exclusive CPUs %s are not in pool %r" % (
+                    format_list(exclusive - pool.cpus), pool.name)
+            if exclusive & pool.reserved:
+                return "exclusive CPUs %s are reserved CPUs" % format_list(
+                    exclusive & pool.reserved)
+            if not (exclusive <= pool.sharable
+                    or (req.isolate and exclusive <= pool.isolated)):
+                return "exclusive CPUs %s mix isolated and shared CPUs or are isolated CPUs " \
+                    "for a request that does not prefer them (%s)" % (format_list(exclusive),
+                                                                    shape)
+            if exclusive & self.used:
+                return "exclusive CPUs %s are granted to another container" % format_list(
+                    exclusive & self.used)
+            left = self.allocatable_shared(pool)
+            if not exclusive <= pool.isolated and left <= 1000 * full:
+                return "%d exclusive CPUs recorded, %dm shared capacity left in pool %r" % (
+                    full, left, pool.name)
+        if not at_root and not self.machine_has_no_memory_info() \
+                and req.memory > self.free_memory(pool):
+            return "pool %r has not %d bytes of free memory left" % (pool.name, req.memory)
+        if portion and cpu_type == NORMAL:
+            self.used |= exclusive
+            left = self.allocatable_shared(pool)
+            self.used -= exclusive
+            if left < portion:
+                return "%dm shared CPU recorded, %dm left in pool %r" % (portion, left,
+                                                                       pool.name)
+        elif portion and self.allocatable_reserved(pool) < portion:
+            return "%dm reserved CPU recorded, %dm left in pool %r" % (
+                portion, max(self.allocatable_reserved(pool), 0), pool.name)
+        return None
 
     def release(self, container):
         """Give CONTAINER's grant back (the container is gone): its exclusive CPUs

@@ -18,6 +18,10 @@ DaemonSet, ReplicationController, Job and CronJob):
   belongs (``spec``, ``metadata``, ``affinity``, ...) is refused, naming the field.
   (The API server validates objects before validating webhooks see them, so this
   only happens with hand-made reviews.)
+* ``hwaffinity.io/numa`` is the node agent's record of the CPUs it granted: a Pod
+  CREATE that carries it is refused, and so is a Pod UPDATE that changes it (adds,
+  alters or removes it) by anyone but the agent's ServiceAccount (``agent_user``);
+  a pod template that carries it is refused as well (its pods would be).
 * UPDATE refuses only problems that ``oldObject`` did not have already: objects
   created before the webhook existed can still be scaled, relabelled and have
   their finalizers removed.
@@ -31,6 +35,7 @@ validating webhook is the one that reports what is wrong.
 import base64
 import json
 
+from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT, NUMA_ANNOTATION
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import annotations
 from tacker_hwaffinity.webhook import patches
@@ -55,7 +60,8 @@ _ANNOTATIONS = (annotations.POD_AFFINITY, annotations.REQUIRED_DURING_EXECUTION)
 _WHY = "it would let one tenant's pods keep every other tenant's off whole domains"
 
 
-def handle(kind, body, allowed_keys=DEFAULT_ALLOWED_KEYS):
+def handle(kind, body, allowed_keys=DEFAULT_ALLOWED_KEYS,
+           agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT):
     """(HTTP status, response body) for the AdmissionReview BODY (bytes) sent to the
     ``validate`` or ``mutate`` webhook (KIND). A body that is no AdmissionReview with
     a request gets 400 and ``{"error": ...}``."""
@@ -75,21 +81,24 @@ def handle(kind, body, allowed_keys=DEFAULT_ALLOWED_KEYS):
     if not isinstance(request.get("uid"), str) or not request["uid"]:
         return _error(400, "the AdmissionReview's request has no uid")
     if kind == "validate":
-        response = validate(request, allowed_keys)
+        response = validate(request, allowed_keys, agent_user)
     else:
         response = mutate(request)
     return 200, _json({"apiVersion": review["apiVersion"], "kind": "AdmissionReview",
                        "response": response})
 
 
-def validate(request, allowed_keys=DEFAULT_ALLOWED_KEYS):
+def validate(request, allowed_keys=DEFAULT_ALLOWED_KEYS,
+             agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT):
     """The AdmissionResponse (a dict) of the validating webhook for REQUEST; ALLOWED_KEYS
-    (an iterable of topology keys, or one key) are those allowed over all namespaces."""
+    (an iterable of topology keys, or one key) are those allowed over all namespaces;
+    AGENT_USER is the user name of the node agent, the only one that may change a
+    pod's ``hwaffinity.io/numa``."""
     uid = request.get("uid") if isinstance(request, dict) else None
     try:
         if isinstance(allowed_keys, str):
             allowed_keys = (allowed_keys,)
-        message = _denial(request, frozenset(allowed_keys))
+        message = _denial(request, frozenset(allowed_keys), agent_user)
     except Exception as e:  # noqa: BLE001 - a webhook answers, it does not crash
         return _deny(uid, "internal error in the hwaffinity validating webhook (%s)"
                      % type(e).__name__, 500, "InternalError")
@@ -164,7 +173,7 @@ def _rule(allowed):
         "only %s may be used" % keys if keys else "no topologyKey may be used", _WHY)
 
 
-def _denial(request, allowed):
+def _denial(request, allowed, agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT):
     """The denial message for REQUEST, or None to allow it."""
     if request.get("operation") in NO_OBJECT_OPERATIONS:
         return None
@@ -174,14 +183,51 @@ def _denial(request, allowed):
         return None
     errors, offences = problems(obj, path, allowed)
     old = request.get("oldObject")
-    if request.get("operation") == "UPDATE" and old is not None:
+    update = request.get("operation") == "UPDATE" and old is not None
+    if update:
         old_errors, old_offences = problems(old, path, allowed)
         errors = [e for e in errors if e not in old_errors]
         offences = [o for o in offences if o not in old_offences]
+    errors = _numa_record(request, obj, old if update else None, path, agent_user) + errors
     if not errors and not offences:
         return None
     message = "%s: %s" % (_name(request, _kind(request, obj)[0], obj), "; ".join(errors + offences))
     return message + ": " + _rule(allowed) if offences else message
+
+
+def _numa_value(obj, path):
+    """(present, value) of ``hwaffinity.io/numa`` on the pod (template) at PATH in OBJ;
+    (False, None) where the object is malformed (``problems`` names that)."""
+    node = obj
+    for key in path + ("metadata", "annotations"):
+        node = node.get(key) if isinstance(node, dict) else None
+    if not isinstance(node, dict) or NUMA_ANNOTATION not in node:
+        return False, None
+    return True, node[NUMA_ANNOTATION]
+
+
+def _numa_record(request, obj, old, path, agent_user):
+    """[message] when REQUEST writes the node agent's record ``hwaffinity.io/numa`` and
+    may not: on a Pod CREATE, on a Pod UPDATE that changes it by anyone but AGENT_USER,
+    and on a pod template that did not carry it already (OLD: the UPDATE's oldObject)."""
+    field = "%s[%s]" % (_field(".".join(path), "metadata.annotations"), NUMA_ANNOTATION)
+    present, value = _numa_value(obj, path)
+    was = _numa_value(old, path) if old is not None else (False, None)
+    why = ("it records the CPUs the hwaffinity node agent granted, and only the agent (%s) "
+           "may write it" % (agent_user or "none configured"))
+    if path:
+        if present and not was[0]:
+            return ["%s: a pod template may not carry this annotation: %s" % (field, why)]
+        return []
+    if old is None:
+        if present:
+            return ["%s: a pod may not be created with this annotation: %s" % (field, why)]
+        return []
+    user = request.get("userInfo")
+    user = user.get("username") if isinstance(user, dict) else None
+    if (present, value) != was and (not agent_user or user != agent_user):
+        return ["%s: changed by %s: %s" % (field, user or "an unnamed user", why)]
+    return []
 
 
 def _field(base, rest):
