@@ -17,6 +17,21 @@ from tacker_hwaffinity.errors import InputError
 
 DEFAULT_PORT = 9465
 
+# What the controller reads of Nodes and Pods (controller.runner, kube.events): its
+# informers keep these keys of these fields, nothing else (k8s.pruning);
+# tests/unit/test_kube_projection.py checks the readers against them.
+NODE_FIELDS = {"metadata": ("name", "namespace", "uid", "labels", "resourceVersion"),
+               "spec": (), "status": ("addresses",)}
+POD_FIELDS = {
+    "metadata": ("name", "namespace", "uid", "labels", "annotations", "creationTimestamp",
+                 "deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"),
+    "spec": ("nodeName", "priority", "terminationGracePeriodSeconds"),
+    "status": ("phase",),
+}
+# ... and of Namespaces: their labels, for the rules' namespaceSelector (controller.rules).
+NAMESPACE_FIELDS = {"metadata": ("name", "uid", "labels", "resourceVersion"), "spec": (),
+                    "status": ()}
+
 
 def register(sub):
     p = sub.add_parser("controller", help="keep host labels true and RequiredDuringExecution "
@@ -43,6 +58,12 @@ def register(sub):
                    help="hwaffinity_param as for the MgmtDriver (label_keys, host_source, "
                         "zone_label_key), JSON text or @FILE")
     p.add_argument("--poll-interval", type=float, default=30.0, metavar="SECONDS")
+    p.add_argument("--nova-scope", choices=("auto", "all-projects", "project"), default="auto",
+                   help="which Nova servers a poll lists: all-projects (all_tenants=1, which "
+                        "Nova's default policy gives to admin only), project (the servers "
+                        "of the credentials' project), or auto (default): all projects as "
+                        "long as Nova allows it, else the project's, decided from Nova's "
+                        "answer to the first poll")
     p.add_argument("--notifications-url", metavar="TRANSPORT_URL",
                    default=os.environ.get("NOVA_NOTIFICATIONS_URL"),
                    help="also listen to Nova's versioned notifications on this message bus "
@@ -53,10 +74,15 @@ def register(sub):
                    help="how long affinity may stay violated before its pod is evicted")
     p.add_argument("--eviction-interval", type=float, default=10.0, metavar="SECONDS",
                    help="at most one eviction per this many seconds")
+    p.add_argument("--termination-margin", type=float, default=30.0, metavar="SECONDS",
+                   help="the next eviction waits for the pod evicted last at most its grace "
+                        "period plus this; a pod still there then (stuck Terminating on a "
+                        "NotReady node) gets a Warning Event and is not waited for")
     p.add_argument("--host-id-label", metavar="KEY",
                    help="also keep this label true with the server's hostId (e.g. "
                         "topology.openstack.org/host-id)")
-    p.add_argument("--lease-namespace", default=os.environ.get("POD_NAMESPACE", "kube-system"))
+    p.add_argument("--lease-namespace",
+                   default=os.environ.get("POD_NAMESPACE", "hwaffinity-system"))
     p.add_argument("--lease-name", default="hwaffinity-controller")
     p.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
     p.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS",
@@ -120,6 +146,7 @@ def run(args):
     from tacker_hwaffinity.cli.agent import _address
     from tacker_hwaffinity.controller.runner import Controller, Metrics, Settings
     from tacker_hwaffinity.kube import client as kube_client
+    from tacker_hwaffinity.kube.health import Supervisor
     from tacker_hwaffinity.kube.informer import Informer
     from tacker_hwaffinity.kube.leader import LeaderElector
     from tacker_hwaffinity.kube.serve import HealthServer
@@ -134,43 +161,59 @@ def run(args):
     host, port = _address(args.metrics_address)
     select = _workers(args)
     hw = _params(args.params)
-    openstack = OpenStack(session(access_from_environment(args.os_cloud)))
+    if not args.termination_margin >= 0:
+        raise InputError("must be 0 or more seconds, got %r" % args.termination_margin,
+                         field="--termination-margin")
+    access = access_from_environment(args.os_cloud)
+    openstack = OpenStack(session(access))
     settings = Settings(hw, select(openstack),
                         args.poll_interval, args.grace, args.eviction_interval, args.dry_run,
-                        args.host_id_label)
+                        args.host_id_label, termination_margin=args.termination_margin)
     try:
         conn = kube_client.connect(args.kubeconfig, args.context)
     except kube_client.KubeError as e:
         sys.stderr.write("hwaffinity controller: %s\n" % e)
         return 2
-    poll = ServerPoll(openstack)
+    poll = ServerPoll(openstack, scope=args.nova_scope, log=log)
     core = conn.core()
     registry = CollectorRegistry()
     stop = threading.Event()
-    nodes = Informer(conn, core.list_node, "Node", "nodes", lambda *a: None, log=log)
+    nodes = Informer(conn, core.list_node, "Node", "nodes", lambda *a: None, log=log,
+                     fields=NODE_FIELDS)
     pods = Informer(conn, core.list_pod_for_all_namespaces, "Pod", "pods", lambda *a: None,
-                    log=log)
-    controller = Controller(conn, poll, settings, nodes, pods, Metrics(registry), log=log)
+                    log=log, fields=POD_FIELDS)
+    namespaces = Informer(conn, core.list_namespace, "Namespace", "namespaces",
+                          lambda *a: None, log=log, fields=NAMESPACE_FIELDS)
+    # the elector's on_stopped waits for a side effect in flight before the Lease is
+    # released; the controller confirms the Lease right before each side effect
     elector = LeaderElector(conn, args.lease_namespace, args.lease_name, args.identity,
                             lease_duration=args.lease_duration,
                             renew_deadline=args.lease_duration * 2 / 3,
-                            retry_period=args.lease_duration * 2 / 15, log=log)
-    threads = [threading.Thread(target=i.run, args=(stop,), daemon=True, name=n)
-               for i, n in ((nodes, "nodes"), (pods, "pods"), (elector, "leader"))]
-    for t in threads:
-        t.start()
+                            retry_period=args.lease_duration * 2 / 15,
+                            on_stopped=lambda: controller.stand_down(), log=log)
+    controller = Controller(conn, poll, settings, nodes, pods, Metrics(registry), log=log,
+                            namespaces=namespaces, leading=elector.confirm)
+    caches = (nodes, pods, namespaces)
+    workers = Supervisor(stop, log=log)
+    for name, worker in (("node-watch", nodes), ("pod-watch", pods),
+                         ("namespace-watch", namespaces), ("leader", elector)):
+        workers.start(name, worker.run, stop)
 
-    def health():
-        if not (nodes.synced.is_set() and pods.synced.is_set()):
+    def ready():
+        if not all(c.synced.is_set() for c in caches):
             return False, "caches not synced yet"
         return True, "leader" if elector.is_leader.is_set() else "standby"
-    server = HealthServer(port, host=host, registry=registry, health=health).start()
+    server = HealthServer(port, host=host, registry=registry, health=workers.health(ready),
+                          live=workers.live).start()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     log.info("controller %s: workers are %s; Nova every %.0f s, grace %.0f s%s "
              "(metrics on %s:%d)", args.identity, settings.workers.describe(),
              args.poll_interval, args.grace,
              ", dry run" if args.dry_run else "", host, server.port)
+    log.info("controller %s: OpenStack user %s, project %s; Nova polls list %s "
+             "(--nova-scope %s)", args.identity, access["username"], access["project_name"],
+             poll.describe(access["project_name"]), args.nova_scope)
     listener = None
     if args.notifications_url:
         from tacker_hwaffinity.openstack.notifications import NotificationListener
@@ -182,13 +225,12 @@ def run(args):
                 listener.start()                    # only the leader listens
             elif listener is not None and not leading and listener.running:
                 listener.stop()
-            if leading and nodes.synced.is_set() and pods.synced.is_set():
+            if leading and all(c.synced.is_set() for c in caches):
                 controller.tick()
     finally:
         if listener is not None:
             listener.stop()
         server.stop()
-        for t in threads:
-            t.join(10)
+        workers.join(10)
         conn.close()
     return 0

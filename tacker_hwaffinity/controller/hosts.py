@@ -4,7 +4,10 @@ Fed with Nova's server states (``openstack.servers.ServerPoll``): a server in th
 middle of a move (MIGRATING, RESIZE, VERIFY_RESIZE, REVERT_RESIZE, REBUILD, or any
 task in progress) is waiting and is not labelled twice; one that is ACTIVE or SHUTOFF
 on a host (or hostId, for a VIM user who cannot see hosts) other than the one last
-seen has moved; a DELETED one is forgotten. Pure: no I/O.
+seen has moved; so has one first seen in the middle of a move (or while building)
+once it settles (``Move.old`` None: a controller that started, or took over, during a
+live migration labelled it, if at all, with the host it was leaving); a DELETED one is
+forgotten. Pure: no I/O.
 """
 MOVING = ("MIGRATING", "RESIZE", "VERIFY_RESIZE", "REVERT_RESIZE", "REBUILD", "BUILD")
 SETTLED = ("ACTIVE", "SHUTOFF", "PAUSED", "SUSPENDED")
@@ -41,12 +44,13 @@ class HostTracker:
                 continue
             if s.status not in SETTLED:
                 continue
+            was_waiting = s.id in self.waiting
             self.waiting.discard(s.id)
             place = self._place_of(s)
             if not place:
                 continue
             old = self.where.get(s.id)
             self.where[s.id] = place
-            if old is not None and old != place:
+            if old != place and (old is not None or was_waiting):
                 moves.append(Move(s.id, s.name, old, place))
         return moves

@@ -14,11 +14,30 @@ Every replica keeps the node and pod caches (``kube.informer``); only the leader
    lets affinity violations wait out their grace, and evicts the first violator in the
    seed's order through the Eviction API (``kube.evict``): one eviction in flight at a
    time, at most one per ``eviction_interval``; a PodDisruptionBudget that forbids it is
-   an Event on the pod and a retry later.
+   an Event on the pod and a retry later. The rules are evaluated as the scheduler
+   evaluates them, with the namespaces' labels (a third cache) for ``namespaceSelector``.
+
+An evicted pod is waited for (the next eviction waits until it has left the cache) at
+most its grace period (``deletionGracePeriodSeconds``, else the pod's
+``terminationGracePeriodSeconds``, else the API server's default of 30 s) plus
+``Settings.termination_margin`` (default 30 s: time for a healthy kubelet to kill the
+containers and delete the pod object, and for the watch to bring the deletion), counted
+from the eviction. A pod still there by then (stuck Terminating on a NotReady node, a
+finalizer nobody removes) gets a Warning Event ``EvictionStuck`` and is not waited for,
+nor picked again: the next violator is evicted.
+
+Every side effect (a relabel, an eviction, an Event) is done only if ``leading()``
+confirms the lease right before it (``kube.leader.LeaderElector.confirm``); otherwise
+the tick is abandoned (what it did not relabel is relabelled from Nova's next answer).
+``stand_down()`` (the elector's ``on_stopped``, before it releases the Lease) returns
+once no side effect is in flight, and ends the term: the tick still running does no
+more, and the next term starts afresh (every worker relabelled, affinity grace counted
+again).
 
 Nova unreachable or failing: the labels stay as they are, the error is logged once per
 poll and counted, and the next interval tries again.
 """
+import contextlib
 import logging
 import threading
 import time
@@ -31,6 +50,13 @@ from tacker_hwaffinity.kube.client import KubeError
 from tacker_hwaffinity.labeling import plan as planning
 
 COMPONENT = "hwaffinity-controller"
+DEFAULT_GRACE_S = 30        # the API server's default terminationGracePeriodSeconds
+TERMINATION_MARGIN_S = 30.0
+REPORTED_PER_OBJECT = 16    # Events remembered (not sent again) per object
+
+
+class NotLeading(Exception):
+    """The lease was not confirmed before a side effect: the tick is abandoned."""
 
 
 class Metrics:
@@ -50,45 +76,104 @@ class Metrics:
         self.notifications = Counter("hwaffinity_controller_notifications",
                                      "Nova notifications that prompted a poll", ["event"],
                                      registry=registry)
+        self.stuck = Counter("hwaffinity_controller_evictions_stuck",
+                             "Evicted pods still there after their grace period and the "
+                             "margin (not waited for any longer)", registry=registry)
+        self.abandoned = Counter("hwaffinity_controller_ticks_abandoned",
+                                 "Ticks abandoned before a side effect: the lease was not "
+                                 "confirmed", registry=registry)
 
 
 class Settings:
-    """WORKERS: which servers are workers (``controller.workers``)."""
+    """WORKERS: which servers are workers (``controller.workers``). TERMINATION_MARGIN:
+    seconds an evicted pod may take beyond its grace period to go (module docstring)."""
 
     def __init__(self, hw, workers, poll_interval=30.0, grace=60.0,
-                 eviction_interval=10.0, dry_run=False, host_id_label=None):
+                 eviction_interval=10.0, dry_run=False, host_id_label=None,
+                 termination_margin=TERMINATION_MARGIN_S):
         self.hw, self.workers = hw, workers
         self.poll_interval, self.grace = poll_interval, grace
         self.eviction_interval, self.dry_run = eviction_interval, dry_run
         self.host_id_label = host_id_label
+        self.termination_margin = termination_margin
+
+
+class InFlight:
+    """The last eviction: the pod, and the clock time the API server accepted it."""
+
+    __slots__ = ("namespace", "name", "uid", "key", "since")
+
+    def __init__(self, pod, since):
+        self.namespace, self.name, self.uid = pod.namespace, pod.name, pod.uid
+        self.key, self.since = pod.key, since
 
 
 class Controller:
+    """NODES, PODS, NAMESPACES: informers (caches; NAMESPACES None: no namespace has
+    labels). LEADING: confirms the lease right before each side effect (None: no
+    election, this is the only instance)."""
+
     def __init__(self, conn, poll, settings, nodes, pods, metrics, log=None,
-                 clock=time.monotonic):
+                 clock=time.monotonic, namespaces=None, leading=None):
         self.conn, self.poll_nova, self.s = conn, poll, settings
-        self.nodes, self.pods = nodes, pods          # informers (caches)
-        self.metrics, self.clock = metrics, clock
+        self.nodes, self.pods, self.namespaces = nodes, pods, namespaces
+        self.metrics, self.clock, self.leading = metrics, clock, leading
         self.log = log or logging.getLogger("hwaffinity.controller")
         self.tracker = None
         self.workers = {}           # server id -> ServerState (worker servers only)
         self.forgiveness = rulesmod.Forgiveness(settings.grace, clock)
         self.next_poll = 0.0
         self.last_eviction = -1e9
-        self.in_flight = None       # (namespace, name, uid) evicted and not gone yet
+        self.in_flight = None       # InFlight: evicted and not gone yet
         self.blocked_until = {}     # pod key -> clock time before which not to retry
-        self.reported = set()
+        self.stuck = {}             # uid -> pod key: evicted, never went; not picked again
+        self.reported = {}          # object uid -> {(reason, message): None}, oldest first
         self.moved_nodes = set()
-        self._parsed = {}           # (uid, annotation text) -> Rules or InputError
-        self.lock = threading.Lock()
+        self._parsed = {}           # pod uid -> (annotation text, Rules or InputError)
+        self._live = (set(), set())  # (uids, pod keys) of the objects in the caches
+        self.resync = False         # relabel every worker at the next poll
+        self.stale = False          # the term ended: no side effect until the next tick
+        self.lock = threading.Lock()        # one tick at a time
+        self.act_lock = threading.Lock()    # held for the length of one side effect
 
     # -- one tick of the leader ------------------------------------------------
     def tick(self):
         with self.lock:
-            if self.clock() >= self.next_poll:
-                self.next_poll = self.clock() + self.s.poll_interval
-                self._poll()
-            self._enforce()
+            if self.stale:
+                self._new_term()
+            try:
+                if self.clock() >= self.next_poll:
+                    self.next_poll = self.clock() + self.s.poll_interval
+                    self._poll()
+                self._enforce()
+            except NotLeading as e:
+                self.resync = True          # a relabel may have been cut short: redo all
+                self.next_poll = 0.0
+                self.metrics.abandoned.inc()
+                self.log.warning("the lease is not confirmed: %s not done, tick abandoned", e)
+
+    def stand_down(self):
+        """The term ended (the elector's ``on_stopped``, before a release): return once
+        no side effect is in flight; the tick still running, if any (a slow Nova poll),
+        does no more (``leading()`` says no, and the term is marked stale)."""
+        with self.act_lock:
+            self.stale = True
+
+    def _new_term(self):
+        """What the last term knew may be out of date: relabel every worker from Nova's
+        next answer, and count the affinity grace again."""
+        self.stale = False
+        self.resync = True
+        self.next_poll = 0.0
+        self.forgiveness = rulesmod.Forgiveness(self.s.grace, self.clock)
+
+    @contextlib.contextmanager
+    def _acting(self, what):
+        """Do WHAT (one side effect, the body) only if the lease is confirmed now."""
+        with self.act_lock:
+            if self.stale or (self.leading is not None and not self.leading()):
+                raise NotLeading(what)
+            yield
 
     def notified(self, event_type, server_id):
         """A Nova notification (``openstack.notifications``): poll at the next tick
@@ -114,24 +199,26 @@ class Controller:
         states = chosen + [s for s in states if s.id in self.workers and s.id not in ids]
         first = self.tracker is None
         if first:
-            have_hosts = all(s.host for s in states if s.status != "DELETED")
-            source = self.s.hw["host_source"]
-            if source == "auto":
-                source = "host" if have_hosts else "hostId"
-            self.tracker = HostTracker(source)
+            live = [s for s in states if s.status != "DELETED"]
+            if not live and self.s.hw["host_source"] == "auto":
+                return      # no worker yet: host or hostId is decided on the first ones
+            self.tracker = HostTracker(planning.choose_source(live, self.s.hw["host_source"]))
         for st in states:
             if st.status == "DELETED":
                 self.workers.pop(st.id, None)
             else:
                 self.workers[st.id] = st
         moves = self.tracker.update(states)
-        if first:
-            self.log.info("Nova: %d worker server(s), hosts by %s", len(self.workers),
-                          self.tracker.source)
-            self._relabel(list(self.workers.values()), {})
-        elif moves:
-            moved = {m.server_id: m for m in moves}
+        moved = {m.server_id: m for m in moves}
+        if moves:
             self.moved_nodes = set()    # the pods of these nodes go first (eviction_order)
+        if first or self.resync:
+            if first:
+                self.log.info("Nova: %d worker server(s), hosts by %s", len(self.workers),
+                              self.tracker.source)
+            self._relabel(list(self.workers.values()), moved)
+            self.resync = False         # not reached when the tick was abandoned
+        elif moves:
             self._relabel([self.workers[i] for i in moved if i in self.workers], moved)
 
     def _relabel(self, servers, moves):
@@ -164,7 +251,9 @@ class Controller:
                 self.log.info("would label node %s %s (was %s)", node, wanted, old)
                 continue
             try:
-                labels.apply_node_labels(self.conn, node, wanted, uid=obj["metadata"]["uid"])
+                with self._acting("relabelling node %s" % node):
+                    labels.apply_node_labels(self.conn, node, wanted,
+                                             uid=obj["metadata"]["uid"])
             except KubeError as e:
                 self.log.warning("node %s not relabelled: %s", node, e)
                 continue
@@ -173,21 +262,26 @@ class Controller:
             move = moves.get(a.worker.server_id)
             text = ("worker %s (server %s) %s: labels %s" % (
                 a.worker.name, a.worker.server_id,
-                "moved from host %s to %s" % (move.old, move.new) if move else
+                "moved from host %s to %s" % (move.old, move.new) if move and move.old else
+                "settled on host %s after a move" % move.new if move else
                 "is on host %s" % a.host,
                 ", ".join("%s=%s" % kv for kv in sorted(wanted.items()))))
             self.log.info("node %s: %s", node, text)
-            if move:
-                self.moved_nodes.add(node)
+            self.moved_nodes.add(node)  # moved, or found on another host (a new term)
             self._event(obj, "Normal", "HostLabelChanged", text)
 
     # -- RequiredDuringExecution ------------------------------------------------
     def cluster(self):
-        nodes = {n["metadata"]["name"]: n["metadata"].get("labels") or {}
-                 for n in self.nodes.list()}
-        running = []
+        node_objs = self.nodes.list()
+        nodes = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in node_objs}
+        namespaces = {n["metadata"]["name"]: n["metadata"].get("labels") or {}
+                      for n in (self.namespaces.list() if self.namespaces is not None else ())}
+        uids = {n["metadata"].get("uid") for n in node_objs}
+        keys, running = set(), []
         for obj in self.pods.list():
             meta, spec = obj["metadata"], obj.get("spec") or {}
+            uids.add(meta.get("uid"))
+            keys.add("%s/%s" % (meta.get("namespace") or "default", meta["name"]))
             if not spec.get("nodeName") or meta.get("deletionTimestamp") \
                     or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
                 continue
@@ -196,45 +290,76 @@ class Controller:
                 meta.get("namespace") or "default", meta["name"], meta.get("labels") or {},
                 spec["nodeName"], rules, meta.get("creationTimestamp") or "",
                 spec.get("priority") or 0, meta.get("uid")))
-        return rulesmod.Cluster(nodes, running)
+        self._live = (uids, keys)
+        return rulesmod.Cluster(nodes, running, namespaces)
 
     def _rules(self, obj):
         meta = obj["metadata"]
         text = (meta.get("annotations") or {}).get(rulesmod.ANNOTATION)
         if not text:
             return None
-        key = (meta.get("uid"), text)
-        got = self._parsed.get(key)
-        if got is None:
+        uid = meta.get("uid")
+        got = self._parsed.get(uid)
+        if got is None or got[0] != text:
             try:
-                got = rulesmod.Rules.parse(text)
+                got = (text, rulesmod.Rules.parse(text))
             except Exception as e:  # noqa: BLE001 - InputError with the field
-                got = e
-            self._parsed[key] = got
-        if isinstance(got, Exception):
-            self._event(obj, "Warning", "RequiredDuringExecutionInvalid", str(got))
+                got = (text, e)
+            self._parsed[uid] = got
+        if isinstance(got[1], Exception):
+            self._event(obj, "Warning", "RequiredDuringExecutionInvalid", str(got[1]))
             return None
-        return got
+        return got[1]
+
+    def _forget_gone(self):
+        """Drop what is remembered about pods (and nodes) no longer in the caches, and
+        retry times that have passed: nothing grows with the pods that came and went."""
+        uids, keys = self._live
+        now = self.clock()
+        for memo in (self.reported, self._parsed, self.stuck):
+            for uid in [u for u in memo if u not in uids]:
+                del memo[uid]
+        for key in [k for k, t in self.blocked_until.items() if k not in keys or t <= now]:
+            del self.blocked_until[key]
 
     def _enforce(self):
         cluster = self.cluster()
+        self._forget_gone()
         violations = cluster.violations()
         self.metrics.violations.set(len(violations))
         due = self.forgiveness.due(violations)
-        if self.in_flight is not None:
-            ns, name, uid = self.in_flight
-            pod = self.pods.get(ns, name)
-            if pod is not None and pod["metadata"].get("uid") == uid:
-                return                      # the last eviction is still going on
-            self.in_flight = None
+        if self.in_flight is not None and self._waiting():
+            return                          # the last eviction is still going on
         if not due or self.clock() - self.last_eviction < self.s.eviction_interval:
             return
         now = self.clock()
         for v in rulesmod.eviction_order(due, self.moved_nodes):
-            if self.blocked_until.get(v.pod.key, 0) > now:
+            if self.blocked_until.get(v.pod.key, 0) > now or v.pod.uid in self.stuck:
                 continue
             self._evict(v)
             return
+
+    def _waiting(self):
+        """True while the pod evicted last is still there, for at most its grace period
+        plus the margin since the eviction; then a Warning Event, and False."""
+        f = self.in_flight
+        pod = self.pods.get(f.namespace, f.name)
+        if pod is None or pod["metadata"].get("uid") != f.uid:
+            self.in_flight = None           # gone (or another pod of that name)
+            return False
+        grace = grace_seconds(pod)
+        waited = self.clock() - f.since
+        if waited <= grace + self.s.termination_margin:
+            return True
+        self.in_flight = None
+        self.stuck[f.uid] = f.key
+        self.metrics.stuck.inc()
+        text = ("evicted %.0f s ago and still not gone (grace period %d s + %.0f s): its node "
+                "may be down; %s goes on with the next violator and does not evict it again"
+                % (waited, grace, self.s.termination_margin, COMPONENT))
+        self.log.warning("pod %s: %s", f.key, text)
+        self._event(pod, "Warning", "EvictionStuck", text)
+        return False
 
     def _evict(self, v):
         pod = self.pods.get(v.pod.namespace, v.pod.name)
@@ -244,7 +369,8 @@ class Controller:
             self.blocked_until[v.pod.key] = self.clock() + self.s.poll_interval
             return
         try:
-            result = evictmod.evict(self.conn, v.pod.namespace, v.pod.name, uid=v.pod.uid)
+            with self._acting("evicting pod %s" % v.pod.key):
+                result = evictmod.evict(self.conn, v.pod.namespace, v.pod.name, uid=v.pod.uid)
         except KubeError as e:
             self.metrics.evictions.labels("error").inc()
             self.log.warning("pod %s not evicted: %s", v.pod.key, e)
@@ -253,7 +379,7 @@ class Controller:
         self.metrics.evictions.labels(result.outcome).inc()
         self.last_eviction = self.clock()
         if result.outcome == "evicted":
-            self.in_flight = (v.pod.namespace, v.pod.name, v.pod.uid)
+            self.in_flight = InFlight(v.pod, self.last_eviction)
             self.log.info("pod %s: %s", v.pod.key, text)
             if pod is not None:
                 self._event(pod, "Normal", "EvictedDuringExecution", text)
@@ -269,16 +395,37 @@ class Controller:
                              result.message)
 
     def _event(self, obj, kind, reason, message):
-        key = (obj["metadata"].get("uid"), reason, message)
-        if key in self.reported:
+        """One Event about OBJ, unless this one was sent already (per object, the last
+        REPORTED_PER_OBJECT are remembered, and forgotten when the object goes)."""
+        uid, key = obj["metadata"].get("uid"), (reason, message)
+        seen = self.reported.get(uid)
+        if seen is not None and key in seen:
             return
-        self.reported.add(key)
         if self.s.dry_run:
+            self._remember(uid, key)
             return
         try:
-            events.record_event(self.conn, obj, kind, reason, message, COMPONENT)
+            with self._acting("recording %s about %s" % (reason, obj["metadata"].get("name"))):
+                events.record_event(self.conn, obj, kind, reason, message, COMPONENT)
         except KubeError as e:
             self.log.warning("event not recorded: %s", e)
+        self._remember(uid, key)
+
+    def _remember(self, uid, key):
+        seen = self.reported.setdefault(uid, {})
+        seen[key] = None
+        while len(seen) > REPORTED_PER_OBJECT:
+            del seen[next(iter(seen))]
+
+
+def grace_seconds(pod):
+    """How long POD may take to stop once deleted: ``deletionGracePeriodSeconds`` (set
+    by the deletion), else ``spec.terminationGracePeriodSeconds``, else 30 s."""
+    for value in ((pod.get("metadata") or {}).get("deletionGracePeriodSeconds"),
+                  (pod.get("spec") or {}).get("terminationGracePeriodSeconds")):
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return DEFAULT_GRACE_S
 
 
 def _internal_ips(node):

@@ -73,6 +73,8 @@ class LeaderElector:
     ``is_leader`` (``threading.Event``), ``holder`` (the holderIdentity last
     seen), ``transitions`` (the leaseTransitions last seen) and
     ``last_error`` (one line, or None) are for callers and health checks.
+    ``is_leader`` may be stale by up to a renewal; before a side effect, ask
+    :meth:`confirm`.
     """
 
     def __init__(self, conn, namespace, name, identity, lease_duration=15.0, renew_deadline=10.0,
@@ -169,6 +171,47 @@ class LeaderElector:
             else:
                 due = min(self.clock() + self.retry_period,
                           self._held_since + self.renew_deadline)
+
+    # -- before each side effect ---------------------------------------------------
+    def confirm(self):
+        """True when this elector may act now; called right before each side effect
+        (a relabel, an eviction, an Event), from any thread. Both checks must pass:
+
+        * local: :attr:`is_leader` is set and the last successful renewal started
+          less than ``renew_deadline`` ago by the monotonic clock. Another elector
+          takes the Lease only ``lease_duration`` after it saw that renewal, so an
+          action confirmed now lands before anyone else may act: the difference
+          (``lease_duration - renew_deadline``, 5 s by default) is the time left
+          for the action's own request. A leader that was frozen (SIGSTOP, a paused
+          VM, a starved process) fails here as soon as it runs again, even before
+          its renewal thread notices;
+        * remote: a fresh GET of the Lease, answered before that deadline, names
+          this elector as the holder. This catches what the local clock cannot: a
+          Lease another identity holds anyway (written by hand, deleted and
+          recreated, taken by an elector whose clock runs fast).
+
+        Any error is a no (one log line). Nothing of the elector's own state is
+        changed: the renewal loop decides the term.
+        """
+        held = self._held_since
+        if not self.is_leader.is_set() or held is None:
+            return False
+        deadline = held + self.renew_deadline
+        left = deadline - self.clock()
+        if left < MIN_REQUEST_S:
+            return False
+        try:
+            lease = self._send("GET", self._path(), None, left, "get")
+        except KubeError as e:
+            self.log.warning("%s: %s cannot confirm it holds it: %s", self.what,
+                             self.identity, e)
+            return False
+        holder = (lease.get("spec") or {}).get("holderIdentity") or ""
+        if holder != self.identity:
+            self.log.warning("%s: held by %s, not %s", self.what, holder or "nobody",
+                             self.identity)
+            return False
+        return self.is_leader.is_set() and self.clock() < deadline
 
     def _callback(self, callback, what):
         try:

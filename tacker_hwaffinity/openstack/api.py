@@ -21,7 +21,12 @@ PAGE = 1000
 
 
 class OpenStackError(Exception):
-    """An OpenStack call failed (after retries)."""
+    """An OpenStack call failed (after retries). ``status``: the HTTP status of a 4xx
+    answer (403: the policy refuses this identity the request), else None."""
+
+    def __init__(self, message, status=None):
+        super().__init__(message)
+        self.status = status
 
 
 class OpenStack:
@@ -69,7 +74,7 @@ class OpenStack:
                 continue
             if resp.status_code >= 400:
                 raise OpenStackError("%s GET %s: HTTP %d %s" % (
-                    name, path, resp.status_code, _message(resp)))
+                    name, path, resp.status_code, _message(resp)), status=resp.status_code)
             try:
                 return resp.json()
             except ValueError:

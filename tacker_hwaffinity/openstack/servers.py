@@ -21,9 +21,24 @@ host, then on the new host, within the same second).
 
 With ``changes-since``, Nova also returns deleted servers (status
 ``DELETED``), once their last change is newer than the watermark; the first
-poll never does. ``all_tenants=1`` (admin) covers every project; only admin
-sees ``OS-EXT-SRV-ATTR:host`` (``host`` is None otherwise; ``host_id`` is the
-per-project hash of the host that everybody sees).
+poll never does. The same holds for a project member: Nova applies
+``changes-since`` (and shows deleted servers) to anyone, within the servers
+the identity may list.
+
+Which servers: ``all_tenants=1`` covers every project, and Nova's default
+policy (``os_compute_api:servers:detail:get_all_tenants``) gives it to admin
+only: anyone else gets HTTP 403. Without it, Nova lists the servers of the
+token's project. ``scope`` says which: ``ALL`` (always all projects),
+``PROJECT`` (always the project's own), or ``AUTO``: all projects as long
+as Nova allows it; the first 403 to ``all_tenants`` switches the poll to the
+project's own servers for good, at once (the same poll asks again), so a
+member identity costs one refused request, never a failed poll or a loop.
+Nova's answer decides, not the token's roles: the policy is the cloud's to
+change (a custom role may list every project, an ``admin`` may be refused).
+Only admin sees ``OS-EXT-SRV-ATTR:host`` (another policy,
+``os_compute_api:os-extended-server-attributes``): ``host`` is None
+otherwise, and ``host_id`` is Nova's per-project hash of the host that every
+member sees (``labeling.plan.choose_source`` picks between them).
 """
 import datetime
 import typing
@@ -34,6 +49,7 @@ from tacker_hwaffinity.labeling.inventory import addresses
 from .api import OpenStackError
 
 PAGE = 1000  # Nova's default [api]max_limit
+ALL, PROJECT, AUTO = "all-projects", "project", "auto"   # ServerPoll scopes
 HOST = "OS-EXT-SRV-ATTR:host"
 TASK = "OS-EXT-STS:task_state"
 _FORMAT = "%Y-%m-%dT%H:%M:%SZ"
@@ -70,17 +86,41 @@ class ServerPoll:
     back, for clouds whose Nova services' clocks disagree: ``updated`` is
     written with the clock of whichever service saved the server.
 
+    ``scope``: ``ALL``, ``PROJECT`` or ``AUTO`` (see the module's docstring;
+    ``all_tenants`` True/False is the older spelling of ALL/PROJECT). With
+    AUTO, ``all_tenants`` is None until Nova answered, then True or False;
+    ``refused`` keeps Nova's 403 message, and ``log`` (a logger) says the
+    decision once, at INFO.
+
     After a poll: ``since`` is the watermark (newest ``updated`` seen, a
-    naive UTC datetime) and ``pages`` the number of GET calls it made. A
+    naive UTC datetime) and ``pages`` the number of pages it read. A
     failed poll (OpenStackError) changes nothing: the next one asks again.
     """
 
-    def __init__(self, openstack, all_tenants=True, limit=PAGE, overlap=0):
-        self.openstack = openstack
-        self.all_tenants, self.limit, self.overlap = all_tenants, int(limit), int(overlap)
+    def __init__(self, openstack, all_tenants=None, limit=PAGE, overlap=0, scope=None,
+                 log=None):
+        if scope is None:
+            scope = AUTO if all_tenants is None else ALL if all_tenants else PROJECT
+        if scope not in (ALL, PROJECT, AUTO):
+            raise ValueError("scope must be %s, %s or %s, not %r" % (ALL, PROJECT, AUTO, scope))
+        self.openstack, self.scope, self.log = openstack, scope, log
+        self.all_tenants = {ALL: True, PROJECT: False, AUTO: None}[scope]
+        self.limit, self.overlap = int(limit), int(overlap)
+        self.refused = None  # Nova's 403 message to all_tenants (AUTO only)
         self.since = None   # newest ``updated`` seen (a datetime), None before a poll
-        self.pages = 0      # GET calls the last poll made
+        self.pages = 0      # pages the last poll read (a refused all_tenants not counted)
         self._recent = {}   # server id -> state returned, for ``updated`` >= the query time
+
+    def describe(self, project=None):
+        """Which servers the polls list, for a log line (PROJECT: the credentials')."""
+        own = "project %s's" % project if project else "the credentials' project's"
+        if self.all_tenants:
+            return "every project's servers (all_tenants=1)"
+        if self.all_tenants is False:
+            return own + " servers only" + (
+                " (Nova refuses all_tenants to these credentials)" if self.refused else "")
+        return ("every project's servers if Nova allows all_tenants to these credentials, "
+                "else %s only, decided at the first poll" % own)
 
     def poll(self):
         """The servers changed since the last poll (all of them the first
@@ -109,13 +149,22 @@ class ServerPoll:
         query = {"limit": self.limit}
         if since is not None:
             query["changes-since"] = since.strftime(_FORMAT)
-        if self.all_tenants:
+        if self.all_tenants is not False:
             query["all_tenants"] = 1
         servers, markers, self.pages = [], set(), 0
         while True:
-            body = self.openstack._get("compute", "Nova", "/servers/detail?"
-                                       + urllib.parse.urlencode(query))
+            try:
+                body = self.openstack._get("compute", "Nova", "/servers/detail?"
+                                           + urllib.parse.urlencode(query))
+            except OpenStackError as e:
+                if self.all_tenants is not None or e.status != 403:
+                    raise
+                self._decide(False, str(e))
+                del query["all_tenants"]
+                continue
             self.pages += 1
+            if self.all_tenants is None:
+                self._decide(True)
             servers.extend(body.get("servers") or [])
             marker = _next_marker(body)
             if marker is None:
@@ -125,6 +174,17 @@ class ServerPoll:
                                      "marker %s" % marker)
             markers.add(marker)
             query["marker"] = marker
+
+    def _decide(self, all_tenants, refusal=None):
+        """AUTO's answer from Nova: all projects, or (REFUSAL: its 403) the project's."""
+        self.all_tenants, self.refused = all_tenants, refusal
+        if self.log is not None:
+            if refusal:
+                self.log.info("Nova refuses all_tenants to these credentials (%s): polling "
+                              "the servers of their project only", refusal)
+            else:
+                self.log.info("Nova allows all_tenants to these credentials: polling every "
+                              "project's servers")
 
 
 def _next_marker(body):

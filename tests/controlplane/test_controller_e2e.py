@@ -49,12 +49,18 @@ def cloud(request, broker):
 
 
 @pytest.fixture(scope="module")
-def stack(cloud):
+def stack_owner():
+    """The harness user whose project owns the stack (test_controller_member: "member")."""
+    return "admin"
+
+
+@pytest.fixture(scope="module")
+def stack(cloud, stack_owner):
     """VNF-A's worker tier as Tacker lays it out in Heat (tests/mgmt/templates): an
     AutoScalingGroup ``worker_instance`` of three members, each a port and a server;
     the controller finds them as the MgmtDriver does (--stack, --aspect). Soft
     anti-affinity: a hard group would make Nova refuse the live migrations below."""
-    heat = cloud.heat("admin")
+    heat = cloud.heat(stack_owner)
     created = heat.stacks.create(
         stack_name="e2e-" + uuid.uuid4().hex[:8], template=_template("k8s_workers.yaml"),
         files={"worker_member.yaml": _template("worker_member.yaml")},
@@ -73,10 +79,10 @@ def _template(name):
 
 
 @pytest.fixture(scope="module")
-def workers(cloud, control_plane, stack):
+def workers(cloud, control_plane, stack, stack_owner):
     """{node name: (server id, host)}: the stack's VMs, one per compute host, a node per
     VM (its InternalIP the VM's port address)."""
-    ids = sorted(r.physical_resource_id for r in cloud.heat("admin").resources.list(
+    ids = sorted(r.physical_resource_id for r in cloud.heat(stack_owner).resources.list(
         stack, nested_depth=2) if r.resource_type == "OS::Nova::Server")
     assert len(ids) == 3
     out = {}
@@ -222,9 +228,10 @@ def test_a_pdb_holds_the_eviction_back_until_it_allows_it(
                        what="the eviction once the PDB is gone")
 
 
-def _start(cloud, control_plane, tmp_path, name, *extra, select, auth_url=None):
-    """Another controller process (for the tests below); returns (proc, log path)."""
-    creds = cloud.credentials("admin")
+def _start(cloud, control_plane, tmp_path, name, *extra, select, auth_url=None, user="admin"):
+    """Another controller process (for the tests below), with the OpenStack credentials of
+    the harness USER; returns (proc, log path)."""
+    creds = cloud.credentials(user)
     env = dict(os.environ, OS_AUTH_URL=auth_url or creds["auth_url"],
                OS_USERNAME=creds["username"], OS_PASSWORD=creds["password"],
                OS_PROJECT_NAME=creds["project_name"], OS_USER_DOMAIN_NAME="Default",
@@ -251,9 +258,20 @@ def _kill(proc, sig=signal.SIGTERM):
             proc.wait(10)
 
 
+def _metrics(log):
+    """The controller's /metrics samples {name: value} (unlabelled ones), found through
+    the port its start-up line names."""
+    port = re.search(r"metrics on [^\s:]+:(\d+)", log.read_text()).group(1)
+    with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=5) as r:
+        text = r.read().decode()
+    return {k: float(v) for k, v in re.findall(r"^(\w+) (\S+)$", text, re.M)}
+
+
 def test_affinity_broken_briefly_is_forgiven_and_for_longer_is_not(
         control_plane, workers, controller, namespace):
     cp = control_plane
+    _, log = controller
+    cp.wait_quiet()     # no other test's pod left to count among the violations
     node = sorted(workers)[1]
     rule = ('{"podAffinity": [{"topologyKey": "CIS-node", '
             '"labelSelector": {"matchLabels": {"app": "db"}}}]}')
@@ -270,12 +288,26 @@ def test_affinity_broken_briefly_is_forgiven_and_for_longer_is_not(
                                {"hwaffinity.io/required-during-execution": rule}))
     harness.wait_until(lambda: {"db", "front"} <= set(_placed(cp, namespace)), 30,
                        what="db and front running")
+    violations = "hwaffinity_controller_violations"
+    harness.wait_until(lambda: _metrics(log)[violations] == 0, 30, what="front satisfied")
     cp.admin.delete(path + "/db")                     # db restarted: back within the grace
     harness.wait_until(lambda: "db" not in [p["metadata"]["name"] for p in cp.pods(namespace)],
                        20, what="db gone")
+    harness.wait_until(lambda: _metrics(log)[violations] >= 1, 30,
+                       what="the controller seeing front's affinity broken")
+    grace_over = time.monotonic() + 5                 # --grace 5, from no later than now
     cp.admin.create(path, bare("db", {"app": "db"}))
-    time.sleep(8)                                     # longer than the 5 s grace
+    harness.wait_until(lambda: _metrics(log)[violations] == 0, 30,
+                       what="the controller seeing it healed")
+    # then ticks past the end of the grace: two Nova polls (each in a tick, before its
+    # enforcement) ending after it, and one more, so that a whole tick ran after it
+    polls = "hwaffinity_controller_poll_seconds_count"
+    at_grace = harness.wait_until(lambda: time.monotonic() >= grace_over
+                                  and _metrics(log)[polls], 30, what="the grace over")
+    harness.wait_until(lambda: _metrics(log)[polls] >= at_grace + 3, 6 * POLL + 10,
+                       what="three more Nova polls")
     assert "front" in _placed(cp, namespace)
+    assert not cp.events(namespace, "EvictedDuringExecution", "front")
     cp.admin.delete(path + "/db")                     # db gone for good
     harness.wait_until(lambda: "front" not in _placed(cp, namespace), 30,
                        what="front evicted once the grace ran out")

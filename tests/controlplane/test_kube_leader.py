@@ -294,3 +294,26 @@ def test_an_identity_without_lease_rights_never_leads_and_logs_one_line(control_
     assert control_plane.admin.request(
         "GET", "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (namespace, LEASE),
         ok=(404,))[0] == 404
+
+
+def test_confirm_needs_a_recent_renewal_and_the_lease_in_its_own_name(control_plane, namespace,
+                                                                      electors):
+    """What a side effect asks right before it is done (issue #24, item 5): is_leader is not
+    enough. The last renewal older than renew_deadline by the local clock (the process was
+    frozen) is a no; a Lease that names another holder is a no at once, before the renewal
+    loop (every 10 s here) has noticed and while is_leader is still set."""
+    now = [0.0]
+    e = electors("confirming", durations=(30.0, 20.0, 10.0))
+    e.elector.clock = lambda: now[0]
+    e.start()
+    harness.wait_until(lambda: e.leads, 10, interval=0.05, what="the elector leading")
+    assert e.elector.confirm()
+    now[0] = 20.5                                       # past renew_deadline
+    assert e.leads and not e.elector.confirm()
+    now[0] = 1.0
+    assert e.elector.confirm()
+    lease = lease_of(control_plane, namespace)
+    lease["spec"]["holderIdentity"] = "someone-else"
+    control_plane.admin.request("PUT", "/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s"
+                                % (namespace, LEASE), lease)
+    assert e.leads and not e.elector.confirm()

@@ -32,3 +32,14 @@ def test_host_id_for_users_who_cannot_see_hosts():
     t.update([S("a", host=None, host_id="x1")])
     (m,) = t.update([S("a", host=None, host_id="x2")])
     assert (m.old, m.new) == ("x1", "x2")
+
+
+def test_a_server_first_seen_moving_has_moved_once_it_settles():
+    """A controller that starts (or takes over) during a live migration, or sees a worker
+    being built: where it settles is news, reported once (old host unknown)."""
+    t = HostTracker()
+    assert t.update([S("a", status="MIGRATING", host="h1", task_state="migrating"),
+                     S("b", status="BUILD", host=None, task_state="spawning")]) == []
+    moves = t.update([S("a", host="h2"), S("b", host="h3")])
+    assert [(m.server_id, m.old, m.new) for m in moves] == [("a", None, "h2"), ("b", None, "h3")]
+    assert t.update([S("a", host="h2"), S("b", host="h3")]) == []

@@ -10,6 +10,7 @@ that ServerPoll asks exactly the recorded queries, then what it returns.
 import copy
 import datetime
 import json
+import logging
 import os
 import urllib.parse
 
@@ -178,3 +179,121 @@ def test_overlap_moves_the_watermark_back(recording):
     newest = max(s["updated"] for s in calls[0]["answer"]["servers"])
     since = datetime.datetime.strptime(newest, fmt) - datetime.timedelta(seconds=5)
     assert urllib.parse.urlencode({"changes-since": since.strftime(fmt)}) in fake.paths[1]
+
+
+# -- which servers: all projects, the project's own, or auto (Nova's answer decides) ------
+
+REFUSAL = ("Nova GET /servers/detail?limit=1000&all_tenants=1: HTTP 403 Forbidden: Policy "
+           "doesn't allow os_compute_api:servers:detail:get_all_tenants to be performed.")
+
+
+class MemberNova(Replay):
+    """The member's recorded answers; a query with ``all_tenants`` gets Nova's 403 (or
+    ERROR, an OpenStackError to raise instead), as Nova's default policy answers a member."""
+
+    def __init__(self, calls, error=None):
+        super().__init__(calls)
+        self.error, self.refused = error, []
+
+    def _get(self, service, name, path, expect_json=True):
+        if "all_tenants" in path:
+            self.refused.append(path)
+            raise self.error or OpenStackError(REFUSAL, status=403)
+        return super()._get(service, name, path, expect_json)
+
+
+def _member_calls(recording):
+    return [c for c in recording["polls"] if c["poller"] == "member"]
+
+
+def test_auto_is_the_default_and_keeps_all_projects_when_nova_allows_them(recording, caplog):
+    calls = [c for c in recording["polls"] if c["poller"] == "admin"]
+    fake = Replay(calls[:2])
+    poll = ServerPoll(fake, log=logging.getLogger("test.servers"))
+    assert (poll.scope, poll.all_tenants) == ("auto", None)
+    with caplog.at_level(logging.INFO, "test.servers"):
+        poll.poll()
+        poll.poll()
+    assert poll.all_tenants is True and poll.refused is None
+    assert all("all_tenants=1" in p for p in fake.paths)
+    assert [r.getMessage() for r in caplog.records] == [
+        "Nova allows all_tenants to these credentials: polling every project's servers"]
+    assert poll.describe() == "every project's servers (all_tenants=1)"
+
+
+def test_auto_falls_back_to_the_project_at_once_on_nova_s_403_and_for_good(recording, caplog):
+    member = _member_calls(recording)
+    expected = [states for _, states, _, _ in _replay(recording, "member")]
+    fake = MemberNova(member)
+    poll = ServerPoll(fake, scope="auto", log=logging.getLogger("test.servers"))
+    with caplog.at_level(logging.INFO, "test.servers"):
+        got = [poll.poll() for _ in expected]
+    assert got == expected and got[0]          # the first poll already answered, not failed
+    assert fake.refused == ["/servers/detail?limit=1000&all_tenants=1"]    # asked once
+    assert fake.paths == [c["path"] for c in member] and fake.calls == []
+    assert poll.all_tenants is False and poll.refused == REFUSAL
+    assert [r.getMessage() for r in caplog.records] == [
+        "Nova refuses all_tenants to these credentials (%s): polling the servers of their "
+        "project only" % REFUSAL]
+    assert poll.describe("demo") == ("project demo's servers only "
+                                     "(Nova refuses all_tenants to these credentials)")
+
+
+@pytest.mark.parametrize("error", [
+    OpenStackError("Nova GET /servers/detail: HTTP 503 (after 3 attempts)"),
+    OpenStackError("Nova GET /servers/detail: HTTP 401 Unauthorized", status=401),
+    OpenStackError("Nova GET /servers/detail: HTTP 404 Not Found", status=404),
+    OpenStackError("Nova: Keystone refused the VIM credentials"),
+], ids=["5xx", "401", "404", "keystone"])
+def test_auto_decides_on_a_403_only(recording, error):
+    fake = MemberNova(_member_calls(recording), error=error)
+    poll = ServerPoll(fake)
+    for _ in range(2):                          # a failed poll, then the same question again
+        with pytest.raises(OpenStackError) as raised:
+            poll.poll()
+        assert raised.value is error
+    assert poll.all_tenants is None and poll.since is None and fake.paths == []
+    assert len(fake.refused) == 2
+
+
+def test_all_projects_forced_is_a_failed_poll_on_403_every_time(recording):
+    fake = MemberNova(_member_calls(recording))
+    poll = ServerPoll(fake, scope="all-projects")
+    for _ in range(2):
+        with pytest.raises(OpenStackError, match="HTTP 403"):
+            poll.poll()
+    assert poll.all_tenants is True and len(fake.refused) == 2 and fake.paths == []
+
+
+@pytest.mark.parametrize("kwargs", [{"scope": "project"}, {"all_tenants": False}])
+def test_project_never_asks_all_tenants(recording, kwargs):
+    fake = MemberNova(_member_calls(recording))
+    poll = ServerPoll(fake, **kwargs)
+    first = poll.poll()
+    assert first and fake.refused == [] and poll.scope == "project"
+    assert poll.describe() == "the credentials' project's servers only"
+
+
+def test_a_403_to_the_project_s_own_list_is_a_failed_poll_not_a_loop(recording):
+    class Refusing(MemberNova):
+        def _get(self, service, name, path, expect_json=True):
+            self.refused.append(path)
+            raise OpenStackError("Nova GET %s: HTTP 403 Forbidden" % path, status=403)
+    fake = Refusing([])
+    poll = ServerPoll(fake)
+    with pytest.raises(OpenStackError, match="HTTP 403"):
+        poll.poll()
+    with pytest.raises(OpenStackError, match="HTTP 403"):
+        poll.poll()
+    # all_tenants refused once, then the project's own list, once per poll
+    assert fake.refused == ["/servers/detail?limit=1000&all_tenants=1",
+                            "/servers/detail?limit=1000", "/servers/detail?limit=1000"]
+
+
+def test_scope_and_all_tenants_spellings(recording):
+    assert ServerPoll(None).scope == "auto"
+    assert ServerPoll(None, all_tenants=True).scope == "all-projects"
+    assert ServerPoll(None, all_tenants=False).scope == "project"
+    assert "decided at the first poll" in ServerPoll(None).describe()
+    with pytest.raises(ValueError, match="scope must be"):
+        ServerPoll(None, scope="everything")
