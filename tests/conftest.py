@@ -50,3 +50,15 @@ def ssh_params(master_sshd, control_plane):  # noqa: F811  (the fixture, importe
             "kubectl": harness.find_binaries()["kubectl"],
             "kubeconfig_path": control_plane.kubeconfig, "connect_timeout": 5,
             "command_timeout": 60, "retries": 1}
+
+
+def pytest_addoption(parser):
+    parser.addoption("--reverse", action="store_true",
+                     help="run the collected tests in reverse order (the modules, and the "
+                          "tests within each): no test may need one that ran before it")
+
+
+@pytest.hookimpl(trylast=True)      # after pytest groups the tests by parametrized fixtures
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--reverse"):
+        items.reverse()

@@ -5,6 +5,7 @@ import os
 from hypothesis import given, settings, strategies as st
 
 from tacker_hwaffinity.agent.node import ANNOTATION, NodeState
+from tacker_hwaffinity.numa.cpuset import parse_list
 from tacker_hwaffinity.numa.placement import Placer
 from tacker_hwaffinity.numa.topology import machine_from_yaml
 from tacker_hwaffinity.k8s.yamlio import parse_documents
@@ -84,7 +85,11 @@ def test_annotation_records_pool_exclusive_cpus_and_memory_nodes():
     p = pod_object("p")
     s.update(p)
     d = json.loads(s.annotation(p["metadata"]["uid"]))["c"]
-    assert set(d) >= {"pool", "mems", "exclusiveCpus", "cpuType"} and ANNOTATION
+    (t,) = s.targets().values()
+    grant = s.placer.grants[s.placed[t.key]]
+    assert d["pool"] == grant.pool.name and d["cpuType"] == grant.cpu_type == "normal"
+    assert parse_list(d["exclusiveCpus"]) == t.cpus and len(t.cpus) == 2    # what is written
+    assert parse_list(d["mems"]) == t.mems and t.mems
 
 
 def test_terminal_and_deleted_pods_are_released():

@@ -132,9 +132,12 @@ def test_api_errors_leave_the_decision_and_retry_later(tree):
     d = make_dirs(tree, p)
     agent.on_event("ADDED", p)
     assert agent.state.placed and read(d)[0] != parse_list("0-111")
+    assert api.annotations == {}                            # the patch failed: none recorded
     api.fail = False
     agent.resync()
-    assert ANNOTATION and "p" in api.annotations
+    recorded = agent.pods[p["metadata"]["uid"]]["metadata"]["annotations"]
+    assert recorded[ANNOTATION] == api.annotations["p"]    # under its key, from the retry
+    assert parse_list(json.loads(api.annotations["p"])["c"]["exclusiveCpus"]) == read(d)[0]
 
 
 def test_dry_run_writes_nothing_anywhere(tree):
@@ -146,7 +149,7 @@ def test_dry_run_writes_nothing_anywhere(tree):
     assert agent.api.annotations == {} and agent.state.placed
 
 
-def test_killed_between_write_and_annotation_a_new_agent_makes_them_agree(tree):
+def test_killed_between_write_and_annotation_a_new_agent_makes_them_agree(tree, monkeypatch):
     """The first agent wrote the cgroups but died before recording its decisions."""
     pods = [pod_object("p%d" % i, cpu=c, created="2026-01-01T00:00:0%dZ" % i)
             for i, c in enumerate(("2", "1", "500m"))]
@@ -154,13 +157,19 @@ def test_killed_between_write_and_annotation_a_new_agent_makes_them_agree(tree):
     first = agent_for(tree, Api(fail=True))
     first.on_sync(pods)
     assert first.api.annotations == {}
+    written = [read(d) for d in dirs]           # what the running containers have now
+    assert all(cpus != parse_list("0-111") for cpus, _ in written)   # the first agent wrote
     second = agent_for(tree)
+    writes = []
+    monkeypatch.setattr(cgroupfs.Writer, "_write", staticmethod(lambda *a: writes.append(a)))
     second.on_sync(pods)
-    for p, d in zip(pods, dirs):
+    assert writes == []                          # no container's CPUs or memory touched
+    assert [read(d) for d in dirs] == written
+    for p, (cpus, mems) in zip(pods, written):  # and the annotations record what they have
         decision = json.loads(second.api.annotations[p["metadata"]["name"]])["c"]
-        cpus, mems = read(d)
         assert mems == parse_list(decision["mems"])
-        assert parse_list(decision.get("exclusiveCpus", "")) <= cpus
+        if "exclusiveCpus" in decision:
+            assert cpus == parse_list(decision["exclusiveCpus"])
 
 
 def test_reserved_cpus_come_from_the_kubelet_configuration(tmp_path):

@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
@@ -225,7 +224,15 @@ def test_restart_changes_nothing_and_deleted_pods_give_cpus_back(control_plane, 
     agent.stop()
     again = AgentProcess(**env).start()
     try:
-        time.sleep(3)       # a full reconcile has run (start) and one resync could have
+        # evidence, not /healthz (green once the pods are listed, before any reconcile):
+        # the gauges are set at the end of a reconcile, so keep's and shared's placements
+        # there mean the start's full one ran; one more reconcile (nothing on the node
+        # changes: the periodic full one, --resync 5) re-read every cgroup after it
+        harness.wait_until(lambda: _metric(again.metrics(), "hwaffinity_agent_containers")
+                           >= 2, 30, what="the restarted agent's first full reconcile")
+        harness.wait_until(lambda: _metric(again.metrics(),
+                                           "hwaffinity_agent_reconcile_seconds_count") >= 2,
+                           30, what="a periodic full reconcile after the first")
         assert files() == before
         assert decision(cp, namespace, "keep")[0] == keep
         assert "wrote" not in again.text().split("watching the pods")[-1]
@@ -274,9 +281,35 @@ def _gauge(text, kind):
     return total
 
 
-def test_agent_resident_memory_stays_under_80_mib(agent_env):
-    """The agent's peak resident memory (VmHWM), after the tests above ran through it."""
+def _metric(text, name):
+    """The value of the unlabelled sample NAME in /metrics TEXT (0 when absent)."""
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0
+
+
+def test_agent_resident_memory_stays_under_80_mib(control_plane, node_runtime, agent_env,
+                                                  namespace):
+    """The agent's peak resident memory (VmHWM), after it placed, wrote, annotated and
+    released pods of its own (run alone or first, the agent has done nothing yet)."""
+    cp, rt = control_plane, node_runtime
     _, agent, _ = agent_env
+    cp.wait_quiet()     # no pod of another test comes or goes meanwhile
+    harness.wait_until(lambda: _gauge(agent.metrics(), "exclusive") == 0, 30,
+                       what="no exclusive CPUs in use on %s" % rt.node)
+    names = ["mem-%d" % i for i in range(6)]
+    for i, name in enumerate(names):
+        rules = rule("affinity" if i % 2 else "anti-affinity", names[0]) if i else None
+        create(cp, guaranteed(rt.node, name, namespace, rules))
+    for name in names:
+        assert decision(cp, namespace, name)[0].get("exclusiveCpus")
+    harness.wait_until(lambda: _gauge(agent.metrics(), "exclusive") == 2 * len(names), 30,
+                       what="the agent's exclusive CPUs in use")
+    for name in names:
+        cp.admin.delete("/api/v1/namespaces/%s/pods/%s" % (namespace, name))
+    harness.wait_until(lambda: _gauge(agent.metrics(), "exclusive") == 0, 30,
+                       what="the pods' CPUs given back")
     with open("/proc/%d/status" % agent.proc.pid) as f:
         hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
     print("agent peak RSS: %.1f MiB" % (hwm / 1024.0))

@@ -12,10 +12,10 @@ import base64
 import copy
 import json
 import os
+import re
 import ssl
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
@@ -107,10 +107,39 @@ def admission(control_plane, webhook, certs):
             "/apis/admissionregistration.k8s.io/v1/" + plural, doc)
         made.append("/apis/admissionregistration.k8s.io/v1/%s/%s"
                     % (plural, doc["metadata"]["name"]))
-    time.sleep(1)     # the API server picks new configurations up asynchronously
+    _wait_admission_active(control_plane)   # the API server picks them up asynchronously
     yield
     for path in made:
         control_plane.admin.delete(path)
+
+
+def _wait_admission_active(cp):
+    """Until the API server calls both webhooks: dry-run pod creations (nothing stored;
+    both webhooks are sideEffects: None) in a labelled namespace, one /validate must
+    deny and one /mutate must patch."""
+    probe = "wh-probe-" + os.urandom(4).hex()
+    cp.admin.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                           "metadata": {"name": probe, "labels": {LABEL: "yes"}}})
+    cp.wait_namespace_ready(probe)
+    path = "/api/v1/namespaces/%s/pods" % probe
+    rde = {"nodeAffinity": [{"matchExpressions": [{"key": LABEL, "operator": "In",
+                                                   "values": ["yes"]}]}]}
+
+    def validating():
+        status, body = cp.admin.request("POST", path, _pod("probe-v", {}, annotations={
+            "hwaffinity.io/pod-affinity": "{not json"}), ok=None, query={"dryRun": "All"})
+        return status == 403 and "hwaffinity.io/pod-affinity" in body["message"]
+
+    def mutating():
+        _, made = cp.admin.request("POST", path, _pod("probe-m", {}, annotations={
+            "hwaffinity.io/required-during-execution": json.dumps(rde)}),
+            query={"dryRun": "All"})
+        return "nodeAffinity" in (made["spec"].get("affinity") or {})
+    try:
+        harness.wait_until(validating, 30, what="the API server calling /validate")
+        harness.wait_until(mutating, 30, what="the API server calling /mutate")
+    finally:
+        cp.delete_namespace(probe)
 
 
 @pytest.fixture(scope="module")
@@ -312,14 +341,40 @@ def test_the_extender_down_leaves_pods_pending_unless_ignorable(
     assert not _placed(cp, ns, "app=s")
 
 
-def test_the_webhook_metrics_count_what_it_answered(webhook, admission, schedulers):
+def _requests(webhook):
+    """{(path, outcome): count} from the webhook's /metrics."""
     with urllib.request.urlopen(webhook["url"] + "/metrics", context=webhook["context"],
                                 timeout=5) as r:
         text = r.read().decode()
-    for path in ("/filter", "/prioritize", "/validate", "/mutate"):
-        assert 'hwaffinity_webhook_requests_total{outcome=' in text
-        assert 'path="%s"' % path in text
-    assert 'outcome="denied",path="/validate"' in text
+    out = {}
+    for line in text.splitlines():
+        m = re.match(r'hwaffinity_webhook_requests_total\{(.*)\} (\S+)$', line)
+        if m:
+            labels = dict(re.findall(r'(\w+)="([^"]*)"', m.group(1)))
+            out[labels["path"], labels["outcome"]] = float(m.group(2))
+    return out
+
+
+def test_the_webhook_metrics_count_what_it_answered(
+        control_plane, nodes, webhook, admission, schedulers, ns):
+    """Requests it makes itself (counted from before them), not earlier tests'."""
+    cp = control_plane
+    before = _requests(webhook)
+
+    def grew(path, outcomes):
+        now = _requests(webhook)
+        return sum(now.get((path, o), 0) - before.get((path, o), 0) for o in outcomes)
+    status, _ = cp.admin.request("POST", "/api/v1/namespaces/%s/pods" % ns, _pod(
+        "refused", {}, annotations={"hwaffinity.io/pod-affinity": "{not json"}), ok=None)
+    assert status == 403
+    _create(cp, ns, _pod("counted", {"app": "counted"}, scheduler=LIVE))
+    harness.wait_until(lambda: _placed(cp, ns, "app=counted"), 60, what="counted scheduled")
+    harness.wait_until(lambda: grew("/filter", ["answered"]) >= 1
+                       and grew("/prioritize", ["answered"]) >= 1, 10,
+                       what="the live scheduler's /filter and /prioritize counted")
+    assert grew("/validate", ["denied"]) == 1                # refused
+    assert grew("/validate", ["allowed"]) >= 1               # counted
+    assert grew("/mutate", ["allowed", "patched"]) >= 2      # both
 
 
 def test_plain_http_and_a_wrong_ca_are_refused(webhook, certs, tmp_path):

@@ -490,12 +490,15 @@ def test_validate_and_mutate_are_fast():
     body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                        "request": request(pod(anti=[term("kubernetes.io/hostname")],
                                               notes=notes))}).encode()
+    # this thread's CPU time, which other processes on a loaded machine do not inflate
+    # (about 0.15 ms here; the 5 ms bound is 30 times that); the wall-clock p99 over
+    # HTTPS against the same 5 ms goal is benchmarks/bench_webhook.py's
     times = []
     for _ in range(200):
-        t0 = time.perf_counter()
+        t0 = time.thread_time()
         for webhook in ("validate", "mutate"):
             assert admission.handle(webhook, body)[0] == 200
-        times.append(time.perf_counter() - t0)
+        times.append(time.thread_time() - t0)
     assert statistics.median(times) < 0.005
 
 

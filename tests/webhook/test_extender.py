@@ -204,18 +204,22 @@ def test_no_node_left_assumes_nothing():
     assert keep == [] and cache.pending() == 0
 
 
-def test_unbound_relevant_pending_pod_bounds_the_wait():
+def test_unbound_relevant_pending_pod_bounds_the_wait(monkeypatch):
     cache, ext = make([], pending_wait=0.1)
+    waits = []      # the timeouts of the filter's waits (counted: load cannot change them)
+    real_wait = cache._cond.wait
+    monkeypatch.setattr(cache._cond, "wait",
+                        lambda timeout=None: waits.append(timeout) or real_wait(timeout))
     anti = affinity(req_anti=[term(H, {"app": "web"})])
     filt(ext, annotated(pod("web-1", {"app": "web"}), anti))
-    started = time.monotonic()
     filt(ext, annotated(pod("web-1", {"app": "web"}), anti))   # its own record: no wait
     filt(ext, pod("db-1", {"app": "db"}))                       # unrelated: no wait
     filt(ext, annotated(pod("db-2", {"app": "db"}), affinity(req_anti=[term(H, {"a": "b"})])))
-    assert time.monotonic() - started < 0.1
+    assert waits == []
     started = time.monotonic()
     keep, _ = filt(ext, annotated(pod("web-2", {"app": "web"}), anti))
     assert 0.1 <= time.monotonic() - started < 2.0
+    assert waits and max(waits) <= 0.1     # it waited, never asking beyond pending_wait
     assert keep == NAMES   # decided without it
     assert cache.pending() == 4
 
