@@ -882,9 +882,12 @@ class ControlPlane:
             return status == 200 and sa.get("secrets")
         wait_until(ready, timeout, what="default ServiceAccount token in %s" % namespace)
 
-    def create_namespace(self, name, timeout=30):
+    def create_namespace(self, name, timeout=30, labels=None):
+        meta = {"name": name}
+        if labels:
+            meta["labels"] = dict(labels)
         self.admin.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                 "metadata": {"name": name}})
+                                                 "metadata": meta})
         self.wait_namespace_ready(name, timeout)
         return name
 

@@ -112,11 +112,7 @@ def validating(control_plane, agent_account, tmp_path_factory):
 
 @pytest.fixture
 def ns(control_plane, validating):
-    name = "numa-" + os.urandom(4).hex()
-    control_plane.admin.create("/api/v1/namespaces", {
-        "apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": name, "labels": {LABEL: "yes"}}})
-    control_plane.wait_namespace_ready(name)
+    name = control_plane.create_namespace("numa-" + os.urandom(4).hex(), labels={LABEL: "yes"})
     yield name
     control_plane.delete_namespace(name)
 

@@ -162,11 +162,7 @@ def schedulers(control_plane, webhook, certs):
 
 @pytest.fixture
 def ns(control_plane, admission):
-    name = "wh-" + os.urandom(4).hex()
-    control_plane.admin.create("/api/v1/namespaces", {
-        "apiVersion": "v1", "kind": "Namespace",
-        "metadata": {"name": name, "labels": {LABEL: "yes"}}})
-    control_plane.wait_namespace_ready(name)
+    name = control_plane.create_namespace("wh-" + os.urandom(4).hex(), labels={LABEL: "yes"})
     yield name
     control_plane.delete_namespace(name)
 

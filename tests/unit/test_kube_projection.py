@@ -27,6 +27,8 @@ from tacker_hwaffinity.k8s.yamlio import parse_documents
 from tacker_hwaffinity.numa.topology import machine_from_yaml
 from tacker_hwaffinity.webhook.podcache import PodCache
 
+from agent.test_agent_runner import make_dirs
+
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _spec = importlib.util.spec_from_file_location(
     "agent_podobjects", os.path.join(TESTS, "agent", "podobjects.py"))
@@ -165,17 +167,6 @@ def layout(tmp_path):
     return make_layout(tmp_path / "a")
 
 
-def _dirs(layout, obj):
-    for st in obj["status"]["containerStatuses"]:
-        d = layout.container_dir(obj["metadata"]["uid"], obj["status"]["qosClass"],
-                                 st["containerID"])
-        for level in (os.path.dirname(d), d):
-            os.makedirs(level, exist_ok=True)
-            for f, v in (("cpuset.cpus", "0-111"), ("cpuset.mems", "0-5")):
-                with open(os.path.join(level, f), "w") as fh:
-                    fh.write(v + "\n")
-
-
 def _agent_run(layout, wrap):
     """The agent's handlers over a sync, events and a restart; what it decided."""
     def machine():
@@ -195,7 +186,7 @@ def _agent_run(layout, wrap):
             po.pod_object("f", created="2026-01-01T00:00:06Z",
                           annotations={po.CR + "affinity": "not: [yaml"})]
     for p in pods:
-        _dirs(layout, p)
+        make_dirs(layout, p)
     api = AgentApi()
     first = agent(api)
     first.on_sync([wrap(pods[0])])
@@ -411,7 +402,7 @@ def test_the_agent_forgets_what_it_reported_about_pods_that_are_gone(layout):
     bad = [po.pod_object("bad-%d" % i, annotations={po.CR + "affinity": "not: [yaml"})
            for i in range(3)]
     for p in bad:
-        _dirs(layout, p)
+        make_dirs(layout, p)
     agent.on_sync(bad)
     assert {r[0] for r in agent.reported} == {p["metadata"]["uid"] for p in bad}
     agent.on_event("DELETED", bad[0])                 # a watch event
