@@ -14,12 +14,11 @@ The controllers are started as tests/controlplane/test_controller_e2e.py starts 
 (its ``_start``), against a Nova of their own (two compute hosts, no Heat): the workers
 are found by ``--worker-metadata``.
 """
-import http.client
-import http.server
 import os
 import re
 import signal
-import threading
+import subprocess
+import sys
 import time
 import urllib.request
 import uuid
@@ -206,61 +205,38 @@ def test_a_pod_stuck_terminating_does_not_stop_enforcement(
 # -- a leader that lost its Lease mid-tick ---------------------------------------------
 
 class NovaGate:
-    """A loopback HTTP proxy in front of the cloud (Keystone and Nova: the fake
+    """tests/controlplane/novagate.py in front of the cloud (Keystone and Nova: the fake
     Keystone's catalog names the address it was asked on, so a controller given
-    :attr:`auth_url` polls Nova through here too). After :meth:`hold`, the next
+    :attr:`auth_url` polls Nova through it too). After :meth:`hold`, the next
     ``/servers/detail`` request waits, not yet forwarded, until :meth:`release`."""
 
     def __init__(self, cloud):
-        self.upstream = cloud.info["port"]
-        self.armed, self.held, self.go = False, 0, threading.Event()
-        gate = self
+        self.proc = subprocess.Popen(
+            [sys.executable, os.path.join(os.path.dirname(__file__), "novagate.py"),
+             str(cloud.info["port"])], stdout=subprocess.PIPE, text=True,
+            start_new_session=True)
+        self.port = int(self.proc.stdout.readline().split()[1])
+        self.auth_url = "http://127.0.0.1:%d/identity/v3" % self.port
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args):
-                pass
-
-            def _forward(self):
-                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if "/servers/detail" in self.path and gate.armed:
-                    gate.armed = False
-                    gate.held += 1
-                    gate.go.wait(300)
-                up = http.client.HTTPConnection("127.0.0.1", gate.upstream, timeout=120)
-                headers = {k: v for k, v in self.headers.items()
-                           if k.lower() not in ("connection", "keep-alive")}
-                up.request(self.command, self.path, body or None, headers)
-                answer = up.getresponse()
-                data = answer.read()
-                up.close()
-                self.send_response(answer.status)
-                for k, v in answer.getheaders():
-                    if k.lower() not in ("connection", "keep-alive", "transfer-encoding",
-                                         "content-length"):
-                        self.send_header(k, v)
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = _forward
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.auth_url = "http://127.0.0.1:%d/identity/v3" % self.server.server_port
+    def _control(self, verb):
+        req = urllib.request.Request("http://127.0.0.1:%d/-/%s" % (self.port, verb),
+                                     data=b"" if verb != "held" else None)
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return int(r.read())
 
     def hold(self):
-        self.go.clear()
-        self.armed = True
+        self._control("hold")
 
     def release(self):
-        self.go.set()
+        self._control("release")
+
+    @property
+    def held(self):
+        return self._control("held")
 
     def close(self):
-        self.go.set()
-        self.server.shutdown()
-        self.server.server_close()
+        self.proc.kill()
+        self.proc.wait(10)
 
 
 @pytest.fixture
