@@ -12,7 +12,7 @@ from tacker_hwaffinity import __version__
 from tacker_hwaffinity.errors import InputError
 
 # Subcommand modules under tacker_hwaffinity.cli, in help order.
-COMMAND_MODULES = ("explain", "plan", "numa", "translate", "relabel", "csar", "agent",
+COMMAND_MODULES = ("explain", "plan", "audit", "numa", "translate", "relabel", "csar", "agent",
                    "controller", "webhook")
 
 EXIT_BAD_INPUT = 2

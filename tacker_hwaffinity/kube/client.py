@@ -42,6 +42,14 @@ class Connection:
         from kubernetes import client
         return client.AppsV1Api(self.api_client)
 
+    def batch(self):
+        from kubernetes import client
+        return client.BatchV1Api(self.api_client)
+
+    def policy(self):
+        from kubernetes import client
+        return client.PolicyV1Api(self.api_client)
+
     def timeout(self):
         return (CONNECT_TIMEOUT_S, READ_TIMEOUT_S)
 

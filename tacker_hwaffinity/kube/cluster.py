@@ -27,17 +27,41 @@ LISTS = (
     ("StatefulSet", "apps", "list_stateful_set_for_all_namespaces",
      "statefulsets in all namespaces"),
 )
+# `hwaffinity audit` reads these too: the workloads that own pods (desired counts) and
+# the PodDisruptionBudgets. Optional: a server without the API (policy/v1 is 1.21+) gets
+# a note, not an error.
+AUDIT_LISTS = LISTS + (
+    ("Deployment", "apps", "list_deployment_for_all_namespaces",
+     "deployments in all namespaces"),
+    ("DaemonSet", "apps", "list_daemon_set_for_all_namespaces", "daemonsets in all namespaces"),
+    ("Job", "batch", "list_job_for_all_namespaces", "jobs in all namespaces"),
+    ("PodDisruptionBudget", "policy", "list_pod_disruption_budget_for_all_namespaces",
+     "poddisruptionbudgets in all namespaces"),
+)
+OPTIONAL_GROUPS = ("batch", "policy")
 
 
-def read_cluster(conn, prune=None, page_size=PAGE_SIZE):
+def read_cluster(conn, prune=None, page_size=PAGE_SIZE, lists=LISTS):
     """([(object, source)], notes) for the planner. PRUNE(object) drops, in
     place, what the planner never reads, page by page, so memory follows what
-    is used."""
+    is used. LISTS: what to list (``AUDIT_LISTS`` for the audit)."""
     apis = {"core": conn.core(), "apps": conn.apps()}
+    for group in {g for _k, g, _m, _w in lists} - set(apis):
+        apis[group] = getattr(conn, group)()
     source = "cluster %s" % conn.where
     objects, notes, version = [], [], None
-    for kind, group, method, what in LISTS:
+    for kind, group, method, what in lists:
         call = getattr(apis[group], method)
+        if group in OPTIONAL_GROUPS:
+            try:
+                items, _ = list_json(conn, call, kind, what, page_size, prune)
+            except KubeError as e:
+                if e.status != 404:
+                    raise
+                notes.append("%s were not read: the server does not serve them" % what)
+                continue
+            objects.extend((item, source) for item in items)
+            continue
         if version is None:
             items, version = list_json(conn, call, kind, what, page_size, prune)
         else:

@@ -5,6 +5,8 @@ updated when a pod is bound, the way kube-scheduler's PreFilter state
 counts topology pairs, so deciding for one pod costs O(distinct terms)
 plus a few vector operations over the nodes, not O(pods x nodes).
 """
+import itertools
+
 import numpy as np
 
 from tacker_hwaffinity.scheduling import selectors
@@ -56,7 +58,7 @@ class DomainCounts:
         self.total = 0
         self._cache = {}
 
-    def add(self, pod, node_index, ns_labels):
+    def add(self, pod, node_index, ns_labels, sign=1):
         d = self.domains.ids[node_index]
         if d < 0:
             return
@@ -64,8 +66,8 @@ class DomainCounts:
         if hit is None:
             hit = self._cache[pod.class_key] = self.matcher(pod, ns_labels)
         if hit:
-            self.counts[d] += 1
-            self.total += 1
+            self.counts[d] += sign
+            self.total += sign
 
 
 class TermGroup:
@@ -98,14 +100,14 @@ class NodeCounts:
         self.counts = np.zeros(n, dtype=np.int64)
         self._cache = {}
 
-    def add(self, pod, node_index):
+    def add(self, pod, node_index, sign=1):
         if pod.terminating:
             return
         hit = self._cache.get(pod.class_key)
         if hit is None:
             hit = self._cache[pod.class_key] = self.matcher(pod)
         if hit:
-            self.counts[node_index] += 1
+            self.counts[node_index] += sign
 
 
 class ClusterState:
@@ -133,6 +135,10 @@ class ClusterState:
         names = np.array([x.name for x in self.nodes])
         self.names_rank = np.argsort(np.argsort(names, kind="stable"))
         self.pods = []  # (pod, node index), in binding order
+        self.absent = set()  # id() of pods taken out of the counts by unbind()
+        self._made = []      # every DomainCounts/NodeCounts, in creation order (unbind)
+        self._hits = {}      # class key -> [counts scanned, [the counts it is in]]
+        self._selecting = {}  # (kind, class key) -> [groups scanned, [groups selecting it]]
         self._domains = {}
         self._counts = {}
         self._node_counts = {}
@@ -196,8 +202,10 @@ class ClusterState:
         c = self._node_counts.get(sig)
         if c is None:
             c = self._node_counts[sig] = NodeCounts(matcher, len(self.nodes))
+            self._made.append(c)
             for pod, i in self.pods:
-                c.add(pod, i)
+                if not self.absent or id(pod) not in self.absent:
+                    c.add(pod, i)
         return c.counts
 
     def default_selector(self, pod):
@@ -241,12 +249,29 @@ class ClusterState:
         c = self._counts.get(ck)
         if c is None:
             c = self._counts[ck] = DomainCounts(matcher, self.domains(key))
+            self._made.append(c)
             for pod, i in self.pods:
-                c.add(pod, i, self.ns_labels(pod.namespace))
+                if not self.absent or id(pod) not in self.absent:
+                    c.add(pod, i, self.ns_labels(pod.namespace))
         return c
 
     def groups(self, kind):
         return self._groups[kind].values()
+
+    def groups_selecting(self, kind, pod, ns_labels):
+        """The term groups of KIND whose term selects POD: ``[g for g in groups(KIND) if
+        g.matches(POD, NS_LABELS)]``, kept per pod class and extended as groups appear,
+        so a filter pays for the groups that select the pod, not for every group."""
+        got = self._selecting.get((kind, pod.class_key))
+        if got is None:
+            got = self._selecting[(kind, pod.class_key)] = [0, []]
+        groups = self._groups[kind]
+        if got[0] < len(groups):
+            for g in itertools.islice(groups.values(), got[0], None):
+                if g.matches(pod, ns_labels):
+                    got[1].append(g)
+            got[0] = len(groups)
+        return got[1]
 
     def bind(self, pod, node_index):
         """Record POD as running on node NODE_INDEX and update every count."""
@@ -275,6 +300,69 @@ class ClusterState:
                 if d >= 0:
                     g.counts[d] += 1
                     g.total += 1
+
+    def prime_counts(self, sig, matcher, key, pods):
+        """Create the DomainCounts ``counts(SIG, MATCHER, KEY)`` would, from PODS
+        [(pod, node index)] alone: for a caller that knows no other bound pod matches
+        (``hwaffinity audit`` finds the candidates in a label index), so creating them
+        costs O(candidates), not O(bound pods). No-op when they exist."""
+        ck = (sig, key)
+        if ck not in self._counts:
+            c = self._counts[ck] = DomainCounts(matcher, self.domains(key))
+            self._made.append(c)
+            for pod, i in pods:
+                if id(pod) not in self.absent:
+                    c.add(pod, i, self.ns_labels(pod.namespace))
+
+    def prime_node_counts(self, sig, matcher, pods):
+        """``prime_counts`` for ``node_counts(SIG, MATCHER)``."""
+        if sig not in self._node_counts:
+            c = self._node_counts[sig] = NodeCounts(matcher, len(self.nodes))
+            self._made.append(c)
+            for pod, i in pods:
+                if id(pod) not in self.absent:
+                    c.add(pod, i)
+
+    def unbind(self, pod, node_index):
+        """Take the bound POD out of the counts the filters read (pod, domain and node
+        counts, term groups), as if it were not running; ``restore`` puts it back.
+        ``hwaffinity audit`` judges each running replica against the cluster without
+        itself this way. Resource sums and ``node_values`` are left as they are."""
+        self._shift(pod, node_index, -1)
+        self.absent.add(id(pod))
+
+    def restore(self, pod, node_index):
+        """Undo ``unbind(POD, NODE_INDEX)``."""
+        self.absent.discard(id(pod))
+        self._shift(pod, node_index, 1)
+
+    def _shift(self, pod, node_index, sign):
+        self.pod_count[node_index] += sign
+        ns_labels = self.ns_labels(pod.namespace)
+        # only the counts that select the pod's class: each count is tested once per class
+        hits = self._hits.get(pod.class_key)
+        if hits is None:
+            hits = self._hits[pod.class_key] = [0, []]
+        for c in self._made[hits[0]:]:
+            if (c.matcher(pod, ns_labels) if isinstance(c, DomainCounts)
+                    else c.matcher(pod)):
+                hits[1].append(c)
+        hits[0] = len(self._made)
+        for c in hits[1]:
+            if isinstance(c, DomainCounts):
+                c.add(pod, node_index, ns_labels, sign)
+            else:
+                c.add(pod, node_index, sign)
+        if not pod.spec.has_pod_affinity:
+            return
+        for kind in EXISTING_KINDS:
+            groups = self._groups[kind]
+            for term in pod.terms[kind]:
+                g = groups[(term.sig, term.weight)]
+                d = g.domains.ids[node_index]
+                if d >= 0:
+                    g.counts[d] += sign
+                    g.total += sign
 
     def resolve_namespaces(self, term):
         """Incoming-pod term with its namespaceSelector turned into names (PreFilter)."""

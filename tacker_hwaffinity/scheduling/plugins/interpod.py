@@ -46,8 +46,8 @@ class InterPodAffinity:
         ns_labels = state.ns_labels(pod.namespace)
         # 3. existing pods' required anti-affinity that selects this pod
         per_key = {}
-        for g in state.groups("required_anti"):
-            if g.total and g.matches(pod, ns_labels):
+        for g in state.groups_selecting("required_anti", pod, ns_labels):
+            if g.total:
                 acc = per_key.get(g.domains.key)
                 per_key[g.domains.key] = g.counts.copy() if acc is None else acc + g.counts
         for key, counts in per_key.items():

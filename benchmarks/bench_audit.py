@@ -1,0 +1,154 @@
+"""`hwaffinity audit` as a user waits for it.
+
+1. The whole command, run cold as a subprocess, on a generated JSON snapshot of
+   ``--nodes`` nodes (4 per physical host) and ``--pods`` pods: a third in StatefulSets
+   of 5 with required anti-affinity on ``CIS-node`` (the intent is judged by the
+   engine), the rest in Deployments of 10 (through ReplicaSets), each with a
+   PodDisruptionBudget. Prints wall time, the CLI's phase times (``HWAFFINITY_TIMING``)
+   and the child's peak RSS. The issue's bar: under 5 s for 5,000 nodes, 30,000 pods.
+2. ``--live``: on the test control plane (tests/controlplane/harness.py), the wall
+   time of ``audit --kubeconfig`` beside ``plan --kubeconfig`` of the same cluster
+   (``--runs`` each, best of).
+
+    python benchmarks/bench_audit.py [--nodes 5000] [--pods 30000] [--runs 3] [--live]
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
+LIMIT_S = 5.0
+
+
+def snapshot(n_nodes, n_pods):
+    items = []
+    for i in range(n_nodes):
+        items.append({"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": "node-%d" % i, "labels": {"kubernetes.io/hostname": "node-%d" % i,
+                                              "CIS-node": "host-%d" % (i // 4)}},
+            "status": {"allocatable": {"cpu": "32", "memory": "128Gi", "pods": "110"}}})
+    items.append({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bench"}})
+    k = 0
+
+    def pod(name, labels, owner, affinity=None):
+        nonlocal k
+        spec = {"nodeName": "node-%d" % ((k * 7919) % n_nodes),
+                "containers": [{"name": "c", "image": "i", "resources": {
+                    "requests": {"cpu": "100m", "memory": "128Mi"}}}]}
+        if affinity:
+            spec["affinity"] = affinity
+        k += 1
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {
+            "name": name, "namespace": "bench", "labels": labels,
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": owner[0], "name": owner[1],
+                                 "controller": True, "uid": owner[1]}]},
+            "spec": spec, "status": {"phase": "Running"}}
+    n_sts = n_pods // 3 // 5
+    for s in range(n_sts):
+        labels = {"app": "sts-%d" % s}
+        aff = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+            {"labelSelector": {"matchLabels": labels}, "topologyKey": "CIS-node"}]}}
+        items.append({"apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {
+            "name": "sts-%d" % s, "namespace": "bench"}, "spec": {
+            "replicas": 5, "selector": {"matchLabels": labels}}})
+        for r in range(5):
+            items.append(pod("sts-%d-%d" % (s, r), labels, ("StatefulSet", "sts-%d" % s), aff))
+    n_dep = (n_pods - 5 * n_sts) // 10
+    for d in range(n_dep):
+        labels = {"app": "dep-%d" % d, "pod-template-hash": "abc"}
+        rs = "dep-%d-abc" % d
+        items.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+            "name": "dep-%d" % d, "namespace": "bench"}, "spec": {"replicas": 10}})
+        items.append({"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
+            "name": rs, "namespace": "bench", "ownerReferences": [{
+                "apiVersion": "apps/v1", "kind": "Deployment", "name": "dep-%d" % d,
+                "controller": True, "uid": "d%d" % d}]},
+            "spec": {"replicas": 10, "selector": {"matchLabels": labels}}})
+        items.append({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget", "metadata": {
+            "name": "dep-%d" % d, "namespace": "bench"}, "spec": {
+            "maxUnavailable": "20%", "selector": {"matchLabels": {"app": "dep-%d" % d}}}})
+        for r in range(10):
+            items.append(pod("%s-%d" % (rs, r), labels, ("ReplicaSet", rs)))
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def run_cold(args):
+    env = dict(os.environ, HWAFFINITY_TIMING="1")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "tacker_hwaffinity.cli.main"] + args,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
+                            env=env, text=True)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    err = proc.stderr.read()
+    proc.stderr.close()
+    rc = os.waitstatus_to_exitcode(status)
+    if rc not in (0, 1):
+        raise SystemExit("audit failed (%d): %s" % (rc, err.strip()))
+    timing = [line.split("timing: ", 1)[1] for line in err.splitlines() if "timing:" in line]
+    return wall, usage.ru_maxrss * 1024, timing[0] if timing else ""
+
+
+def whole(n_nodes, n_pods, runs):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "cluster.json")
+        with open(path, "w") as f:
+            json.dump(snapshot(n_nodes, n_pods), f)
+        size = os.path.getsize(path)
+        best = None
+        for _ in range(runs):
+            got = run_cold(["audit", "--cluster", path, "-o", "json"])
+            best = got if best is None or got[0] < best[0] else best
+    wall, rss, timing = best
+    print("audit --cluster: %d nodes, %d pods, %.1f MB JSON: %.2f s (best of %d; limit "
+          "%.0f s) peak RSS %.0f MB  phases: %s" % (n_nodes, n_pods, size / 1e6, wall, runs,
+                                                    LIMIT_S, rss / 2 ** 20, timing))
+    return wall <= LIMIT_S
+
+
+def live(runs):
+    sys.path.insert(0, os.path.join(ROOT, "tests", "controlplane"))
+    import harness
+    binaries = harness.find_binaries()
+    if binaries is None:
+        print(harness.BUILD_HINT, file=sys.stderr)
+        return False
+    cp = harness.ControlPlane(binaries)
+    try:
+        cp.start(timeout=60)
+        for i in range(6):
+            cp.add_node("b-%d" % i, {"CIS-node": "host-%d" % (i % 3)})
+        with tempfile.TemporaryDirectory() as d:
+            empty = os.path.join(d, "none.yaml")
+            with open(empty, "w") as f:
+                f.write(json.dumps({"apiVersion": "v1", "kind": "List", "items": []}))
+            times = {}
+            for name, args in (("plan", ["plan", "--kubeconfig", cp.kubeconfig, empty]),
+                               ("audit", ["audit", "--kubeconfig", cp.kubeconfig])):
+                times[name] = min(run_cold(args)[0] for _ in range(runs))
+        print("--kubeconfig on the test control plane (best of %d): plan %.2f s, audit "
+              "%.2f s" % (runs, times["plan"], times["audit"]))
+        return True
+    finally:
+        cp.stop()
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=5000)
+    ap.add_argument("--pods", type=int, default=30000)
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--live", action="store_true")
+    args = ap.parse_args(argv)
+    ok = whole(args.nodes, args.pods, args.runs)
+    if args.live:
+        ok = live(args.runs) and ok
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

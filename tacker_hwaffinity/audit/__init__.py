@@ -1,0 +1,1 @@
+"""hwaffinity audit: exposure of workloads to one physical host failing."""

@@ -1,0 +1,209 @@
+"""The audit: every workload's running replicas per physical host, what the worst single
+host failing takes, its PodDisruptionBudgets after that, its intent on the host key and
+whether it is met now. Pure: raw Kubernetes objects in, a Report out (no I/O).
+
+Hosts are the nodes' values of the host label KEY (HOST_OVERRIDE {node: host} first, e.g.
+the host Nova reports now); a node without the label is its own host ``node/<name>``,
+flagged ``labelled: false``. Running = bound to a known node, not terminal
+(Succeeded/Failed), not being deleted. Every structure is indexed once: O(nodes + pods).
+"""
+from tacker_hwaffinity.audit import intent as intentmod
+from tacker_hwaffinity.audit import owners as ownersmod
+from tacker_hwaffinity.audit.pdb import Budget
+from tacker_hwaffinity.scheduling import selectors
+
+VERSION = 1
+UNLABELLED_PREFIX = "node/"
+
+
+class Exposure:
+    """One workload's figures; ``to_json()`` is its JSON record."""
+
+    __slots__ = ("namespace", "kind", "name", "desired", "desired_from", "running", "hosts",
+                 "worst_host", "worst_loss", "loss_ratio", "pdbs", "intent", "intent_met",
+                 "violations", "unprotected", "pods")
+
+    def __init__(self, namespace, kind, name):
+        self.namespace, self.kind, self.name = namespace, kind, name
+        self.hosts, self.pods = {}, []
+        self.running, self.desired, self.desired_from = 0, 0, "running"
+        self.worst_host, self.worst_loss, self.loss_ratio = None, 0, 0.0
+        self.pdbs, self.intent, self.intent_met, self.violations = [], [], None, []
+        self.unprotected = False
+
+    @property
+    def key(self):
+        return (self.namespace, self.kind, self.name)
+
+    @property
+    def pdb_holds(self):
+        return all(p["holds"] for p in self.pdbs) if self.pdbs else None
+
+    def finish(self):
+        if self.hosts:
+            # the worst host: most replicas; ties by host name, so the output is stable
+            self.worst_host, self.worst_loss = min(self.hosts.items(),
+                                                   key=lambda kv: (-kv[1], kv[0]))
+        den = self.desired or self.running
+        self.loss_ratio = min(1.0, self.worst_loss / den) if den else 0.0
+
+    def to_json(self):
+        return {"namespace": self.namespace, "kind": self.kind, "name": self.name,
+                "desired": self.desired, "desiredFrom": self.desired_from,
+                "running": self.running,
+                "hosts": [{"host": h, "replicas": n} for h, n in
+                          sorted(self.hosts.items(), key=lambda kv: (-kv[1], kv[0]))],
+                "worstHost": self.worst_host, "worstLoss": self.worst_loss,
+                "lossRatio": round(self.loss_ratio, 4),
+                "pdbs": self.pdbs, "pdbHoldsAfterWorstHost": self.pdb_holds,
+                "intent": self.intent, "intentMet": self.intent_met,
+                "violations": self.violations, "unprotected": self.unprotected}
+
+
+class Report:
+    def __init__(self, key, workloads, hosts, notes):
+        self.key, self.workloads, self.hosts, self.notes = key, workloads, hosts, notes
+
+    def to_json(self):
+        return {"version": VERSION, "topologyKey": self.key,
+                "hosts": [{"host": h, "labelled": lab, "nodes": n}
+                          for h, (lab, n) in sorted(self.hosts.items())],
+                "workloads": [w.to_json() for w in self.workloads],
+                "notes": list(self.notes)}
+
+
+def _running(obj):
+    spec, meta = obj.get("spec") or {}, obj.get("metadata") or {}
+    return bool(spec.get("nodeName")) and not meta.get("deletionTimestamp") \
+        and (obj.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+
+
+def host_index(node_objs, key, host_override=None):
+    """({node: host}, {host: (labelled, nodes)})."""
+    override = host_override or {}
+    of, hosts = {}, {}
+    for n in node_objs:
+        meta = n.get("metadata") or {}
+        name = meta.get("name") or ""
+        h = override.get(name) or (meta.get("labels") or {}).get(key)
+        labelled = h is not None
+        if not labelled:
+            h = UNLABELLED_PREFIX + name
+        of[name] = h
+        lab, cnt = hosts.get(h, (True, 0))
+        hosts[h] = (lab and labelled, cnt + 1)
+    return of, hosts
+
+
+def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
+          namespace_objs=(), selector_objs=()):
+    """Report for the cluster given as raw objects. OWNERS: raw ReplicaSets, Deployments,
+    StatefulSets, DaemonSets and Jobs, or None (group pods by owner reference alone, see
+    ``owners``); PDBS: raw PodDisruptionBudgets; NAMESPACE_OBJS / SELECTOR_OBJS: Namespaces
+    and Services etc. for the engine (namespace selectors, default spreading)."""
+    node_objs, pod_objs = list(node_objs), list(pod_objs)
+    owner_index = ownersmod.index_owners(owners) if owners is not None else None
+    host_of, hosts = host_index(node_objs, key, host_override)
+    found, notes, pending = {}, [], 0
+    for obj in pod_objs:
+        if not _running(obj):
+            if not (obj.get("spec") or {}).get("nodeName") and \
+                    (obj.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                pending += 1
+            continue
+        h = host_of.get(obj["spec"]["nodeName"])
+        if h is None:
+            continue
+        meta = obj["metadata"]
+        ns = meta.get("namespace") or "default"
+        kind, name = ownersmod.workload_of(meta, owner_index)
+        w = found.get((ns, kind, name))
+        if w is None:
+            w = found[(ns, kind, name)] = Exposure(ns, kind, name)
+        w.running += 1
+        w.hosts[h] = w.hosts.get(h, 0) + 1
+        w.pods.append(obj)
+    if pending:
+        notes.append("%d pod(s) are not scheduled yet: not counted on any host" % pending)
+    for w in found.values():
+        w.desired, w.desired_from = ownersmod.desired(owner_index, w.namespace, w.kind,
+                                                      w.name, w.running)
+        w.finish()
+    _budgets(found.values(), pdbs, host_of)
+    _intents(found, node_objs, namespace_objs, selector_objs, key)
+    for w in found.values():
+        w.unprotected = max(w.desired, w.running) >= 2 and not w.intent
+    # worst first; single-replica workloads (always lose everything) after the rest
+    ordered = sorted(found.values(), key=lambda w: (
+        max(w.desired, w.running) < 2, -w.loss_ratio, -w.worst_loss,
+        w.intent_met is not False, w.namespace, w.kind, w.name))
+    for w in ordered:
+        w.pods = []
+    return Report(key, ordered, hosts, notes)
+
+
+def _budgets(workloads, pdb_objs, host_of):
+    # budgets indexed by (namespace, key, value) of their first In/= requirement, so a
+    # workload looks only at those its labels can meet (the rest: per namespace, scanned)
+    indexed, scanned, n = {}, {}, 0
+    for obj in pdb_objs:
+        b, n = Budget(obj), n + 1
+        for r in b.selector.requirements:
+            if r.op in (selectors.IN, selectors.EQUALS):
+                for v in r.values:
+                    indexed.setdefault((b.namespace, r.key, v), []).append(b)
+                break
+        else:
+            scanned.setdefault(b.namespace, []).append(b)
+    if not n:
+        return
+    for w in workloads:
+        items = {kv for p in w.pods for kv in (p["metadata"].get("labels") or {}).items()}
+        cands = list(scanned.get(w.namespace, ()))
+        for k, v in items:
+            cands.extend(indexed.get((w.namespace, k, v), ()))
+        seen = set()
+        for b in cands:
+            if id(b) in seen:
+                continue
+            seen.add(id(b))
+            mine = [p for p in w.pods if b.selector.matches(
+                (p["metadata"].get("labels") or {}))]
+            if not mine:
+                continue
+            lost = sum(1 for p in mine if host_of[p["spec"]["nodeName"]] == w.worst_host)
+            w.pdbs.append(b.after_loss(w.desired, len(mine), lost))
+        w.pdbs.sort(key=lambda d: d["name"])
+
+
+def _intents(found, node_objs, namespace_objs, selector_objs, key):
+    todo = [w for w in found.values() if w.pods and intentmod.mentions(w.pods[0], key)]
+    if not todo:
+        return
+    from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects
+    objs = [(o, "cluster") for o in node_objs]
+    objs += [(o, "cluster") for o in namespace_objs]
+    objs += [(o, "cluster") for o in selector_objs]
+    objs += [(p, "cluster") for w in found.values() for p in w.pods]
+    snap = cluster_from_objects(objs)
+    state = snap.state()
+    engine = {p.key: (p, state.index[p.node_name]) for p in snap.pods}
+    index = intentmod.LabelIndex(state)
+    for w in todo:
+        first = engine["%s/%s" % (w.namespace, w.pods[0]["metadata"]["name"])][0]
+        w.intent = intentmod.declared(first, w.pods[0], key, state.ns_labels(w.namespace))
+        if not w.intent:
+            continue
+        seen, violations = {}, []
+        for raw in w.pods:
+            pod, i = engine["%s/%s" % (w.namespace, raw["metadata"]["name"])]
+            vk = (pod.class_key, int(state.domains(key).ids[i]) if
+                  state.domains(key).ids[i] >= 0 else -1 - i)
+            reasons = seen.get(vk)
+            if reasons is None:
+                reasons = seen[vk] = intentmod.verdict(state, pod, i, key, index)
+            if reasons:
+                violations.append({"pod": pod.name, "node": pod.node_name,
+                                   "reasons": reasons})
+        w.intent_met = not violations
+        w.violations = violations

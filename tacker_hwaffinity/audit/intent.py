@@ -1,0 +1,145 @@
+"""A workload's declared intent on the host key, and whether its running placement meets it.
+
+Intent: pod anti-affinity against the workload's own pods with that topologyKey
+(required, preferred, or the ``hwaffinity.io/required-during-execution`` annotation's),
+and topologySpreadConstraints on that key. Whether it is met is the scheduling engine's
+verdict, not a second copy of the rules: each running replica is judged by the
+InterPodAffinity and PodTopologySpread filters on its own node against the cluster
+without itself (``ClusterState.unbind``), with only its terms on the key; preferred terms
+and ``ScheduleAnyway`` constraints are judged as if they were required (met = the
+preference holds now). Reasons are the filters' (the strings ``explain`` prints).
+Replicas of one label set on one host share a verdict, so this costs one pair of filter
+calls per (workload, host), not per pod.
+"""
+import copy
+
+from tacker_hwaffinity.scheduling import annotations as term_annotations
+from tacker_hwaffinity.scheduling import selectors
+from tacker_hwaffinity.scheduling.plugins import interpod
+from tacker_hwaffinity.scheduling.framework import Cycle
+from tacker_hwaffinity.scheduling.plugins.interpod import InterPodAffinity
+from tacker_hwaffinity.scheduling.plugins.topologyspread import PodTopologySpread
+from tacker_hwaffinity.scheduling.spreading import DO_NOT_SCHEDULE
+
+_INTERPOD, _SPREAD = InterPodAffinity(), PodTopologySpread()
+_OWN_CODES = (1, 2)     # InterPodAffinity codes of the pod's own terms (3: other pods')
+
+
+def mentions(obj, key):
+    """Cheap pre-check on a raw pod: does it declare anything on KEY?"""
+    spec = obj.get("spec") or {}
+    aff = (spec.get("affinity") or {}).get("podAntiAffinity") or {}
+    for lst in aff.values():
+        for t in lst if isinstance(lst, list) else ():
+            t = t.get("podAffinityTerm", t) if isinstance(t, dict) else {}
+            if isinstance(t, dict) and t.get("topologyKey") == key:
+                return True
+    for c in spec.get("topologySpreadConstraints") or ():
+        if isinstance(c, dict) and c.get("topologyKey") == key:
+            return True
+    rde = ((obj.get("metadata") or {}).get("annotations") or {}).get(
+        term_annotations.REQUIRED_DURING_EXECUTION)
+    return isinstance(rde, str) and key in rde
+
+
+def declared(pod, raw, key, ns_labels):
+    """The intent of engine POD (raw object RAW) on KEY: a list of dicts."""
+    out = []
+    own = [t for t in pod.terms["required_anti"]
+           if t.topology_key == key and t.matches(pod.namespace, pod.labels, ns_labels)]
+    rde = ((raw.get("metadata") or {}).get("annotations") or {}).get(
+        term_annotations.REQUIRED_DURING_EXECUTION)
+    n_rde = 0
+    if rde is not None:
+        rules = term_annotations.Rules.parse(rde)
+        n_rde = sum(1 for t in rules.anti if t.topology_key == key)
+    if len(own) > n_rde:
+        out.append({"type": "requiredAntiAffinity", "terms": len(own) - n_rde})
+    if n_rde and own:
+        out.append({"type": "requiredDuringExecution", "terms": min(n_rde, len(own))})
+    pref = [t for t in pod.terms["preferred_anti"]
+            if t.topology_key == key and t.matches(pod.namespace, pod.labels, ns_labels)]
+    if pref:
+        out.append({"type": "preferredAntiAffinity", "terms": len(pref)})
+    for c in pod.spread:
+        if c.topology_key == key:
+            out.append({"type": "topologySpread", "maxSkew": c.max_skew,
+                        "whenUnsatisfiable": c.action})
+    return out
+
+
+def judge_pod(pod, key, ns_labels):
+    """A copy of POD carrying only its own-pod terms and constraints on KEY, all hard."""
+    j = copy.copy(pod)
+    anti = tuple(t for kind in ("required_anti", "preferred_anti") for t in pod.terms[kind]
+                 if t.topology_key == key and t.matches(pod.namespace, pod.labels, ns_labels))
+    j.terms = {k: () for k in pod.terms}
+    j.terms["required_anti"] = anti
+    spread = []
+    for c in pod.spread:
+        if c.topology_key == key:
+            c = copy.copy(c)
+            c.action = DO_NOT_SCHEDULE
+            spread.append(c)
+    j.spread = tuple(spread)
+    return j
+
+
+def verdict(state, pod, node_index, key, index=None):
+    """Reasons (list of str) why POD, bound at NODE_INDEX, breaks its intent on KEY
+    there, judged without itself; [] when it holds. INDEX: a LabelIndex of STATE."""
+    judge = judge_pod(pod, key, state.ns_labels(pod.namespace))
+    if index is not None:
+        prime(state, index, judge)
+    state.unbind(pod, node_index)
+    try:
+        cycle = Cycle(state, judge)
+        reasons = []
+        r = _INTERPOD.filter(cycle)
+        if r is not None and int(r.codes[node_index]) in _OWN_CODES:
+            reasons.extend(r.reasons(node_index))
+        r = _SPREAD.filter(cycle)
+        if r is not None and r.failed[node_index]:
+            reasons.extend(r.reasons(node_index))
+        return reasons
+    finally:
+        state.restore(pod, node_index)
+
+
+class LabelIndex:
+    """Bound pods by label (key, value), to find the pods a selector may match without
+    looking at all of them: the candidates of a selector are the pods carrying one of the
+    values of its first ``In``/``=`` requirement (None: it has none; scan all)."""
+
+    def __init__(self, state):
+        self.by_label = {}
+        for pod, i in state.pods:
+            for kv in pod.labels.items():
+                self.by_label.setdefault(kv, []).append((pod, i))
+
+    def candidates(self, selector):
+        for r in selector.requirements:
+            if r.op in (selectors.IN, selectors.EQUALS):
+                out = []
+                for v in r.values:
+                    out.extend(self.by_label.get((r.key, v), ()))
+                return out
+        return None
+
+
+def prime(state, index, judge):
+    """Create the counts the filters will read for JUDGE from the label index's
+    candidates (exactly the counts they would build by scanning every bound pod)."""
+    for t in judge.terms["required_anti"]:
+        t = state.resolve_namespaces(t)
+        cand = index.candidates(t.selector)
+        if cand is not None:
+            state.prime_counts(("one", t.sig), interpod._matches_one(t), t.topology_key, cand)
+    ns = judge.namespace
+    for c in judge.spread:
+        cand = index.candidates(c.selector)
+        if cand is not None:
+            sel = c.selector
+            state.prime_node_counts(("pts", ns, sel.sig),
+                                    lambda p, sel=sel: p.namespace == ns and sel.matches(
+                                        p.labels), cand)

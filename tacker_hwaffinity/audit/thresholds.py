@@ -1,0 +1,52 @@
+"""Exit-status thresholds: ``--max-loss`` and ``--fail-on``.
+
+``--max-loss`` (a percent like ``50%`` or a replica count like ``2``) is over when a
+workload with two or more replicas (desired or running) loses MORE than that to its worst
+host (single-replica workloads always lose all and are not judged). ``--fail-on``:
+``unprotected`` (several replicas, no intent on the key), ``intent-unmet``,
+``pdb-violated`` (a budget no longer holds after the worst host), ``stale-labels``.
+"""
+import re
+
+from tacker_hwaffinity.errors import InputError
+
+FAIL_ON = ("unprotected", "intent-unmet", "pdb-violated", "stale-labels")
+_LOSS = re.compile(r"^(?:(100|[1-9]?[0-9])%|([0-9]+))$")
+
+
+def parse_max_loss(text):
+    """('ratio', float) or ('count', int); InputError naming --max-loss."""
+    m = _LOSS.match(text or "")
+    if not m:
+        raise InputError("expected a percent from 0%% to 100%% or a replica count, got %r"
+                         % text, field="--max-loss")
+    if m.group(1) is not None:
+        return "ratio", int(m.group(1)) / 100.0
+    return "count", int(m.group(2))
+
+
+def findings(report, max_loss=None, fail_on=(), stale=None):
+    """[str]: what is over the thresholds (empty: exit 0)."""
+    out = []
+    for w in report.workloads:
+        name = "%s %s/%s" % (w.kind, w.namespace, w.name)
+        if max_loss is not None and max(w.desired, w.running) >= 2:
+            kind, limit = max_loss
+            over = w.loss_ratio > limit + 1e-9 if kind == "ratio" else w.worst_loss > limit
+            if over:
+                out.append("%s: loses %d of %d (%.0f%%) to host %s" % (
+                    name, w.worst_loss, w.desired or w.running, 100 * w.loss_ratio,
+                    w.worst_host))
+        if "unprotected" in fail_on and w.unprotected:
+            out.append("%s: %d replicas and no intent on the host key" % (
+                name, max(w.desired, w.running)))
+        if "intent-unmet" in fail_on and w.intent_met is False:
+            out.append("%s: intent not met (%d replica(s))" % (name, len(w.violations)))
+        if "pdb-violated" in fail_on and w.pdb_holds is False:
+            out.append("%s: PodDisruptionBudget broken after losing host %s" % (
+                name, w.worst_host))
+    if "stale-labels" in fail_on and stale is not None:
+        for p in stale.problems():
+            out.append("node %s: host label stale or VM unknown to Nova" % getattr(
+                p, "node", p))
+    return out
