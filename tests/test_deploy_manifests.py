@@ -38,7 +38,8 @@ IMAGE = "registry.example.com/tacker-hwaffinity/agent:latest"
 NOT_APPLIED = {  # in deploy/, deliberately outside `kubectl apply -k deploy/`
     "controller/secret.example.yaml", "webhook/webhooks.yaml",
     "webhook/scheduler-config.yaml", "webhook/scheduler-config-v1beta1.yaml",
-    "rbac/plan-reader.yaml"}
+    "rbac/plan-reader.yaml",
+    "monitoring/prometheusrule.yaml"}   # its own kustomization: the CRD may not exist
 CLUSTER_SCOPED = {"Namespace", "ClusterRole", "ClusterRoleBinding", "PriorityClass",
                   "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
                   "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}

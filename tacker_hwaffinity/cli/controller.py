@@ -24,7 +24,8 @@ NODE_FIELDS = {"metadata": ("name", "namespace", "uid", "labels", "resourceVersi
                "spec": (), "status": ("addresses",)}
 POD_FIELDS = {
     "metadata": ("name", "namespace", "uid", "labels", "annotations", "creationTimestamp",
-                 "deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion"),
+                 "deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion",
+                 "ownerReferences"),    # the workload, for the exposure gauges
     "spec": ("nodeName", "priority", "terminationGracePeriodSeconds"),
     "status": ("phase",),
 }
@@ -90,7 +91,12 @@ def register(sub):
                         "follow client-go's 15/10/2 proportions)")
     p.add_argument("--metrics-address", default="0.0.0.0:%d" % DEFAULT_PORT,
                    metavar="HOST:PORT")
-    p.add_argument("--dry-run", action="store_true", help="report; relabel and evict nothing")
+    p.add_argument("--exposure-max-workloads", type=int, default=500, metavar="N",
+                   help="export the exposure gauges of at most N workloads (the worst; "
+                        "four series each), counting the others in "
+                        "hwaffinity_exposure_workloads_dropped")
+    p.add_argument("--dry-run", action="store_true",
+                   help="report (logs, gauges); relabel and evict nothing")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING"))
     p.set_defaults(func=run)
 
@@ -144,6 +150,8 @@ def run(args):
     from prometheus_client import CollectorRegistry
 
     from tacker_hwaffinity.cli.agent import _address
+    from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
+    from tacker_hwaffinity.controller.exposure import Exposure, ExposureMetrics
     from tacker_hwaffinity.controller.runner import Controller, Metrics, Settings
     from tacker_hwaffinity.kube import client as kube_client
     from tacker_hwaffinity.kube.health import Supervisor
@@ -161,6 +169,9 @@ def run(args):
     host, port = _address(args.metrics_address)
     select = _workers(args)
     hw = _params(args.params)
+    if args.exposure_max_workloads < 0:
+        raise InputError("must be 0 or more, got %d" % args.exposure_max_workloads,
+                         field="--exposure-max-workloads")
     if not args.termination_margin >= 0:
         raise InputError("must be 0 or more seconds, got %r" % args.termination_margin,
                          field="--termination-margin")
@@ -191,8 +202,10 @@ def run(args):
                             renew_deadline=args.lease_duration * 2 / 3,
                             retry_period=args.lease_duration * 2 / 15,
                             on_stopped=lambda: controller.stand_down(), log=log)
+    exposure = Exposure(ExposureMetrics(registry), (hw["label_keys"] or [DEFAULT_HOST_LABEL])[0],
+                        args.exposure_max_workloads, log=log)
     controller = Controller(conn, poll, settings, nodes, pods, Metrics(registry), log=log,
-                            namespaces=namespaces, leading=elector.confirm)
+                            namespaces=namespaces, leading=elector.confirm, exposure=exposure)
     caches = (nodes, pods, namespaces)
     workers = Supervisor(stop, log=log)
     for name, worker in (("node-watch", nodes), ("pod-watch", pods),

@@ -15,7 +15,10 @@ Every replica keeps the node and pod caches (``kube.informer``); only the leader
    seed's order through the Eviction API (``kube.evict``): one eviction in flight at a
    time, at most one per ``eviction_interval``; a PodDisruptionBudget that forbids it is
    an Event on the pod and a retry later. The rules are evaluated as the scheduler
-   evaluates them, with the namespaces' labels (a third cache) for ``namespaceSelector``.
+   evaluates them, with the namespaces' labels (a third cache) for ``namespaceSelector``;
+3. after a poll (not every tick; also in a dry run), sets the exposure gauges
+   (``controller.exposure``) on the hosts Nova reports: per workload, what one host
+   failing takes, and per worker node whether its host label is stale.
 
 An evicted pod is waited for (the next eviction waits until it has left the cache) at
 most its grace period (``deletionGracePeriodSeconds``, else the pod's
@@ -43,7 +46,7 @@ import threading
 import time
 
 from tacker_hwaffinity.controller import rules as rulesmod
-from tacker_hwaffinity.controller.hosts import HostTracker
+from tacker_hwaffinity.controller.hosts import SETTLED, HostTracker
 from tacker_hwaffinity.kube import evict as evictmod
 from tacker_hwaffinity.kube import events, labels
 from tacker_hwaffinity.kube.client import KubeError
@@ -114,8 +117,10 @@ class Controller:
     election, this is the only instance)."""
 
     def __init__(self, conn, poll, settings, nodes, pods, metrics, log=None,
-                 clock=time.monotonic, namespaces=None, leading=None):
+                 clock=time.monotonic, namespaces=None, leading=None, exposure=None):
         self.conn, self.poll_nova, self.s = conn, poll, settings
+        self.exposure = exposure    # controller.exposure.Exposure: gauges, once per poll
+        self.last_violations = None  # of this tick's evaluation (for the gauges)
         self.nodes, self.pods, self.namespaces = nodes, pods, namespaces
         self.metrics, self.clock, self.leading = metrics, clock, leading
         self.log = log or logging.getLogger("hwaffinity.controller")
@@ -142,10 +147,13 @@ class Controller:
             if self.stale:
                 self._new_term()
             try:
-                if self.clock() >= self.next_poll:
+                polled = self.clock() >= self.next_poll
+                if polled:
                     self.next_poll = self.clock() + self.s.poll_interval
                     self._poll()
                 self._enforce()
+                if polled:
+                    self._export()
             except NotLeading as e:
                 self.resync = True          # a relabel may have been cut short: redo all
                 self.next_poll = 0.0
@@ -158,6 +166,8 @@ class Controller:
         does no more (``leading()`` says no, and the term is marked stale)."""
         with self.act_lock:
             self.stale = True
+            if self.exposure is not None:
+                self.exposure.clear()       # a standby exports no exposure gauges
 
     def _new_term(self):
         """What the last term knew may be out of date: relabel every worker from Nova's
@@ -270,6 +280,53 @@ class Controller:
             self.moved_nodes.add(node)  # moved, or found on another host (a new term)
             self._event(obj, "Normal", "HostLabelChanged", text)
 
+    # -- exposure gauges (controller.exposure), once per poll --------------------
+    def _export(self):
+        """Set the exposure gauges on Nova's hosts (no side effect: also in a dry run)."""
+        if self.exposure is None or self.stale:
+            return
+        try:
+            nova_hosts, stale = self._nova_hosts()
+            violations = self.last_violations
+            if violations is None or any(stale.values()):
+                # the rules judged on Nova's hosts (a full evaluation: only while some
+                # label is stale; otherwise this tick's, on the same hosts)
+                cluster = self.cluster()
+                nodes = dict(cluster.nodes)
+                for node, value in nova_hosts.items():
+                    if node in nodes:
+                        nodes[node] = dict(nodes[node], **{self.exposure.key: value})
+                violations = rulesmod.Cluster(nodes, cluster.pods,
+                                              cluster.namespaces).violations()
+            self.exposure.update(self.nodes.list(), self.pods.list(), nova_hosts, stale,
+                                 violations)
+        except Exception as e:  # noqa: BLE001 - the gauges never stop the controller
+            self.log.warning("exposure gauges not updated: %s", e)
+
+    def _nova_hosts(self):
+        """({node: the host label value Nova's answer gives it}, {node: label stale?}) for
+        the worker nodes matched to a server, as ``_relabel`` matches them."""
+        if self.tracker is None or not self.workers:
+            return {}, {}
+        hw = dict(self.s.hw, host_source=self.tracker.source)
+        workers = [planning.Worker(s.name, s.id, list(s.addresses), s.host, s.host_id)
+                   for s in self.workers.values()]
+        kube_nodes = [planning.KubeNode(n["metadata"]["name"], _internal_ips(n),
+                                        n["metadata"].get("labels") or {})
+                      for n in self.nodes.list()]
+        p = planning.plan(workers, kube_nodes, hw)
+        key = self.exposure.key
+        hosts, stale = {}, {}
+        for a in p.assignments:
+            if a.node is None or a.error or key not in a.labels:
+                continue
+            state = self.workers[a.worker.server_id]
+            if state.status not in SETTLED or state.task_state:
+                continue        # moving: not judged until it settles
+            hosts[a.node.name] = a.labels[key]
+            stale[a.node.name] = a.node.labels.get(key) != a.labels[key]
+        return hosts, stale
+
     # -- RequiredDuringExecution ------------------------------------------------
     def cluster(self):
         node_objs = self.nodes.list()
@@ -326,6 +383,7 @@ class Controller:
         cluster = self.cluster()
         self._forget_gone()
         violations = cluster.violations()
+        self.last_violations = violations
         self.metrics.violations.set(len(violations))
         due = self.forgiveness.due(violations)
         if self.in_flight is not None and self._waiting():

@@ -1,0 +1,224 @@
+"""Stale host labels: each node's host label against the host Nova reports for its VM now.
+
+A node is matched to a Nova server as the controller and the MgmtDriver match them
+(``labeling.plan``): the server one of whose addresses is the node's InternalIP, never
+by name. The label a node should carry is what ``labeling.plan`` would set: the
+server's ``host`` (``label_value``-sanitised), or its ``hostId`` when the credentials
+do not see hosts (``labeling.plan.choose_source``, ``--host-source``) or the key is
+``topology.openstack.org/host-id``. One Nova call (``/servers/detail``, all projects
+if Nova allows it: ``openstack.servers.ServerPoll``), whatever the number of nodes.
+
+Each node checked gets a state:
+
+* ``ok``: the label is what Nova says;
+* ``stale``: the label names another host (a live migration or an evacuation the
+  labels have not followed), or the node has no label although its VM is known;
+* ``moving``: the VM is being migrated (its host is not settled): not judged;
+* ``unknown``: the node carries the label but no server Nova lists has its address
+  (the VM was deleted, or belongs to a project the credentials do not see);
+* ``ambiguous``: several servers have its address: not judged.
+
+Nodes without the label and without a server are not workers the labels manage and
+are left out. ``check_nodes`` is pure; ``check`` reads the credentials and Nova.
+"""
+import typing
+
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.labeling.plan import choose_source
+from tacker_hwaffinity.labeling.sanitize import label_value
+
+HOST_ID_KEY = "topology.openstack.org/host-id"
+MOVING = ("MIGRATING", "RESIZE", "VERIFY_RESIZE", "REVERT_RESIZE", "REBUILD", "BUILD")
+STATES = ("stale", "unknown", "moving", "ambiguous", "ok")   # worst first
+
+
+class NodeCheck(typing.NamedTuple):
+    node: str
+    state: str              # one of STATES
+    label: typing.Optional[str]      # the node's label now (None: none)
+    expected: typing.Optional[str]   # what Nova says it should be (None: no server)
+    server: typing.Optional[str] = None
+    server_name: typing.Optional[str] = None
+    status: typing.Optional[str] = None
+
+    def to_json(self):
+        return {"node": self.node, "state": self.state, "label": self.label,
+                "novaHost": self.expected, "server": self.server,
+                "serverName": self.server_name, "serverStatus": self.status}
+
+    def message(self, key):
+        if self.state == "stale" and self.label is None:
+            return "node %s has no %s label; Nova has its VM %s on %s" % (
+                self.node, key, self.server_name or self.server, self.expected)
+        if self.state == "stale":
+            return "node %s is labelled %s=%s but Nova has its VM %s on %s" % (
+                self.node, key, self.label, self.server_name or self.server, self.expected)
+        if self.state == "unknown":
+            return ("node %s (labelled %s=%s): no Nova server has its address (VM deleted, "
+                    "or not visible to these credentials)" % (self.node, key, self.label))
+        if self.state == "moving":
+            return "node %s: its VM %s is moving (%s)" % (
+                self.node, self.server_name or self.server, self.status)
+        if self.state == "ambiguous":
+            return "node %s: several Nova servers have its address: %s" % (
+                self.node, self.server)
+        return "node %s: %s=%s as Nova says" % (self.node, key, self.label)
+
+
+class StaleReport:
+    """KEY: the label checked; SOURCE: "host" or "hostId"; CHECKS: [NodeCheck]."""
+
+    def __init__(self, key, source, checks, scope=None):
+        self.key, self.source, self.scope = key, source, scope
+        rank = {s: i for i, s in enumerate(STATES)}
+        self.checks = sorted(checks, key=lambda c: (rank[c.state], c.node))
+
+    def of(self, state):
+        return [c for c in self.checks if c.state == state]
+
+    @property
+    def stale(self):
+        return self.of("stale")
+
+    @property
+    def unknown(self):
+        return self.of("unknown")
+
+    def problems(self):
+        """Stale and unknown nodes: what ``--fail-on stale-labels`` fails on."""
+        return self.stale + self.unknown
+
+    def nova_hosts(self):
+        """{node: the label value Nova's host gives it} for the nodes judged (ok or
+        stale): what an audit counts them on when it trusts Nova over the labels."""
+        return {c.node: c.expected for c in self.checks if c.state in ("ok", "stale")}
+
+    def to_json(self):
+        return {"key": self.key, "hostSource": self.source, "novaScope": self.scope,
+                "nodes": [c.to_json() for c in self.checks],
+                "counts": {s: len(self.of(s)) for s in STATES}}
+
+    def text_lines(self):
+        lines = ["%s labels against Nova (%s): %s" % (
+            self.key, self.source, ", ".join("%d %s" % (len(self.of(s)), s) for s in STATES))]
+        lines.extend("  %-9s %s" % (c.state, c.message(self.key))
+                     for c in self.checks if c.state != "ok")
+        return lines
+
+
+# What the check reads of a Node: keep these when reading a snapshot or the API server
+# (k8s.pruning keep= / SNAPSHOT_FIELDS shape).
+NODE_FIELDS = {"metadata": ("name", "labels"), "status": ("addresses",)}
+
+
+class Node(typing.NamedTuple):
+    name: str
+    internal_ips: tuple
+    labels: dict
+
+
+def nodes_from_objects(objects):
+    """[Node] from Kubernetes Node objects (dicts: metadata.name, metadata.labels,
+    status.addresses)."""
+    out = []
+    for obj in objects:
+        meta = obj.get("metadata") or {}
+        ips = tuple(a.get("address") for a in (obj.get("status") or {}).get("addresses") or []
+                    if isinstance(a, dict) and a.get("type") == "InternalIP" and a.get("address"))
+        out.append(Node(meta.get("name") or "", ips, dict(meta.get("labels") or {})))
+    return out
+
+
+def source_for(key, host_source="auto"):
+    """host_source as labeling.plan takes it: the host-id key always holds hostIds."""
+    if host_source == "auto" and key == HOST_ID_KEY:
+        return "hostId"
+    return host_source
+
+
+def check_nodes(nodes, servers, key, host_source="auto", scope=None):
+    """StaleReport of NODES ([Node]) against SERVERS ([openstack.servers.ServerState])."""
+    by_ip = {}
+    for s in servers:
+        if s.status == "DELETED":
+            continue
+        for ip in s.addresses:
+            by_ip.setdefault(ip, {})[s.id] = s
+    matched = {}
+    for n in nodes:
+        found = {}
+        for ip in n.internal_ips:
+            found.update(by_ip.get(ip, {}))
+        matched[n.name] = list(found.values())
+    settled = [s[0] for s in matched.values() if len(s) == 1]
+    source = choose_source(settled, source_for(key, host_source))
+    checks = []
+    for n in nodes:
+        label, found = n.labels.get(key), matched[n.name]
+        if not found:
+            if label is not None:
+                checks.append(NodeCheck(n.name, "unknown", label, None))
+            continue
+        if len(found) > 1:
+            checks.append(NodeCheck(n.name, "ambiguous", label, None,
+                                    ", ".join(sorted(s.id for s in found))))
+            continue
+        s = found[0]
+        raw = s.host if source == "host" else s.host_id
+        expected = label_value(raw) if raw else None
+        if s.status in MOVING or s.task_state or not expected:
+            state = "moving"
+        else:
+            state = "ok" if label == expected else "stale"
+        checks.append(NodeCheck(n.name, state, label, expected, s.id, s.name,
+                                s.status + ("/%s" % s.task_state if s.task_state else "")))
+    return StaleReport(key, source, checks, scope)
+
+
+def register_openstack_args(parser):
+    """The OpenStack flags of ``hwaffinity audit``: credentials as ``relabel`` takes
+    them (clouds.yaml or OS_*), used only when ``--openstack`` or ``--os-cloud`` is
+    given."""
+    g = parser.add_argument_group(
+        "stale labels (OpenStack)",
+        "compare every node's host label with the host Nova reports for its VM now "
+        "(credentials from clouds.yaml or the OS_* variables, as 'hwaffinity relabel')")
+    g.add_argument("--openstack", action="store_true",
+                   help="check the labels against Nova with the OS_* credentials "
+                        "(implied by --os-cloud)")
+    g.add_argument("--os-cloud", metavar="NAME",
+                   help="cloud in clouds.yaml (default: $OS_CLOUD, else the OS_* variables)")
+    g.add_argument("--host-source", choices=("auto", "host", "hostId"), default="auto",
+                   help="compare with Nova's host (admin) or hostId; auto: host when the "
+                        "credentials see it, hostId for the %s key" % HOST_ID_KEY)
+    g.add_argument("--nova-scope", choices=("auto", "all-projects", "project"),
+                   default="auto",
+                   help="which servers to list: all projects (all_tenants=1), the "
+                        "credentials' project, or auto (all projects if Nova allows it)")
+
+
+def wanted(args):
+    """True when the arguments ask for the Nova check."""
+    return bool(getattr(args, "openstack", False) or getattr(args, "os_cloud", None))
+
+
+def check(args, node_objects, key, openstack=None):
+    """StaleReport of NODE_OBJECTS (Kubernetes Node dicts with status.addresses) on the
+    label KEY, from one Nova list with the credentials ARGS name. OpenStack failing
+    (unreachable, refused credentials) is an InputError naming --os-cloud."""
+    from tacker_hwaffinity.openstack import access_from_environment
+    from tacker_hwaffinity.openstack.api import OpenStack, OpenStackError
+    from tacker_hwaffinity.openstack.auth import session
+    from tacker_hwaffinity.openstack.servers import ServerPoll
+    if openstack is None:
+        openstack = OpenStack(session(access_from_environment(args.os_cloud)))
+    poll = ServerPoll(openstack, scope=args.nova_scope)
+    try:
+        servers = poll.poll()
+    except OpenStackError as e:
+        raise InputError("Nova: %s" % e, field="--os-cloud") from None
+    except Exception as e:  # noqa: BLE001 - transport errors: one line, no traceback
+        raise InputError("Nova not reached: %s" % e, field="--os-cloud") from None
+    scope = "all-projects" if poll.all_tenants else "project"
+    return check_nodes(nodes_from_objects(node_objects), servers, key,
+                       args.host_source, scope)
