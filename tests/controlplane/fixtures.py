@@ -22,6 +22,10 @@ def pytest_configure(config):
         "markers",
         "%s: needs the real Kubernetes control plane (etcd, kube-apiserver, "
         "kube-scheduler, kube-controller-manager) built by tools/build-kube.sh" % MARKER)
+    # repeated from tests/openstack/conftest.py: controlplane modules that also need Nova
+    # are marked openstack, and may run without that conftest loaded
+    config.addinivalue_line("markers", "openstack: needs the real Nova/Heat venv "
+                                       "(tests/openstack fixtures)")
 
 
 _RUN_DIR_KEY = pytest.StashKey[str]()
