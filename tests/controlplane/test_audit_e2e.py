@@ -37,14 +37,7 @@ SELECT = ["--worker-metadata", "%s=%s" % META]
 @pytest.fixture(scope="module")
 def cloud():
     """Nova with three compute hosts, for this module alone."""
-    cloud = osharness.OpenStackCloud(computes=3, python=osharness.python_or_skip())
-    try:
-        cloud.start()
-    except osharness.HarnessError as e:
-        pytest.fail("OpenStack did not start (logs in %s): %s" % (cloud.run_dir, e),
-                    pytrace=False)
-    yield cloud
-    cloud.stop()
+    yield from osharness.own_cloud(3)
 
 
 @pytest.fixture

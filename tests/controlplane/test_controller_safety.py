@@ -41,14 +41,7 @@ FRONT_RULE = ('{"podAffinity": [{"topologyKey": "kubernetes.io/hostname", "label
 @pytest.fixture(scope="module")
 def cloud():
     """Nova with two compute hosts, for this module alone."""
-    cloud = osharness.OpenStackCloud(computes=2, python=osharness.python_or_skip())
-    try:
-        cloud.start()
-    except osharness.HarnessError as e:
-        pytest.fail("OpenStack did not start (logs in %s): %s" % (cloud.run_dir, e),
-                    pytrace=False)
-    yield cloud
-    cloud.stop()
+    yield from osharness.own_cloud(2)
 
 
 @pytest.fixture

@@ -106,6 +106,22 @@ def openstack_python(build=True, timeout=900):
     return _PYTHON
 
 
+def own_cloud(computes):
+    """A cloud with COMPUTES fake compute hosts for one module outside ``tests/openstack``
+    (a generator for a module-scoped fixture: ``yield from own_cloud(2)``), stopped after."""
+    import pytest
+    cloud = OpenStackCloud(computes=computes, python=python_or_skip())
+    try:
+        cloud.start()
+    except HarnessError as e:
+        pytest.fail("OpenStack did not start (logs in %s): %s" % (cloud.run_dir, e),
+                    pytrace=False)
+    try:
+        yield cloud
+    finally:
+        cloud.stop()
+
+
 def python_or_skip():
     """:func:`openstack_python` for tests outside ``tests/openstack``.
 
