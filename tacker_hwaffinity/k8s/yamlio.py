@@ -112,6 +112,10 @@ def _parse_yaml(text, prune):
 
 
 def _yaml_malformed(e, text):
+    if "maximum nesting depth" in str(getattr(e, "problem", None) or ""):
+        # libyaml's own depth limit: it answers before Python's recursion limit does
+        # when a library has raised that limit (celpy sets 2500)
+        return _Malformed("YAML", None, None, "nesting too deep")
     mark = getattr(e, "problem_mark", None)
     if mark is not None:
         return _Malformed("YAML", mark.line + 1, mark.column + 1,
