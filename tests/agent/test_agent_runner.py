@@ -45,14 +45,19 @@ def make_dirs(layout, obj):
     return d
 
 
-@pytest.fixture
-def tree(tmp_path):
-    base = tmp_path / "cpuset" / "kubepods.slice"
+def make_layout(root):
+    """A kubelet-shaped systemd cpuset tree under ROOT, and its detected layout."""
+    base = root / "cpuset" / "kubepods.slice"
     for sub in ("", "kubepods-burstable.slice", "kubepods-besteffort.slice"):
         (base / sub).mkdir(parents=True, exist_ok=True)
         (base / sub / "cpuset.cpus").write_text("0-111\n")
         (base / sub / "cpuset.mems").write_text("0-5\n")
-    return cgroupfs.detect(str(tmp_path))
+    return cgroupfs.detect(str(root))
+
+
+@pytest.fixture
+def tree(tmp_path):
+    return make_layout(tmp_path)
 
 
 def agent_for(layout, api=None, dry_run=False):

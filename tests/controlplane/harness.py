@@ -991,3 +991,30 @@ class ControlPlane:
 
     def component_logs(self):
         return {c.name: c.log_path for c in self.components}
+
+
+def serve_webhook(args, certs, log, what="the webhook", timeout=60):
+    """``hwaffinity webhook serve`` with ARGS (beyond the address and the pair in CERTS, a
+    directory as ``webhook certs --out`` writes it) as a process logging to LOG, returned
+    once its /healthz answers 200: (process, https URL, an SSL context trusting its CA)."""
+    import sys
+    import urllib.request
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tacker_hwaffinity.cli.main", "webhook", "serve",
+         "--address", "127.0.0.1:%d" % port, "--cert", str(certs / "tls.crt"),
+         "--key", str(certs / "tls.key")] + list(args),
+        stdout=open(log, "wb"), stderr=subprocess.STDOUT, cwd=root, start_new_session=True)
+    url = "https://127.0.0.1:%d" % port
+    context = ssl.create_default_context(cafile=str(certs / "ca.crt"))
+
+    def healthy():
+        assert proc.poll() is None, log.read_text()
+        try:
+            with urllib.request.urlopen(url + "/healthz", context=context, timeout=2) as r:
+                return r.status == 200
+        except OSError:
+            return False
+    wait_until(healthy, timeout, what=what)
+    return proc, url, context

@@ -11,10 +11,8 @@ import base64
 import copy
 import json
 import os
-import ssl
 import subprocess
 import sys
-import urllib.request
 
 import pytest
 import yaml
@@ -77,24 +75,9 @@ def validating(control_plane, agent_account, tmp_path_factory):
     r = _cli("webhook", "certs", "--out", str(out), "--ip", "127.0.0.1")
     assert r.returncode == 0, r.stderr
     bundle = r.stdout.strip().split("caBundle: ", 1)[1]
-    port = harness.free_port()
-    log = out / "webhook.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tacker_hwaffinity.cli.main", "webhook", "serve",
-         "--no-extender", "--address", "127.0.0.1:%d" % port, "--cert", str(out / "tls.crt"),
-         "--key", str(out / "tls.key"), "--agent-service-account", user],
-        stdout=open(log, "wb"), stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
-    url = "https://127.0.0.1:%d" % port
-    context = ssl.create_default_context(cafile=str(out / "ca.crt"))
-
-    def healthy():
-        assert proc.poll() is None, log.read_text()
-        try:
-            with urllib.request.urlopen(url + "/healthz", context=context, timeout=2) as r:
-                return r.status == 200
-        except OSError:
-            return False
-    harness.wait_until(healthy, 60, what="the admission-only webhook")
+    proc, url, context = harness.serve_webhook(
+        ["--no-extender", "--agent-service-account", user], out, out / "webhook.log",
+        what="the admission-only webhook")
     with open(os.path.join(ROOT, "deploy", "webhook", "webhooks.yaml")) as f:
         doc = next(copy.deepcopy(d) for d in yaml.safe_load_all(f)
                    if d["kind"] == "ValidatingWebhookConfiguration")

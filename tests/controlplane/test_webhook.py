@@ -66,25 +66,10 @@ def webhook(control_plane, certs, tmp_path_factory):
     control_plane.admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles",
                                 roles[0], ok=(201, 409))
     kubeconfig = control_plane.user_kubeconfig("hwaffinity-webhook", "hwaffinity-webhook")
-    port = harness.free_port()
     log = tmp_path_factory.mktemp("webhook-log") / "webhook.log"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "tacker_hwaffinity.cli.main", "webhook", "serve",
-         "--address", "127.0.0.1:%d" % port, "--cert", str(out / "tls.crt"),
-         "--key", str(out / "tls.key"), "--kubeconfig", kubeconfig,
-         "--allowed-anti-affinity-key", "kubernetes.io/hostname"],
-        stdout=open(log, "wb"), stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
-    context = ssl.create_default_context(cafile=str(out / "ca.crt"))
-    url = "https://127.0.0.1:%d" % port
-
-    def healthy():
-        assert proc.poll() is None, log.read_text()
-        try:
-            with urllib.request.urlopen(url + "/healthz", context=context, timeout=2) as r:
-                return r.status == 200
-        except OSError:
-            return False
-    harness.wait_until(healthy, 60, what="the webhook's caches synced")
+    proc, url, context = harness.serve_webhook(
+        ["--kubeconfig", kubeconfig, "--allowed-anti-affinity-key", "kubernetes.io/hostname"],
+        out, log, what="the webhook's caches synced")
     yield {"url": url, "proc": proc, "log": log, "context": context}
     proc.terminate()
     proc.wait(15)

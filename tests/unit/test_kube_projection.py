@@ -27,7 +27,7 @@ from tacker_hwaffinity.k8s.yamlio import parse_documents
 from tacker_hwaffinity.numa.topology import machine_from_yaml
 from tacker_hwaffinity.webhook.podcache import PodCache
 
-from agent.test_agent_runner import make_dirs
+from agent.test_agent_runner import make_dirs, make_layout
 
 TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _spec = importlib.util.spec_from_file_location(
@@ -151,15 +151,6 @@ class AgentApi:
 
     def event(self, obj, reason, message):
         self.events.append((obj["metadata"]["name"], obj["metadata"]["uid"], reason, message))
-
-
-def make_layout(root):
-    base = root / "cpuset" / "kubepods.slice"
-    for sub in ("", "kubepods-burstable.slice", "kubepods-besteffort.slice"):
-        (base / sub).mkdir(parents=True, exist_ok=True)
-        (base / sub / "cpuset.cpus").write_text("0-111\n")
-        (base / sub / "cpuset.mems").write_text("0-5\n")
-    return cgroupfs.detect(str(root))
 
 
 @pytest.fixture
