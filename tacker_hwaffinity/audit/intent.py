@@ -22,7 +22,6 @@ from tacker_hwaffinity.scheduling.plugins.topologyspread import PodTopologySprea
 from tacker_hwaffinity.scheduling.spreading import DO_NOT_SCHEDULE
 
 _INTERPOD, _SPREAD = InterPodAffinity(), PodTopologySpread()
-_OWN_CODES = (1, 2)     # InterPodAffinity codes of the pod's own terms (3: other pods')
 
 
 def mentions(obj, key):
@@ -95,8 +94,8 @@ def verdict(state, pod, node_index, key, index=None):
     try:
         cycle = Cycle(state, judge)
         reasons = []
-        r = _INTERPOD.filter(cycle)
-        if r is not None and int(r.codes[node_index]) in _OWN_CODES:
+        r = _INTERPOD.filter_own(cycle)
+        if r is not None and r.failed[node_index]:
             reasons.extend(r.reasons(node_index))
         r = _SPREAD.filter(cycle)
         if r is not None and r.failed[node_index]:

@@ -136,8 +136,10 @@ class ClusterState:
         self.names_rank = np.argsort(np.argsort(names, kind="stable"))
         self.pods = []  # (pod, node index), in binding order
         self.absent = set()  # id() of pods taken out of the counts by unbind()
-        self._made = []      # every DomainCounts/NodeCounts, in creation order (unbind)
+        self._made = []      # DomainCounts/NodeCounts of counts()/node_counts(), in order
         self._hits = {}      # class key -> [counts scanned, [the counts it is in]]
+        self._primed = []    # counts made by prime_*: kept out of _made, found by class
+        self._primed_hits = {}  # class key -> [primed counts that select it]
         self._selecting = {}  # (kind, class key) -> [groups scanned, [groups selecting it]]
         self._domains = {}
         self._counts = {}
@@ -287,6 +289,11 @@ class ClusterState:
             c.add(pod, node_index, ns_labels)
         for c in self._node_counts.values():
             c.add(pod, node_index)
+        for c in self._primed:  # a class first seen now: let unbind find its counts
+            if self._selects(c, pod):
+                hits = self._primed_hits.setdefault(pod.class_key, [])
+                if c not in hits:
+                    hits.append(c)
         if not pod.spec.has_pod_affinity:
             return
         for kind in EXISTING_KINDS:
@@ -309,19 +316,39 @@ class ClusterState:
         ck = (sig, key)
         if ck not in self._counts:
             c = self._counts[ck] = DomainCounts(matcher, self.domains(key))
-            self._made.append(c)
-            for pod, i in pods:
-                if id(pod) not in self.absent:
-                    c.add(pod, i, self.ns_labels(pod.namespace))
+            self._prime(c, pods)
 
     def prime_node_counts(self, sig, matcher, pods):
         """``prime_counts`` for ``node_counts(SIG, MATCHER)``."""
         if sig not in self._node_counts:
             c = self._node_counts[sig] = NodeCounts(matcher, len(self.nodes))
-            self._made.append(c)
-            for pod, i in pods:
+            self._prime(c, pods)
+
+    def _prime(self, c, pods):
+        # the classes a primed count selects are known from its candidates, so unbind
+        # finds it by class instead of testing every count against every new class
+        self._primed.append(c)
+        for pod, i in pods:
+            if self._selects(c, pod):
                 if id(pod) not in self.absent:
-                    c.add(pod, i)
+                    self._add(c, pod, i, 1)
+                hits = self._primed_hits.setdefault(pod.class_key, [])
+                if not hits or hits[-1] is not c:
+                    hits.append(c)
+
+    def _selects(self, c, pod):
+        hit = c._cache.get(pod.class_key)
+        if hit is None:
+            hit = c._cache[pod.class_key] = (
+                c.matcher(pod, self.ns_labels(pod.namespace)) if isinstance(c, DomainCounts)
+                else c.matcher(pod))
+        return hit
+
+    def _add(self, c, pod, node_index, sign):
+        if isinstance(c, DomainCounts):
+            c.add(pod, node_index, self.ns_labels(pod.namespace), sign)
+        else:
+            c.add(pod, node_index, sign)
 
     def unbind(self, pod, node_index):
         """Take the bound POD out of the counts the filters read (pod, domain and node
@@ -338,21 +365,18 @@ class ClusterState:
 
     def _shift(self, pod, node_index, sign):
         self.pod_count[node_index] += sign
-        ns_labels = self.ns_labels(pod.namespace)
         # only the counts that select the pod's class: each count is tested once per class
         hits = self._hits.get(pod.class_key)
         if hits is None:
             hits = self._hits[pod.class_key] = [0, []]
         for c in self._made[hits[0]:]:
-            if (c.matcher(pod, ns_labels) if isinstance(c, DomainCounts)
-                    else c.matcher(pod)):
+            if self._selects(c, pod):
                 hits[1].append(c)
         hits[0] = len(self._made)
         for c in hits[1]:
-            if isinstance(c, DomainCounts):
-                c.add(pod, node_index, ns_labels, sign)
-            else:
-                c.add(pod, node_index, sign)
+            self._add(c, pod, node_index, sign)
+        for c in self._primed_hits.get(pod.class_key, ()):
+            self._add(c, pod, node_index, sign)
         if not pod.spec.has_pod_affinity:
             return
         for kind in EXISTING_KINDS:

@@ -40,18 +40,27 @@ class InterPodAffinity:
         return got
 
     def filter(self, cycle):
+        return self._filter(cycle, existing=True)
+
+    def filter_own(self, cycle):
+        """The filter without the existing pods' terms (code 3): only whether the
+        incoming pod's own required terms hold; ``hwaffinity audit`` judges intent so."""
+        return self._filter(cycle, existing=False)
+
+    def _filter(self, cycle, existing):
         state, pod = cycle.state, cycle.pod
         n = len(state.nodes)
         code = np.zeros(n, dtype=np.int8)
-        ns_labels = state.ns_labels(pod.namespace)
         # 3. existing pods' required anti-affinity that selects this pod
-        per_key = {}
-        for g in state.groups_selecting("required_anti", pod, ns_labels):
-            if g.total:
-                acc = per_key.get(g.domains.key)
-                per_key[g.domains.key] = g.counts.copy() if acc is None else acc + g.counts
-        for key, counts in per_key.items():
-            code[state.domains(key).spread(counts > 0)] = 3
+        if existing:
+            ns_labels = state.ns_labels(pod.namespace)
+            per_key = {}
+            for g in state.groups_selecting("required_anti", pod, ns_labels):
+                if g.total:
+                    acc = per_key.get(g.domains.key)
+                    per_key[g.domains.key] = g.counts.copy() if acc is None else acc + g.counts
+            for key, counts in per_key.items():
+                code[state.domains(key).spread(counts > 0)] = 3
         # 2. incoming required anti-affinity
         for t in self.incoming_terms(cycle, "required_anti"):
             c = state.counts(("one", t.sig), _matches_one(t), t.topology_key)
