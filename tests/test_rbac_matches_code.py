@@ -34,7 +34,8 @@ _RAW_PATH = re.compile(r"^/apis/([^/]+)/[^/]+/namespaces/%s/([a-z]+)$")
 
 def _api_classes():
     from kubernetes import client
-    return {"": client.CoreV1Api, "apps": client.AppsV1Api}
+    return {"": client.CoreV1Api, "apps": client.AppsV1Api, "batch": client.BatchV1Api,
+            "policy": client.PolicyV1Api}
 
 
 def api_method(name):

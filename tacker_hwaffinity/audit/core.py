@@ -3,8 +3,8 @@ host failing takes, its PodDisruptionBudgets after that, its intent on the host 
 whether it is met now. Pure: raw Kubernetes objects in, a Report out (no I/O).
 
 Hosts are the nodes' values of the host label KEY (HOST_OVERRIDE {node: host} first, e.g.
-the host Nova reports now); a node without the label is its own host ``node/<name>``,
-flagged ``labelled: false``. Running = bound to a known node, not terminal
+the host Nova reports now: the intent is then judged on those hosts too); a node without
+the label is its own host ``node/<name>``, flagged ``labelled: false``. Running = bound to a known node, not terminal
 (Succeeded/Failed), not being deleted. Every structure is indexed once: O(nodes + pods).
 """
 from tacker_hwaffinity.audit import intent as intentmod
@@ -130,7 +130,8 @@ def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
                                                       w.name, w.running)
         w.finish()
     _budgets(found.values(), pdbs, host_of)
-    _intents(found, node_objs, namespace_objs, selector_objs, key)
+    _intents(found, _relabelled(node_objs, key, host_override), namespace_objs,
+             selector_objs, key)
     for w in found.values():
         w.unprotected = max(w.desired, w.running) >= 2 and not w.intent
     # worst first; single-replica workloads (always lose everything) after the rest
@@ -140,6 +141,21 @@ def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
     for w in ordered:
         w.pods = []
     return Report(key, ordered, hosts, notes)
+
+
+def _relabelled(node_objs, key, host_override):
+    """NODE_OBJS with KEY set to HOST_OVERRIDE's host where it names one (shallow
+    copies): the intent is judged on the hosts the replicas are counted on."""
+    if not host_override:
+        return node_objs
+    out = []
+    for n in node_objs:
+        meta = n.get("metadata") or {}
+        h = host_override.get(meta.get("name"))
+        if h is not None and (meta.get("labels") or {}).get(key) != h:
+            n = dict(n, metadata=dict(meta, labels=dict(meta.get("labels") or {}, **{key: h})))
+        out.append(n)
+    return out
 
 
 def _budgets(workloads, pdb_objs, host_of):

@@ -8,6 +8,10 @@ informers hold no ReplicaSets), a ReplicaSet whose name is ``<name>-<pod-templat
 controller is its own workload (kind ``Pod``).
 """
 OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
+# What is read of an owner (``k8s.pruning``'s kept-fields table): the chain and the scale.
+FIELDS = {"metadata": ("name", "namespace", "ownerReferences", "resourceVersion"),
+          "spec": ("selector", "replicas", "parallelism"),
+          "status": ("desiredNumberScheduled",)}
 
 
 def controller_ref(meta):

@@ -19,6 +19,10 @@ import re
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling.selectors import SelectorError, parse_label_selector
 
+# What is read of a budget (``k8s.pruning``'s kept-fields table).
+FIELDS = {"metadata": ("name", "namespace", "resourceVersion"),
+          "spec": ("selector", "minAvailable", "maxUnavailable"), "status": ()}
+
 _PERCENT = re.compile(r"^(0|[1-9][0-9]*)%$")
 
 

@@ -4,9 +4,10 @@ Reads the cluster as ``plan`` does (``--cluster`` snapshots or ``--kubeconfig``)
 the raw objects to the pure core ``tacker_hwaffinity.audit.core`` and renders the Report.
 Exit 0: nothing over the thresholds; 1: something is; 2: bad input (one line).
 """
+import gc
 import sys
 
-from tacker_hwaffinity.audit import render, thresholds
+from tacker_hwaffinity.audit import owners, pdb, render, stale, thresholds
 from tacker_hwaffinity.cli.common import TIMING_ENV, PhaseTimes  # noqa: F401 (TIMING_ENV: docs)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
@@ -16,9 +17,6 @@ from tacker_hwaffinity.scheduling.snapshot import SELECTOR_KINDS, SNAPSHOT_FIELD
 OWNER_KINDS = ("ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job")
 KINDS = ("Node", "Pod", "Namespace", "PodDisruptionBudget", "Service",
          "ReplicationController") + OWNER_KINDS
-_OWNER_FIELDS = {"metadata": ("name", "namespace", "ownerReferences"),
-                 "spec": ("selector", "replicas", "parallelism"),
-                 "status": ("desiredNumberScheduled",)}
 # What the audit reads: the engine's fields plus owners, annotations (intent), node
 # addresses (stale labels), replica counts and budgets.
 AUDIT_FIELDS = dict(SNAPSHOT_FIELDS)
@@ -27,18 +25,8 @@ AUDIT_FIELDS["Node"] = {"metadata": ("name", "namespace", "labels"),
 AUDIT_FIELDS["Pod"] = dict(SNAPSHOT_FIELDS["Pod"], metadata=(
     "name", "namespace", "labels", "deletionTimestamp", "ownerReferences", "annotations"),
     spec=SNAPSHOT_FIELDS["Pod"]["spec"] + ("topologySpreadConstraints",))
-AUDIT_FIELDS.update({k: _OWNER_FIELDS for k in OWNER_KINDS})
-AUDIT_FIELDS["PodDisruptionBudget"] = {
-    "metadata": ("name", "namespace"), "spec": ("selector", "minAvailable", "maxUnavailable"),
-    "status": ()}
-
-
-def _stale_module():
-    try:
-        from tacker_hwaffinity.audit import stale
-    except ImportError:     # A2's part not present
-        return None
-    return stale
+AUDIT_FIELDS.update({k: owners.FIELDS for k in OWNER_KINDS})
+AUDIT_FIELDS["PodDisruptionBudget"] = pdb.FIELDS
 
 
 def register(sub):
@@ -61,9 +49,7 @@ def register(sub):
                    help="exit 1 on these findings (repeatable)")
     p.add_argument("--all", action="store_true",
                    help="text: list single-replica workloads too")
-    stale = _stale_module()
-    if stale is not None:
-        stale.register_openstack_args(p)
+    stale.register_openstack_args(p)
     p.set_defaults(func=run)
 
 
@@ -110,19 +96,19 @@ def run(args):
     max_loss = thresholds.parse_max_loss(args.max_loss) if args.max_loss else None
     with gc_paused():
         objects, notes = read_objects(args)
-        times.done("read")
+        gc.freeze()  # what was read lives until exit: neither collections nor the
+        times.done("read")   # interpreter's teardown need walk it again
         by = split(objects)
         del objects
-        stale_mod = _stale_module()
         report_stale = None
-        if stale_mod is not None and stale_mod.wanted(args):
-            report_stale = stale_mod.check(args, by["Node"], args.topology_key)
+        if stale.wanted(args):
+            report_stale = stale.check(args, by["Node"], args.topology_key)
         elif "stale-labels" in args.fail_on:
             raise InputError("--fail-on stale-labels needs OpenStack credentials "
                              "(--openstack or --os-cloud)", field="--fail-on")
         override = report_stale.nova_hosts() if report_stale is not None else None
-        owners = [o for k in OWNER_KINDS for o in by[k]]
-        report = core.audit(by["Node"], by["Pod"], args.topology_key, owners=owners,
+        owner_objs = [o for k in OWNER_KINDS for o in by[k]]
+        report = core.audit(by["Node"], by["Pod"], args.topology_key, owners=owner_objs,
                             pdbs=by["PodDisruptionBudget"], host_override=override,
                             namespace_objs=by["Namespace"],
                             selector_objs=[o for k in SELECTOR_KINDS for o in by[k]])

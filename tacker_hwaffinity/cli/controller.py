@@ -26,7 +26,9 @@ POD_FIELDS = {
     "metadata": ("name", "namespace", "uid", "labels", "annotations", "creationTimestamp",
                  "deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion",
                  "ownerReferences"),    # the workload, for the exposure gauges
-    "spec": ("nodeName", "priority", "terminationGracePeriodSeconds"),
+    # the exposure gauges run hwaffinity audit's core: the intent on the host key
+    "spec": ("nodeName", "priority", "terminationGracePeriodSeconds", "affinity",
+             "topologySpreadConstraints"),
     "status": ("phase",),
 }
 # ... and of Namespaces: their labels, for the rules' namespaceSelector (controller.rules).
@@ -146,6 +148,29 @@ def _params(text):
     return parameters.parse({"hwaffinity_param": raw}, where="--params")["hwaffinity"]
 
 
+def _exposure_caches(conn, log):
+    """Informers of what only the exposure gauges read: the pods' owners (desired
+    counts) and the PodDisruptionBudgets (optional: policy/v1 is served from 1.21)."""
+    from tacker_hwaffinity.audit import owners, pdb
+    from tacker_hwaffinity.kube.informer import Informer
+    apps, batch, policy = conn.apps(), conn.batch(), conn.policy()
+    kw = dict(log=log, fields=owners.FIELDS)
+    none = lambda *a: None   # noqa: E731 - read through list() only
+    return [
+        Informer(conn, apps.list_replica_set_for_all_namespaces, "ReplicaSet", "replicasets",
+                 none, **kw),
+        Informer(conn, apps.list_deployment_for_all_namespaces, "Deployment", "deployments",
+                 none, **kw),
+        Informer(conn, apps.list_stateful_set_for_all_namespaces, "StatefulSet",
+                 "statefulsets", none, **kw),
+        Informer(conn, apps.list_daemon_set_for_all_namespaces, "DaemonSet", "daemonsets",
+                 none, **kw),
+        Informer(conn, batch.list_job_for_all_namespaces, "Job", "jobs", none, **kw),
+    ], Informer(conn, policy.list_pod_disruption_budget_for_all_namespaces,
+                "PodDisruptionBudget", "poddisruptionbudgets", none, log=log,
+                fields=pdb.FIELDS, optional=True)
+
+
 def run(args):
     from prometheus_client import CollectorRegistry
 
@@ -202,8 +227,9 @@ def run(args):
                             renew_deadline=args.lease_duration * 2 / 3,
                             retry_period=args.lease_duration * 2 / 15,
                             on_stopped=lambda: controller.stand_down(), log=log)
+    owners, pdbs = _exposure_caches(conn, log)
     exposure = Exposure(ExposureMetrics(registry), (hw["label_keys"] or [DEFAULT_HOST_LABEL])[0],
-                        args.exposure_max_workloads, log=log)
+                        args.exposure_max_workloads, log=log, owners=owners, pdbs=pdbs)
     controller = Controller(conn, poll, settings, nodes, pods, Metrics(registry), log=log,
                             namespaces=namespaces, leading=elector.confirm, exposure=exposure)
     caches = (nodes, pods, namespaces)
@@ -211,6 +237,8 @@ def run(args):
     for name, worker in (("node-watch", nodes), ("pod-watch", pods),
                          ("namespace-watch", namespaces), ("leader", elector)):
         workers.start(name, worker.run, stop)
+    for cache in owners + [pdbs]:       # the gauges' only: readiness does not wait for them
+        workers.start("%s-watch" % cache.kind.lower(), cache.run, stop)
 
     def ready():
         if not all(c.synced.is_set() for c in caches):

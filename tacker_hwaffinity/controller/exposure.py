@@ -1,43 +1,40 @@
-"""The controller's exposure gauges: what one physical host failing would take, per workload,
-and which node labels are stale, computed from the controller's caches.
+"""The controller's exposure gauges: ``hwaffinity audit``'s figures, per workload, and which
+node labels are stale, computed from the controller's caches.
 
-Once per Nova poll (never per tick), the leader (or a ``--dry-run`` controller) computes:
-
-* per workload (``namespace``, ``kind``, ``name``; a Deployment's pods are counted under the
-  Deployment, through their ReplicaSet's name and ``pod-template-hash``; bare pods are
-  their own workload): running replicas, replicas on the most loaded host, the share of
-  the running replicas one host failing takes (``loss ratio``), and, when its pods carry
-  RequiredDuringExecution rules on the host key, whether they hold now (1/0);
-* per worker node, whether its host label is stale (1: Nova has its VM on another host
-  than the label says; 0: the label is right).
+Once per Nova poll (never per tick), the leader (or a ``--dry-run`` controller) runs the
+audit's pure core (``audit.core.audit``) on its caches: nodes, pods (their projection keeps
+what the audit reads: owners, labels, annotations, affinity, topology spread), namespaces,
+the owners of the pods (ReplicaSets, Deployments, StatefulSets, DaemonSets, Jobs: the
+desired counts) and the PodDisruptionBudgets. So the gauges are the audit's figures, on the
+same rules: per workload (``namespace``, ``kind``, ``name``, grouped as the audit groups
+them) running and desired replicas, replicas on the worst host, the share of the desired
+replicas that host failing takes (``loss ratio``), whether the intent on the host key
+(anti-affinity, topology spread, the RequiredDuringExecution annotation) holds now, and
+whether its budgets hold after that host fails; per worker node, whether its host label
+is stale.
 
 Hosts are Nova's, not the labels': a node whose VM Nova places on another host than its
-label says counts on Nova's host (so a live migration shows at once, before any relabel);
-other nodes count on their label's value, and a node without the label is its own host.
-Denominators are the running replicas (the controller does not cache Deployments), so a
-workload that lost replicas to a host already looks as it runs now.
+label says counts, and is judged, on Nova's host (``host_override``), so a live migration
+shows at once, before any relabel. A cache that is not synced yet (or a kind the server
+does not serve: PodDisruptionBudgets before 1.21) is read as empty: desired counts then
+fall back to the running ones, as in the audit.
 
-Pods are grouped into workloads by the audit's rule (``audit.owners.workload_of``). The
-intent is the RequiredDuringExecution rules, judged by the controller's own evaluation
-(``controller.rules``, what it enforces) on Nova's hosts: ``hwaffinity audit``
-(``audit.core``) also judges scheduling-time anti-affinity and topology spread with the
-scheduling engine, which needs the pods' full specs (the controller's cache keeps a
-projection) and costs about 2 s per computation at 5,000 pods, against 15 ms here.
-
-Cardinality is bounded: only workloads with two or more running replicas, or with rules,
-are exported, at most ``max_workloads`` of them (the worst first: 500 by default, four
-series each, so at most 2,000 workload series); the rest are counted in
-``hwaffinity_exposure_workloads_dropped``. A workload that went (or fell under the bar)
-has its series removed at the next computation; a leader that stands down removes all of
-its series (only the leader exports them).
+Cardinality is bounded: only workloads with two or more replicas (desired or running), or
+with an intent, are exported, at most ``max_workloads`` of them (the audit's order, worst
+first: 500 by default, six series each at most, so at most 3,000 workload series); the
+rest are counted in ``hwaffinity_exposure_workloads_dropped``. A workload that went (or
+fell under the bar) has its series removed at the next computation; a leader that stands
+down removes all of its series (only the leader exports them).
 """
 import time
 
+from tacker_hwaffinity.audit import core as audit
 from tacker_hwaffinity.audit import owners
-from tacker_hwaffinity.controller import rules as rulesmod
 
-MAX_WORKLOADS = 500     # x 4 gauges: at most 2,000 workload series
+MAX_WORKLOADS = 500     # x at most 6 gauges: at most 3,000 workload series
 WORKLOAD_LABELS = ("namespace", "kind", "name")
+# the engine reads these owners' selectors (default spreading), as the audit's --cluster
+SELECTOR_OWNERS = ("ReplicaSet", "StatefulSet")
 
 
 class ExposureMetrics:
@@ -46,16 +43,24 @@ class ExposureMetrics:
         w = WORKLOAD_LABELS
         self.replicas = Gauge("hwaffinity_workload_replicas",
                               "Running replicas of the workload", w, registry=registry)
+        self.desired = Gauge("hwaffinity_workload_desired_replicas",
+                             "Replicas the workload's owner asks for (the running count "
+                             "when the owner is not known)", w, registry=registry)
         self.busiest = Gauge("hwaffinity_workload_replicas_on_busiest_host",
                              "Running replicas on the physical host that carries the most",
                              w, registry=registry)
         self.loss = Gauge("hwaffinity_workload_host_loss_ratio",
-                          "Share of the running replicas one physical host failing takes "
-                          "(the worst host)", w, registry=registry)
+                          "Share of the desired replicas one physical host failing takes "
+                          "(the worst host), as hwaffinity audit's lossRatio",
+                          w, registry=registry)
         self.intent = Gauge("hwaffinity_workload_intent_met",
-                            "1 when the workload's RequiredDuringExecution rules on the host "
-                            "key hold now, 0 when not (workloads with rules only)",
+                            "1 when the workload's anti-affinity/spread intent on the host "
+                            "key holds now, 0 when not (workloads with an intent only)",
                             w, registry=registry)
+        self.pdb = Gauge("hwaffinity_workload_pdb_holds_after_host_loss",
+                         "1 when every PodDisruptionBudget of the workload still holds "
+                         "after its worst host fails, 0 when not (workloads with budgets "
+                         "only)", w, registry=registry)
         self.stale = Gauge("hwaffinity_node_label_stale",
                            "1 when the node's host label is not the host Nova reports for "
                            "its VM now, else 0 (worker nodes only)", ["node"],
@@ -67,104 +72,63 @@ class ExposureMetrics:
                                  "One computation of the exposure gauges",
                                  registry=registry)
 
-
-class Workload:
-    __slots__ = ("namespace", "kind", "name", "hosts", "pods", "has_rules", "violated")
-
-    def __init__(self, namespace, kind, name):
-        self.namespace, self.kind, self.name = namespace, kind, name
-        self.hosts = {}             # host -> running replicas
-        self.pods = 0
-        self.has_rules = False
-        self.violated = False
-
-    @property
-    def key(self):
-        return (self.namespace, self.kind, self.name)
-
-    @property
-    def busiest(self):
-        return max(self.hosts.values(), default=0)
-
-    @property
-    def loss(self):
-        return self.busiest / self.pods if self.pods else 0.0
+    def workload_gauges(self):
+        return (self.replicas, self.desired, self.busiest, self.loss, self.intent, self.pdb)
 
 
 def owner_of(meta):
-    """(kind, name) of the workload a pod belongs to: the audit's rule
-    (``audit.owners.workload_of`` without the owners, which the controller does not cache)."""
+    """(kind, name) of the workload a pod belongs to, when its owners are not known
+    (``audit.owners.workload_of``)."""
     return owners.workload_of(meta)
 
 
-def workloads(pod_objs, host_of, violators=()):
-    """{key: Workload} of the running pods POD_OBJS, each counted on HOST_OF(node name)
-    (None: the node is unknown, the pod is not counted); VIOLATORS: keys
-    (namespace/name) of pods breaking a rule on the host key."""
-    out = {}
-    violators = set(violators)
-    for obj in pod_objs:
-        meta, spec = obj["metadata"], obj.get("spec") or {}
-        node = spec.get("nodeName")
-        if not node or meta.get("deletionTimestamp") \
-                or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        host = host_of(node)
-        if host is None:
-            continue
-        ns = meta.get("namespace") or "default"
-        kind, name = owner_of(meta)
-        w = out.get((ns, kind, name))
-        if w is None:
-            w = out[(ns, kind, name)] = Workload(ns, kind, name)
-        w.pods += 1
-        w.hosts[host] = w.hosts.get(host, 0) + 1
-        if (meta.get("annotations") or {}).get(rulesmod.ANNOTATION):
-            w.has_rules = True
-        if "%s/%s" % (ns, meta["name"]) in violators:
-            w.violated = True
-    return out
+def exported(w):
+    """Is audit workload W worth series: two or more replicas, or an intent."""
+    return max(w.desired, w.running) >= 2 or bool(w.intent)
 
 
 class Exposure:
-    """Sets METRICS (ExposureMetrics) from the caches; KEY: the host label."""
+    """Sets METRICS (ExposureMetrics) from the caches; KEY: the host label. OWNERS:
+    informers (or anything with ``list()``) of the pods' owner kinds; PDBS: one of the
+    PodDisruptionBudgets (None: not read)."""
 
-    def __init__(self, metrics, key, max_workloads=MAX_WORKLOADS, log=None):
+    def __init__(self, metrics, key, max_workloads=MAX_WORKLOADS, log=None, owners=(),
+                 pdbs=None):
         self.metrics, self.key, self.max_workloads, self.log = metrics, key, max_workloads, log
+        self.owners, self.pdbs = tuple(owners), pdbs
         self.exported = set()       # workload keys with series
         self.nodes_exported = set()
         self.capped = False         # said once per crossing
 
-    def update(self, node_objs, pod_objs, nova_hosts, stale, violations=()):
+    def update(self, node_objs, pod_objs, nova_hosts, stale, namespace_objs=()):
         """NOVA_HOSTS: {node: label value Nova's host gives it}; STALE: {node: bool} for
-        the worker nodes; VIOLATIONS: rulesmod.Violation of the running pods (their
-        keys judge the intent, on this key only)."""
+        the worker nodes. Returns the exported audit workloads (audit.core.Exposure)."""
         t0 = time.monotonic()
-        labels = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in node_objs}
-
-        def host_of(node):
-            if node not in labels:
-                return None
-            return nova_hosts.get(node) or labels[node].get(self.key) or "node/" + node
-        violators = {v.pod.key for v in violations if v.key in (None, self.key)}
-        found = workloads(pod_objs, host_of, violators)
-        chosen = [w for w in found.values() if w.pods >= 2 or w.has_rules]
-        chosen.sort(key=lambda w: (-w.loss, -w.busiest, w.key))
+        owner_objs = [o for cache in self.owners for o in cache.list()]
+        report = audit.audit(
+            node_objs, pod_objs, self.key, owners=owner_objs if self.owners else None,
+            pdbs=self.pdbs.list() if self.pdbs is not None else (),
+            host_override=nova_hosts, namespace_objs=namespace_objs,
+            selector_objs=[o for o in owner_objs if o.get("kind") in SELECTOR_OWNERS])
+        chosen = [w for w in report.workloads if exported(w)]
         dropped = max(0, len(chosen) - self.max_workloads)
         chosen = chosen[:self.max_workloads]
         m = self.metrics
         for w in chosen:
             k = w.key
-            m.replicas.labels(*k).set(w.pods)
-            m.busiest.labels(*k).set(w.busiest)
-            m.loss.labels(*k).set(w.loss)
-            if w.has_rules:
-                m.intent.labels(*k).set(0 if w.violated else 1)
-            elif k in self.exported:
-                _remove(m.intent, k)
+            m.replicas.labels(*k).set(w.running)
+            m.desired.labels(*k).set(w.desired)
+            m.busiest.labels(*k).set(w.worst_loss)
+            m.loss.labels(*k).set(w.loss_ratio)
+            for gauge, value in ((m.intent, w.intent_met if w.intent else None),
+                                 (m.pdb, w.pdb_holds)):
+                if value is not None:
+                    gauge.labels(*k).set(1 if value else 0)
+                elif k in self.exported:
+                    _remove(gauge, k)
         now = {w.key for w in chosen}
         for k in self.exported - now:
-            for g in (m.replicas, m.busiest, m.loss, m.intent):
+            for g in m.workload_gauges():
                 _remove(g, k)
         self.exported = now
         m.dropped.set(dropped)
@@ -180,13 +144,12 @@ class Exposure:
         m.seconds.observe(time.monotonic() - t0)
         return chosen
 
-
     def clear(self):
         """Remove every series (the term ended: a standby exports none, so that the
         new leader's are the only ones)."""
         m = self.metrics
         for k in self.exported:
-            for g in (m.replicas, m.busiest, m.loss, m.intent):
+            for g in m.workload_gauges():
                 _remove(g, k)
         for node in self.nodes_exported:
             _remove(m.stale, (node,))

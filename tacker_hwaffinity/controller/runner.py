@@ -17,8 +17,9 @@ Every replica keeps the node and pod caches (``kube.informer``); only the leader
    an Event on the pod and a retry later. The rules are evaluated as the scheduler
    evaluates them, with the namespaces' labels (a third cache) for ``namespaceSelector``;
 3. after a poll (not every tick; also in a dry run), sets the exposure gauges
-   (``controller.exposure``) on the hosts Nova reports: per workload, what one host
-   failing takes, and per worker node whether its host label is stale.
+   (``controller.exposure``: ``hwaffinity audit``'s figures) on the hosts Nova reports:
+   per workload, what one host failing takes, and per worker node whether its host
+   label is stale.
 
 An evicted pod is waited for (the next eviction waits until it has left the cache) at
 most its grace period (``deletionGracePeriodSeconds``, else the pod's
@@ -120,7 +121,6 @@ class Controller:
                  clock=time.monotonic, namespaces=None, leading=None, exposure=None):
         self.conn, self.poll_nova, self.s = conn, poll, settings
         self.exposure = exposure    # controller.exposure.Exposure: gauges, once per poll
-        self.last_violations = None  # of this tick's evaluation (for the gauges)
         self.nodes, self.pods, self.namespaces = nodes, pods, namespaces
         self.metrics, self.clock, self.leading = metrics, clock, leading
         self.log = log or logging.getLogger("hwaffinity.controller")
@@ -287,19 +287,9 @@ class Controller:
             return
         try:
             nova_hosts, stale = self._nova_hosts()
-            violations = self.last_violations
-            if violations is None or any(stale.values()):
-                # the rules judged on Nova's hosts (a full evaluation: only while some
-                # label is stale; otherwise this tick's, on the same hosts)
-                cluster = self.cluster()
-                nodes = dict(cluster.nodes)
-                for node, value in nova_hosts.items():
-                    if node in nodes:
-                        nodes[node] = dict(nodes[node], **{self.exposure.key: value})
-                violations = rulesmod.Cluster(nodes, cluster.pods,
-                                              cluster.namespaces).violations()
+            namespaces = self.namespaces.list() if self.namespaces is not None else ()
             self.exposure.update(self.nodes.list(), self.pods.list(), nova_hosts, stale,
-                                 violations)
+                                 namespaces)
         except Exception as e:  # noqa: BLE001 - the gauges never stop the controller
             self.log.warning("exposure gauges not updated: %s", e)
 
@@ -383,7 +373,6 @@ class Controller:
         cluster = self.cluster()
         self._forget_gone()
         violations = cluster.violations()
-        self.last_violations = violations
         self.metrics.violations.set(len(violations))
         due = self.forgiveness.due(violations)
         if self.in_flight is not None and self._waiting():

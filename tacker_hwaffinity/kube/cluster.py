@@ -41,39 +41,62 @@ AUDIT_LISTS = LISTS + (
 OPTIONAL_GROUPS = ("batch", "policy")
 
 
-def read_cluster(conn, prune=None, page_size=PAGE_SIZE, lists=LISTS):
+READERS = 4      # lists in flight at once after the nodes (urllib3's pool holds 10)
+
+
+def read_cluster(conn, prune=None, page_size=PAGE_SIZE, lists=LISTS, readers=READERS):
     """([(object, source)], notes) for the planner. PRUNE(object) drops, in
     place, what the planner never reads, page by page, so memory follows what
-    is used. LISTS: what to list (``AUDIT_LISTS`` for the audit)."""
+    is used. LISTS: what to list (``AUDIT_LISTS`` for the audit).
+
+    The first list (the nodes) fixes the resourceVersion; the others are then
+    read READERS at a time, so a command waits for about one round trip per
+    READERS lists, not one per list. Objects and notes keep LISTS' order."""
     apis = {"core": conn.core(), "apps": conn.apps()}
     for group in {g for _k, g, _m, _w in lists} - set(apis):
         apis[group] = getattr(conn, group)()
     source = "cluster %s" % conn.where
-    objects, notes, version = [], [], None
-    for kind, group, method, what in lists:
-        call = getattr(apis[group], method)
+    first = lists[0]
+    items, version = list_json(conn, getattr(apis[first[1]], first[2]), first[0], first[3],
+                               page_size, prune)
+    results = [(items, None)]
+    rest = [_reader(conn, apis, entry, version, page_size, prune) for entry in lists[1:]]
+    if readers > 1 and len(rest) > 1:
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(max_workers=readers) as pool:
+            futures = [pool.submit(read) for read in rest]
+            results += [f.result() for f in futures]    # the first failure, in order
+    else:
+        results += [read() for read in rest]
+    objects, notes = [], []
+    for items, note in results:
+        objects.extend((item, source) for item in items)
+        if note:
+            notes.append(note)
+    return objects, notes
+
+
+def _reader(conn, apis, entry, version, page_size, prune):
+    """A function reading one list: (items, note or None)."""
+    kind, group, method, what = entry
+    call = getattr(apis[group], method)
+
+    def read():
         if group in OPTIONAL_GROUPS:
             try:
-                items, _ = list_json(conn, call, kind, what, page_size, prune)
+                return list_json(conn, call, kind, what, page_size, prune)[0], None
             except KubeError as e:
                 if e.status != 404:
                     raise
-                notes.append("%s were not read: the server does not serve them" % what)
-                continue
-            objects.extend((item, source) for item in items)
-            continue
-        if version is None:
-            items, version = list_json(conn, call, kind, what, page_size, prune)
-        else:
-            try:
-                items, _ = list_json(conn, call, kind, what, page_size, prune,
-                                     resource_version=version,
-                                     resource_version_match="Exact")
-            except KubeError as e:
-                if e.status not in (400, 410):   # version gone, or field unknown
-                    raise
-                notes.append("%s were read at the latest resourceVersion, not at the "
-                             "nodes' %s (%s)" % (what, version, str(e).split(": ", 1)[-1]))
-                items, _ = list_json(conn, call, kind, what, page_size, prune)
-        objects.extend((item, source) for item in items)
-    return objects, notes
+                return [], "%s were not read: the server does not serve them" % what
+        try:
+            return list_json(conn, call, kind, what, page_size, prune,
+                             resource_version=version,
+                             resource_version_match="Exact")[0], None
+        except KubeError as e:
+            if e.status not in (400, 410):   # version gone, or field unknown
+                raise
+            note = ("%s were read at the latest resourceVersion, not at the nodes' %s (%s)"
+                    % (what, version, str(e).split(": ", 1)[-1]))
+            return list_json(conn, call, kind, what, page_size, prune)[0], note
+    return read

@@ -36,6 +36,11 @@ would silently diverge from the cluster): it is logged with its traceback and
 ends :meth:`run` with :class:`CallbackFailed`, so that the thread's supervisor
 (:mod:`kube.health`) marks the component unhealthy and the kubelet restarts it.
 ``synced`` is set once the first list was stored *and* ``on_sync`` returned.
+
+``optional=True`` is for a kind an older server may not serve (policy/v1
+PodDisruptionBudgets before 1.21): a 404 to the list is said once (info), the
+cache stays empty and counts as synced, and the list is tried again every
+``backoff_max``, quietly, until the server serves the kind.
 """
 import json
 import logging
@@ -95,7 +100,7 @@ class Informer:
     def __init__(self, conn, list_call, kind, what, handler, on_sync=None,
                  field_selector=None, label_selector=None, timeout_seconds=300,
                  backoff_initial=0.5, backoff_max=30.0, log=None, fields=None,
-                 store=True):
+                 store=True, optional=False):
         self.conn = conn
         self.list_call = list_call
         self.kind = kind
@@ -116,6 +121,8 @@ class Informer:
         self.resource_version = None
         self._prune = pruner({kind: fields}) if fields else None
         self.store = store
+        self.optional = optional
+        self.served = True          # False while an optional kind gets 404
         self._cache = {}
         self._lock = threading.Lock()
         self._response = None
@@ -173,15 +180,29 @@ class Informer:
             return True
         except CallbackFailed:
             raise
+        except KubeError as e:
+            if not (self.optional and e.status == 404 and self.resource_version is None):
+                return self._failed(e, stop)
+            if self.served:
+                self.served = False
+                self.log.info("%s informer: the API server does not serve %s; read as none, "
+                              "asked again every %.0fs", self.kind, self.what, self.backoff_max)
+            self.synced.set()
+            stop.wait(self.backoff_max)
+            return True
         except Exception as e:  # noqa: BLE001 - every failure is retried, see below
-            if stop.is_set():
-                return False
-            self.errors += 1
-            self.last_error = self._describe(e)
-            self.log.warning("%s informer: %s; retrying in %.1fs",
-                             self.kind, self.last_error, self._delay)
-            self._sleep(stop)
-            return isinstance(e, _WatchError)
+            return self._failed(e, stop)
+
+    def _failed(self, e, stop):
+        """Count and log failure E, back off; True when the next round must list."""
+        if stop.is_set():
+            return False
+        self.errors += 1
+        self.last_error = self._describe(e)
+        self.log.warning("%s informer: %s; retrying in %.1fs",
+                         self.kind, self.last_error, self._delay)
+        self._sleep(stop)
+        return isinstance(e, _WatchError)
 
     def _sleep(self, stop):
         stop.wait(self._delay)
@@ -213,6 +234,7 @@ class Informer:
         with self._lock:
             self._cache = {_key(item): item for item in items} if self.store else {}
         self.resource_version = version
+        self.served = True
         self.last_event_time = time.monotonic()
         self._delay = self.backoff_initial
         if self.synced.is_set():

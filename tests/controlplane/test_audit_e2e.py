@@ -8,8 +8,9 @@ and the same term as RequiredDuringExecution). Live-migrating one worker's VM on
 other's host must show, before anything acts:
 
 * in `hwaffinity audit --openstack` (text and JSON): the stale label of the moved node;
-* in the gauges of a `--dry-run` controller: the Deployment's loss ratio 1 (both replicas
-  on one host), its intent not met, the node's label stale; and nothing relabelled or
+* in the gauges of a `--dry-run` controller, the same figures as the audit's: the
+  Deployment's loss ratio 1 (both replicas on one host), its intent not met, the node's
+  label stale; and nothing relabelled or
   evicted;
 
 and all of it must go once a (non-dry-run) controller relabels the node and evicts the
@@ -175,6 +176,13 @@ def test_a_colocating_migration_shows_in_audit_and_gauges_and_goes_after_the_con
         assert status == 1 and set(stale) == {moving}
         # counted on Nova's host: both replicas on one
         assert (_rde(doc, namespace)["worstLoss"], _rde(doc, namespace)["lossRatio"]) == (2, 1)
+        # the gauges are the audit's figures (its core, on the controller's caches)
+        rde = _rde(doc, namespace)
+        assert (rde["running"], rde["desired"], rde["worstLoss"], rde["lossRatio"],
+                int(rde["intentMet"])) == tuple(_workload(g, m, namespace) for m in (
+                    "hwaffinity_workload_replicas", "hwaffinity_workload_desired_replicas",
+                    "hwaffinity_workload_replicas_on_busiest_host", loss,
+                    "hwaffinity_workload_intent_met"))
         assert (stale[moving]["label"], stale[moving]["novaHost"]) \
             == (workers[moving][1], target)
         status, text, _ = audit(cloud, cp, "--fail-on", "stale-labels")

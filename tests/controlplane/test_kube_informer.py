@@ -416,3 +416,32 @@ def test_patch_annotations_round_trips(control_plane, conn, ns):
     with pytest.raises(KubeError) as e:
         events.patch_annotations(conn, ns, "missing", {"a": "b"})
     assert e.value.status == 404 and "pod %s/missing" % ns in str(e.value)
+
+
+def test_an_optional_kind_the_server_does_not_serve_reads_as_none(control_plane, conn, caplog):
+    """The test server (1.20) serves no policy/v1 PodDisruptionBudgets: an optional
+    informer is synced and empty, says so once, counts no error, and asks again; a
+    required one counts an error and is not synced."""
+    caplog.set_level(logging.INFO, logger="test.optional")
+    log = logging.getLogger("test.optional")
+    call = conn.policy().list_pod_disruption_budget_for_all_namespaces
+    optional = Informer(conn, call, "PodDisruptionBudget", "poddisruptionbudgets",
+                        lambda *a: None, log=log, optional=True, backoff_max=0.2)
+    required = Informer(conn, call, "PodDisruptionBudget", "poddisruptionbudgets",
+                        lambda *a: None, log=log, backoff_initial=0.1, backoff_max=0.2)
+    stop = threading.Event()
+    threads = [threading.Thread(target=i.run, args=(stop,)) for i in (optional, required)]
+    for t in threads:
+        t.start()
+    try:
+        assert optional.synced.wait(10)
+        time.sleep(1.0)                 # a few more rounds of both
+        assert optional.list() == [] and optional.served is False and optional.errors == 0
+        assert not required.synced.is_set() and required.errors >= 2
+        assert "404" in required.last_error
+        said = [r.getMessage() for r in caplog.records if "does not serve" in r.getMessage()]
+        assert len(said) == 1, said
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(10)

@@ -19,7 +19,14 @@ W = ("default", "ReplicaSet", "web")
 
 def _owned(p, rs="web"):
     p["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": rs, "controller": True}]
+    p["kind"] = "Pod"       # as the informers fill it in
     return p
+
+
+def _node(*args):
+    n = node(*args)
+    n["kind"] = "Node"
+    return n
 
 
 def _value(registry, metric, **labels):
@@ -31,8 +38,8 @@ def make(monkeypatch):
     calls = {"labels": [], "evict": []}
 
     def build(dry_run, max_workloads=exposure.MAX_WORKLOADS):
-        nodes = Cache([node("w1", "10.0.0.1", "h1"), node("w2", "10.0.0.2", "h2"),
-                       node("w3", "10.0.0.3", "h3")])
+        nodes = Cache([_node("w1", "10.0.0.1", "h1"), _node("w2", "10.0.0.2", "h2"),
+                       _node("w3", "10.0.0.3", "h3")])
         pods = Cache([_owned(pod("a", "w1", "2026-01-01T00:00:01Z")),
                       _owned(pod("b", "w2", "2026-01-01T00:00:02Z"))])
 
@@ -124,8 +131,13 @@ def test_series_are_capped_worst_first_and_removed_when_the_workload_goes(make):
     now[0] += 30
     c.tick()
     assert _value(registry, ratio, namespace="default", kind="ReplicaSet", name="packed") is None
-    # web and spread tie (0.5): the first by name is exported
-    assert _value(registry, ratio, namespace="default", kind="ReplicaSet", name="spread") == 0.5
+    # web and spread tie on loss (0.5); web's intent is unmet (the spread pods carry its
+    # label app=web next to its own), so it goes first, in the audit's order
+    assert _value(registry, ratio, namespace="default", kind="ReplicaSet", name="web") == 0.5
+    assert _value(registry, "hwaffinity_workload_intent_met", namespace="default",
+                  kind="ReplicaSet", name="web") == 0
+    assert _value(registry, ratio, namespace="default", kind="ReplicaSet", name="spread") \
+        is None
     assert _value(registry, "hwaffinity_exposure_workloads_dropped") == 1
 
 
@@ -150,14 +162,21 @@ def test_a_deployments_pods_count_under_the_deployment():
 
 
 def test_cost_at_5000_pods(capsys):
-    """Figure for the report: one computation over 5,000 pods on 500 nodes (printed)."""
-    nodes = [node("n%d" % i, "10.1.%d.%d" % (i // 250, i % 250), "h%d" % (i // 2))
+    """Figure for the report: one computation over 5,000 pods on 500 nodes, 1,000
+    workloads of which 200 declare anti-affinity on the host key (printed)."""
+    nodes = [_node("n%d" % i, "10.1.%d.%d" % (i // 250, i % 250), "h%d" % (i // 2))
              for i in range(500)]
     pods = []
     for i in range(5000):
-        p = _owned(pod("p%d" % i, "n%d" % (i * 7 % 500), "2026-01-01T00:00:00Z"),
-                   "rs%d" % (i // 5))
+        rs = "rs%d" % (i // 5)
+        p = _owned(pod("p%d" % i, "n%d" % (i * 7 % 500), "2026-01-01T00:00:00Z"), rs)
         p["metadata"]["annotations"] = {}
+        p["metadata"]["labels"] = {"app": rs}
+        if i // 5 % 5 == 0:
+            p["spec"]["affinity"] = {"podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [{
+                    "labelSelector": {"matchLabels": {"app": rs}},
+                    "topologyKey": "CIS-node"}]}}
         pods.append(p)
     registry = CollectorRegistry()
     gauges = exposure.Exposure(exposure.ExposureMetrics(registry), "CIS-node")
@@ -166,8 +185,11 @@ def test_cost_at_5000_pods(capsys):
     took = time.perf_counter() - t0
     assert len(chosen) == 500 and _value(registry, "hwaffinity_exposure_workloads_dropped") \
         == 500
+    judged = [w for w in chosen if w.intent]
+    assert judged and all(w.intent_met is not None for w in judged)
     with capsys.disabled():
-        print("\nexposure gauges: 5000 pods, 500 nodes, 1000 workloads: %.3f s" % took)
+        print("\nexposure gauges: 5000 pods, 500 nodes, 1000 workloads (200 with an "
+              "intent): %.3f s" % took)
 
 
 def test_a_leader_that_stands_down_exports_no_exposure(make):
@@ -183,3 +205,55 @@ def test_a_leader_that_stands_down_exports_no_exposure(make):
     now[0] += 30
     c.tick()                                    # a new term: exported again
     assert _value(registry, "hwaffinity_workload_host_loss_ratio", **labels) == 0.5
+
+
+def test_the_gauges_are_the_audits_figures_on_novas_hosts():
+    """Owners (desired counts), budgets and spec anti-affinity go through hwaffinity
+    audit's core: each gauge equals the audit's JSON for the same objects, with the
+    hosts Nova reports (w1's VM moved to h2) for the counts and for the intent."""
+    from tacker_hwaffinity.audit import core
+    from tests.audit.helpers import anti, node as anode, owner, pdb, pod as apod
+    nodes = [anode("w1", "h1"), anode("w2", "h2"), anode("w3", "h3")]
+    pods = [apod("db-%d" % i, n, {"app": "db"}, ("StatefulSet", "db"), affinity=anti("db"))
+            for i, n in enumerate(("w1", "w2", "w3"))]
+    pods += [apod("web-%d" % i, n, {"app": "web"}, ("ReplicaSet", "web-1"))
+             for i, n in enumerate(("w1", "w2"))]
+    owners = [owner("StatefulSet", "db", replicas=4), owner("Deployment", "web", replicas=5),
+              owner("ReplicaSet", "web-1", replicas=5, up=("Deployment", "web"))]
+    budgets = [pdb("db", {"matchLabels": {"app": "db"}}, min_available=2)]
+    nova = {"w1": "h2", "w2": "h2", "w3": "h3"}
+
+    class Listed:
+        def __init__(self, objs):
+            self.objs = objs
+
+        def list(self):
+            return list(self.objs)
+    registry = CollectorRegistry()
+    gauges = exposure.Exposure(exposure.ExposureMetrics(registry), "CIS-node",
+                               owners=[Listed(owners)], pdbs=Listed(budgets))
+    gauges.update(nodes, pods, nova, {"w1": True, "w2": False, "w3": False})
+    report = core.audit(nodes, pods, "CIS-node", owners=owners, pdbs=budgets,
+                        host_override=nova).to_json()
+    expected = {(w["kind"], w["name"]): w for w in report["workloads"]}
+    assert set(expected) == {("StatefulSet", "db"), ("Deployment", "web")}
+    for (kind, name), w in expected.items():
+        labels = {"namespace": "default", "kind": kind, "name": name}
+        assert _value(registry, "hwaffinity_workload_replicas", **labels) == w["running"]
+        assert _value(registry, "hwaffinity_workload_desired_replicas", **labels) == \
+            w["desired"]
+        assert _value(registry, "hwaffinity_workload_replicas_on_busiest_host", **labels) \
+            == w["worstLoss"]
+        assert _value(registry, "hwaffinity_workload_host_loss_ratio", **labels) == \
+            pytest.approx(w["lossRatio"], abs=1e-4)
+        intent = _value(registry, "hwaffinity_workload_intent_met", **labels)
+        assert intent == (None if not w["intent"] else int(w["intentMet"]))
+        holds = _value(registry, "hwaffinity_workload_pdb_holds_after_host_loss", **labels)
+        assert holds == (None if w["pdbHoldsAfterWorstHost"] is None
+                         else int(w["pdbHoldsAfterWorstHost"]))
+    db = expected[("StatefulSet", "db")]
+    # on Nova's hosts db-0 and db-1 share h2: 2 of the 4 desired, intent unmet, and the
+    # budget (minAvailable 2) is left with 1 running
+    assert (db["desired"], db["worstLoss"], db["intentMet"], db["pdbHoldsAfterWorstHost"]) \
+        == (4, 2, False, False)
+    assert expected[("Deployment", "web")]["desired"] == 5
