@@ -265,20 +265,10 @@ class Placer:
                 raise ValueError("%d exclusive CPUs wanted, %dm shared capacity left"
                                  % (full, self.allocatable_shared(pool)))
         if fraction > 0 and cpu_type == NORMAL:
-            self.used |= exclusive
-            avail = self.allocatable_shared(pool)
+            avail = self._shared_left(pool, exclusive)
             if avail < fraction:
-                self.used -= exclusive
                 raise ValueError("%dm shared CPU wanted, %dm left" % (fraction, avail))
-            self.shared[pool.id] += fraction
-        elif fraction > 0:
-            self.reserved[pool.id] += fraction
-        self.used |= exclusive
-        self.mem[pool.id] += req.memory
-        self.count[(pool.id, cpu_type)] = self.count.get((pool.id, cpu_type), 0) + 1
-        grant = Grant(container, pool, cpu_type, exclusive, fraction, req.memory)
-        self.grants[container] = grant
-        return grant
+        return self._commit(Grant(container, pool, cpu_type, exclusive, fraction, req.memory))
 
     def restore(self, container, pool_name, cpu_type, exclusive, portion):
         """Take back a grant recorded earlier (the node agent's annotation) instead of
@@ -295,15 +285,7 @@ class Placer:
         if why:
             return Decision(container, req, None, (), {}, why, True)
         pool = next(p for p in self.pools if p.name == pool_name)
-        self.used |= exclusive
-        if portion and cpu_type == NORMAL:
-            self.shared[pool.id] += portion
-        elif portion:
-            self.reserved[pool.id] += portion
-        self.mem[pool.id] += req.memory
-        self.count[(pool.id, cpu_type)] = self.count.get((pool.id, cpu_type), 0) + 1
-        grant = Grant(container, pool, cpu_type, exclusive, portion, req.memory)
-        self.grants[container] = grant
+        grant = self._commit(Grant(container, pool, cpu_type, exclusive, portion, req.memory))
         return self.record(Decision(container, req, grant, (), {}, None, True))
 
     def refusal(self, container, req, pool_name, cpu_type, exclusive, portion):
@@ -366,9 +348,7 @@ class Placer:
                 and req.memory > self.free_memory(pool):
             return "pool %r has not %d bytes of free memory left" % (pool.name, req.memory)
         if portion and cpu_type == NORMAL:
-            self.used |= exclusive
-            left = self.allocatable_shared(pool)
-            self.used -= exclusive
+            left = self._shared_left(pool, exclusive)
             if left < portion:
                 return "%dm shared CPU recorded, %dm left in pool %r" % (portion, left,
                                                                        pool.name)
@@ -381,23 +361,47 @@ class Placer:
         """Give CONTAINER's grant back (the container is gone): its exclusive CPUs
         return to the shared sets, its shared and reserved portions and memory are
         freed. Returns the Grant, or None if it had none."""
-        grant = self.grants.pop(container, None)
         self._affinities.pop(container, None)
-        if grant is None:
-            return None
-        pid = grant.pool.id
-        self.used -= grant.exclusive
-        if grant.portion > 0:
-            if grant.cpu_type == NORMAL:
-                self.shared[pid] -= grant.portion
-            else:
-                self.reserved[pid] -= grant.portion
-        self.mem[pid] -= grant.memory
-        key = (pid, grant.cpu_type)
-        self.count[key] -= 1
-        if not self.count[key]:
-            del self.count[key]
+        grant = self.grants.get(container)
+        return None if grant is None else self._uncommit(grant)
+
+    # -- the accounting: every counter changes here, and only here ----------------
+    def _commit(self, grant):
+        """Count GRANT in (its exclusive CPUs, its shared or reserved portion, its
+        memory, the grants of its pool and class) and record it; returns it."""
+        self._count(grant, 1)
+        self.used |= grant.exclusive
+        self.grants[grant.container] = grant
         return grant
+
+    def _uncommit(self, grant):
+        """Undo ``_commit(GRANT)``; returns it."""
+        self._count(grant, -1)
+        self.used -= grant.exclusive
+        del self.grants[grant.container]
+        return grant
+
+    def _count(self, grant, sign):
+        pid = grant.pool.id
+        if grant.portion > 0:
+            (self.shared if grant.cpu_type == NORMAL else self.reserved)[pid] += \
+                sign * grant.portion
+        self.mem[pid] += sign * grant.memory
+        key = (pid, grant.cpu_type)
+        n = self.count.get(key, 0) + sign
+        if n:
+            self.count[key] = n
+        else:
+            self.count.pop(key, None)
+
+    def _shared_left(self, pool, exclusive):
+        """``allocatable_shared(POOL)`` once EXCLUSIVE (CPUs not granted yet) are."""
+        taken = exclusive - self.used
+        self.used |= taken
+        try:
+            return self.allocatable_shared(pool)
+        finally:
+            self.used -= taken
 
     def _budget(self, pool):
         """Pools under POOL a CPU belongs to (leaf first), and the shared
