@@ -9,5 +9,15 @@ DEFAULT_HOST_LABEL = "CIS-node"
 # say so; the agent itself trusts no grant it could not have made).
 NUMA_ANNOTATION = "hwaffinity.io/numa"
 
+# The field manager of every label this project applies (server-side apply, kubectl).
+FIELD_MANAGER = "tacker-hwaffinity"
+
+# The node label naming a node itself (the kubelet sets it).
+HOSTNAME = "kubernetes.io/hostname"
+
+# Pod phases after which a pod holds nothing on its node (kube-scheduler, the disruption
+# controller and the kubelet count such pods as gone).
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
 # The node agent's Kubernetes user: the ServiceAccount of deploy/agent/rbac.yaml.
 DEFAULT_AGENT_SERVICE_ACCOUNT = "system:serviceaccount:hwaffinity-system:hwaffinity-agent"

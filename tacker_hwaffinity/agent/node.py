@@ -22,7 +22,7 @@ shrinks and grows as exclusive CPUs are taken and released, as upstream).
 """
 import json
 
-from tacker_hwaffinity.constants import NUMA_ANNOTATION
+from tacker_hwaffinity.constants import NUMA_ANNOTATION, TERMINAL_PHASES
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.numa import affinity as affmod
 from tacker_hwaffinity.numa.cpuset import format_list, parse_list
@@ -30,7 +30,6 @@ from tacker_hwaffinity.numa.placement import Placer
 from tacker_hwaffinity.numa.subjects import pod_from_object
 
 ANNOTATION = NUMA_ANNOTATION
-TERMINAL = ("Succeeded", "Failed")
 MAX_CPUS = 8192        # CPUs a recorded grant may name (far beyond any node)
 _RECORD_KEYS = frozenset({"pool", "mems", "exclusiveCpus", "sharedMilliCpu", "cpuType",
                           "error"})
@@ -107,7 +106,7 @@ def _uid(obj):
 
 
 def _running(obj):
-    return (obj.get("status") or {}).get("phase") not in TERMINAL \
+    return (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES \
         and not (obj.get("metadata") or {}).get("deletionTimestamp")
 
 

@@ -4,12 +4,14 @@ whether it is met now. Pure: raw Kubernetes objects in, a Report out (no I/O).
 
 Hosts are the nodes' values of the host label KEY (HOST_OVERRIDE {node: host} first, e.g.
 the host Nova reports now: the intent is then judged on those hosts too); a node without
-the label is its own host ``node/<name>``, flagged ``labelled: false``. Running = bound to a known node, not terminal
-(Succeeded/Failed), not being deleted. Every structure is indexed once: O(nodes + pods).
+the label is its own host ``node/<name>``, flagged ``labelled: false``. Running = bound
+to a known node, not terminal (Succeeded/Failed), not being deleted. Every structure is
+indexed once: O(nodes + pods).
 """
 from tacker_hwaffinity.audit import intent as intentmod
 from tacker_hwaffinity.audit import owners as ownersmod
 from tacker_hwaffinity.audit.pdb import Budget
+from tacker_hwaffinity.constants import TERMINAL_PHASES
 from tacker_hwaffinity.scheduling import selectors
 
 VERSION = 1
@@ -75,7 +77,7 @@ class Report:
 def _running(obj):
     spec, meta = obj.get("spec") or {}, obj.get("metadata") or {}
     return bool(spec.get("nodeName")) and not meta.get("deletionTimestamp") \
-        and (obj.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        and (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES
 
 
 def host_index(node_objs, key, host_override=None):
@@ -108,7 +110,7 @@ def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
     for obj in pod_objs:
         if not _running(obj):
             if not (obj.get("spec") or {}).get("nodeName") and \
-                    (obj.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                    (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES:
                 pending += 1
             continue
         h = host_of.get(obj["spec"]["nodeName"])

@@ -46,6 +46,7 @@ import logging
 import threading
 import time
 
+from tacker_hwaffinity.constants import TERMINAL_PHASES
 from tacker_hwaffinity.controller import rules as rulesmod
 from tacker_hwaffinity.controller.hosts import SETTLED, HostTracker
 from tacker_hwaffinity.kube import evict as evictmod
@@ -330,7 +331,7 @@ class Controller:
             uids.add(meta.get("uid"))
             keys.add("%s/%s" % (meta.get("namespace") or "default", meta["name"]))
             if not spec.get("nodeName") or meta.get("deletionTimestamp") \
-                    or (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+                    or (obj.get("status") or {}).get("phase") in TERMINAL_PHASES:
                 continue
             rules = self._rules(obj)
             running.append(rulesmod.RunningPod(

@@ -7,7 +7,7 @@ fields and never fight: whichever writes last writes the same values.
 import json
 
 from tacker_hwaffinity.kube.lists import api_error
-from tacker_hwaffinity.labeling.kubectl import FIELD_MANAGER
+from tacker_hwaffinity.constants import FIELD_MANAGER
 
 
 def apply_node_labels(conn, node, labels, uid=None, field_manager=FIELD_MANAGER):

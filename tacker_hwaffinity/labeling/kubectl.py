@@ -7,7 +7,7 @@ round trip.
 """
 import json
 
-FIELD_MANAGER = "tacker-hwaffinity"
+from tacker_hwaffinity.constants import FIELD_MANAGER
 
 
 class KubectlOutputError(Exception):

@@ -4,6 +4,7 @@ Parsing validates what the API server would and raises ``InputError`` naming
 the field. A pod's scheduling-relevant spec (``PodSpecInfo``) is parsed once
 per template and shared by every replica.
 """
+from tacker_hwaffinity.constants import TERMINAL_PHASES
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.k8s.quantity import milli_value, parse_quantity, value
 from tacker_hwaffinity.k8s.validation import label_value_error, qualified_name_error
@@ -433,7 +434,7 @@ class Pod:
         """Parse a Pod object; None for terminal (Succeeded/Failed) pods."""
         meta, name = metadata(obj, "Pod")
         phase = _mapping(obj.get("status"), "status").get("phase")
-        if phase in ("Succeeded", "Failed"):
+        if phase in TERMINAL_PHASES:
             return None
         ns = meta.get("namespace") or DEFAULT_NAMESPACE
         labels = parse_labels(meta.get("labels"), "metadata.labels")

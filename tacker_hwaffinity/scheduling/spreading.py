@@ -7,6 +7,7 @@ merged into the selector as ``key In (value)`` for each key the pod has a
 label for (the API server's merge, as for affinity terms), and the defaults
 ``minDomains: 1``, ``nodeAffinityPolicy: Honor``, ``nodeTaintsPolicy: Ignore``.
 """
+from tacker_hwaffinity.constants import HOSTNAME
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import selectors
 from tacker_hwaffinity.scheduling.terms import (
@@ -14,7 +15,6 @@ from tacker_hwaffinity.scheduling.terms import (
 
 DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"
 HONOR, IGNORE = "Honor", "Ignore"
-HOSTNAME = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 _FIELDS = {"maxSkew", "topologyKey", "whenUnsatisfiable", "labelSelector", "minDomains",
            "nodeAffinityPolicy", "nodeTaintsPolicy", "matchLabelKeys"}

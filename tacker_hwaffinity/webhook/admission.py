@@ -35,13 +35,12 @@ validating webhook is the one that reports what is wrong.
 import base64
 import json
 
-from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT, NUMA_ANNOTATION
+from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT, HOSTNAME, NUMA_ANNOTATION
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import annotations
 from tacker_hwaffinity.webhook import patches
 
 API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
-HOSTNAME = "kubernetes.io/hostname"
 DEFAULT_ALLOWED_KEYS = frozenset({HOSTNAME})
 NO_OBJECT_OPERATIONS = ("DELETE", "CONNECT")
 _TEMPLATE = ("spec", "template")

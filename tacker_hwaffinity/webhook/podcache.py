@@ -48,6 +48,7 @@ import collections
 import threading
 import time
 
+from tacker_hwaffinity.constants import TERMINAL_PHASES
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling import selectors
@@ -55,7 +56,6 @@ from tacker_hwaffinity.scheduling.model import DEFAULT_NAMESPACE, NS_NAME_LABEL,
 from tacker_hwaffinity.scheduling.state import EXISTING_KINDS, Domains
 
 PENDING_TTL_S = 30.0
-TERMINAL_PHASES = ("Succeeded", "Failed")
 _PARSE_CACHE_MAX = 1024
 _POSITIVE = (selectors.IN, selectors.EQUALS, selectors.EXISTS, selectors.GT, selectors.LT)
 

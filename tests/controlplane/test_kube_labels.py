@@ -4,6 +4,7 @@ import subprocess
 
 import pytest
 
+from tacker_hwaffinity.constants import FIELD_MANAGER
 from tacker_hwaffinity.kube import client as kube_client
 from tacker_hwaffinity.kube.client import KubeError
 from tacker_hwaffinity.kube.labels import apply_node_labels
@@ -25,14 +26,14 @@ def test_api_and_kubectl_label_the_same_fields(control_plane):
     try:
         node = apply_node_labels(conn, "label-node", {"CIS-node": "host-a"})
         assert node["metadata"]["labels"]["CIS-node"] == "host-a"
-        assert managers(node, "CIS-node") == [kubectl.FIELD_MANAGER]
+        assert managers(node, "CIS-node") == [FIELD_MANAGER]
         argv, stdin = kubectl.apply_labels({"label-node": {"CIS-node": "host-b"}})
         exe = cp.bin["kubectl"]
         subprocess.run([exe, "--kubeconfig", cp.kubeconfig] + argv[1:], input=stdin,
                        check=True, capture_output=True, text=True, timeout=60)
         node = apply_node_labels(conn, "label-node", {"CIS-node": "host-c"})
         assert node["metadata"]["labels"]["CIS-node"] == "host-c"
-        assert managers(node, "CIS-node") == [kubectl.FIELD_MANAGER]   # one owner, no fight
+        assert managers(node, "CIS-node") == [FIELD_MANAGER]   # one owner, no fight
         uid = node["metadata"]["uid"]
         assert apply_node_labels(conn, "label-node", {"CIS-node": "host-d"},
                                  uid=uid)["metadata"]["labels"]["CIS-node"] == "host-d"

@@ -21,10 +21,11 @@ import math
 
 import numpy as np
 
+from tacker_hwaffinity.constants import HOSTNAME
 from tacker_hwaffinity.scheduling.model import tolerates
 from tacker_hwaffinity.scheduling.plugins import Rejection
 from tacker_hwaffinity.scheduling.spreading import (
-    DO_NOT_SCHEDULE, HONOR, HOSTNAME, SCHEDULE_ANYWAY, SYSTEM_DEFAULTS)
+    DO_NOT_SCHEDULE, HONOR, SCHEDULE_ANYWAY, SYSTEM_DEFAULTS)
 
 NAME = "PodTopologySpread"
 ERR_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
