@@ -14,9 +14,8 @@ from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.k8s.yamlio import gc_paused, load_objects
 from tacker_hwaffinity.scheduling.snapshot import SELECTOR_KINDS, SNAPSHOT_FIELDS
 
-OWNER_KINDS = ("ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job")
 KINDS = ("Node", "Pod", "Namespace", "PodDisruptionBudget", "Service",
-         "ReplicationController") + OWNER_KINDS
+         "ReplicationController") + owners.OWNER_KINDS
 # What the audit reads: the engine's fields plus owners, annotations (intent), node
 # addresses (stale labels), replica counts and budgets.
 AUDIT_FIELDS = dict(SNAPSHOT_FIELDS)
@@ -25,7 +24,7 @@ AUDIT_FIELDS["Node"] = {"metadata": ("name", "namespace", "labels"),
 AUDIT_FIELDS["Pod"] = dict(SNAPSHOT_FIELDS["Pod"], metadata=(
     "name", "namespace", "labels", "deletionTimestamp", "ownerReferences", "annotations"),
     spec=SNAPSHOT_FIELDS["Pod"]["spec"] + ("topologySpreadConstraints",))
-AUDIT_FIELDS.update({k: owners.FIELDS for k in OWNER_KINDS})
+AUDIT_FIELDS.update({k: owners.FIELDS for k in owners.OWNER_KINDS})
 AUDIT_FIELDS["PodDisruptionBudget"] = pdb.FIELDS
 
 
@@ -107,7 +106,7 @@ def run(args):
             raise InputError("--fail-on stale-labels needs OpenStack credentials "
                              "(--openstack or --os-cloud)", field="--fail-on")
         override = report_stale.nova_hosts() if report_stale is not None else None
-        owner_objs = [o for k in OWNER_KINDS for o in by[k]]
+        owner_objs = [o for k in owners.OWNER_KINDS for o in by[k]]
         report = core.audit(by["Node"], by["Pod"], args.topology_key, owners=owner_objs,
                             pdbs=by["PodDisruptionBudget"], host_override=override,
                             namespace_objs=by["Namespace"],

@@ -30,11 +30,10 @@ import time
 
 from tacker_hwaffinity.audit import core as audit
 from tacker_hwaffinity.audit import owners
+from tacker_hwaffinity.scheduling.snapshot import SELECTOR_KINDS
 
 MAX_WORKLOADS = 500     # x at most 6 gauges: at most 3,000 workload series
 WORKLOAD_LABELS = ("namespace", "kind", "name")
-# the engine reads these owners' selectors (default spreading), as the audit's --cluster
-SELECTOR_OWNERS = ("ReplicaSet", "StatefulSet")
 
 
 class ExposureMetrics:
@@ -109,7 +108,7 @@ class Exposure:
             node_objs, pod_objs, self.key, owners=owner_objs if self.owners else None,
             pdbs=self.pdbs.list() if self.pdbs is not None else (),
             host_override=nova_hosts, namespace_objs=namespace_objs,
-            selector_objs=[o for o in owner_objs if o.get("kind") in SELECTOR_OWNERS])
+            selector_objs=[o for o in owner_objs if o.get("kind") in SELECTOR_KINDS])
         chosen = [w for w in report.workloads if exported(w)]
         dropped = max(0, len(chosen) - self.max_workloads)
         chosen = chosen[:self.max_workloads]

@@ -56,9 +56,8 @@ def read_cluster(conn, prune=None, page_size=PAGE_SIZE, lists=LISTS, readers=REA
     for group in {g for _k, g, _m, _w in lists} - set(apis):
         apis[group] = getattr(conn, group)()
     source = "cluster %s" % conn.where
-    first = lists[0]
-    items, version = list_json(conn, getattr(apis[first[1]], first[2]), first[0], first[3],
-                               page_size, prune)
+    kind, group, method, what = lists[0]
+    items, version = list_json(conn, getattr(apis[group], method), kind, what, page_size, prune)
     results = [(items, None)]
     rest = [_reader(conn, apis, entry, version, page_size, prune) for entry in lists[1:]]
     if readers > 1 and len(rest) > 1:
