@@ -23,7 +23,7 @@ class Exposure:
 
     __slots__ = ("namespace", "kind", "name", "desired", "desired_from", "running", "hosts",
                  "worst_host", "worst_loss", "loss_ratio", "pdbs", "intent", "intent_met",
-                 "violations", "unprotected", "pods")
+                 "violations", "unprotected", "pods", "unjudged")
 
     def __init__(self, namespace, kind, name):
         self.namespace, self.kind, self.name = namespace, kind, name
@@ -32,6 +32,7 @@ class Exposure:
         self.worst_host, self.worst_loss, self.loss_ratio = None, 0, 0.0
         self.pdbs, self.intent, self.intent_met, self.violations = [], [], None, []
         self.unprotected = False
+        self.unjudged = False       # a pod's term annotations are malformed
 
     @property
     def key(self):
@@ -133,9 +134,9 @@ def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
         w.finish()
     _budgets(found.values(), pdbs, host_of)
     _intents(found, _relabelled(node_objs, key, host_override), namespace_objs,
-             selector_objs, key)
+             selector_objs, key, notes)
     for w in found.values():
-        w.unprotected = max(w.desired, w.running) >= 2 and not w.intent
+        w.unprotected = max(w.desired, w.running) >= 2 and not w.intent and not w.unjudged
     # worst first; single-replica workloads (always lose everything) after the rest
     ordered = sorted(found.values(), key=lambda w: (
         max(w.desired, w.running) < 2, -w.loss_ratio, -w.worst_loss,
@@ -194,20 +195,34 @@ def _budgets(workloads, pdb_objs, host_of):
         w.pdbs.sort(key=lambda d: d["name"])
 
 
-def _intents(found, node_objs, namespace_objs, selector_objs, key):
+def _intents(found, node_objs, namespace_objs, selector_objs, key, notes):
     todo = [w for w in found.values() if w.pods and intentmod.mentions(w.pods[0], key)]
     if not todo:
         return
+    bad = {}    # pod key -> InputError: its term annotations are malformed
+
+    def bad_annotations(obj, e):
+        meta = obj["metadata"]
+        bad["%s/%s" % (meta.get("namespace") or "default", meta["name"])] = e
     from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects
     objs = [(o, "cluster") for o in node_objs]
     objs += [(o, "cluster") for o in namespace_objs]
     objs += [(o, "cluster") for o in selector_objs]
     objs += [(p, "cluster") for w in found.values() for p in w.pods]
-    snap = cluster_from_objects(objs)
+    # a pod creator writes the annotations: one malformed pod must not stop the audit
+    # (nor the controller's gauges); it counts without them, its workload is not judged
+    snap = cluster_from_objects(objs, bad_annotations)
     state = snap.state()
     engine = {p.key: (p, state.index[p.node_name]) for p in snap.pods}
     index = intentmod.LabelIndex(state)
     for w in todo:
+        broken = [p for p in w.pods if "%s/%s" % (w.namespace, p["metadata"]["name"]) in bad]
+        if broken:
+            w.unjudged = True
+            name = "%s/%s" % (w.namespace, broken[0]["metadata"]["name"])
+            notes.append("%s %s/%s: intent not judged: pod %s: field %s: %s" % (
+                w.kind, w.namespace, w.name, name, bad[name].field, bad[name].message))
+            continue
         first = engine["%s/%s" % (w.namespace, w.pods[0]["metadata"]["name"])][0]
         w.intent = intentmod.declared(first, w.pods[0], key, state.ns_labels(w.namespace))
         if not w.intent:

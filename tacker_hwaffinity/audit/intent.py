@@ -36,9 +36,9 @@ def mentions(obj, key):
     for c in spec.get("topologySpreadConstraints") or ():
         if isinstance(c, dict) and c.get("topologyKey") == key:
             return True
-    rde = ((obj.get("metadata") or {}).get("annotations") or {}).get(
-        term_annotations.REQUIRED_DURING_EXECUTION)
-    return isinstance(rde, str) and key in rde
+    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    return any(isinstance(annotations.get(a), str) and key in annotations[a] for a in (
+        term_annotations.REQUIRED_DURING_EXECUTION, term_annotations.POD_AFFINITY))
 
 
 def declared(pod, raw, key, ns_labels):

@@ -1,6 +1,7 @@
 """Load a cluster snapshot and workloads from files into scheduler objects."""
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.k8s.yamlio import gc_paused, load_objects
+from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling import workloads
 from tacker_hwaffinity.scheduling.model import (
     DEFAULT_NAMESPACE, Namespace, Node, Pod, metadata, object_label, parse_labels)
@@ -98,8 +99,31 @@ def load_cluster(paths):
         return cluster_from_objects(load_objects(paths, keep=SNAPSHOT_FIELDS))
 
 
-def cluster_from_objects(objects):
-    """Snapshot from [(object, source name)]."""
+def _without_term_annotations(obj):
+    """OBJ (a Pod) without the annotations that carry scheduling terms (shallow copy)."""
+    meta = obj.get("metadata") or {}
+    terms = (term_annotations.POD_AFFINITY, term_annotations.REQUIRED_DURING_EXECUTION)
+    kept = {k: v for k, v in (meta.get("annotations") or {}).items() if k not in terms}
+    return dict(obj, metadata=dict(meta, annotations=kept))
+
+
+def _parse_pod(obj, source, bad_annotations):
+    try:
+        return _located(lambda: Pod.parse(obj, created=True, source=source), obj, source)
+    except InputError as e:
+        if bad_annotations is None or not (e.field or "").startswith("metadata.annotations"):
+            raise
+        pod = _located(lambda: Pod.parse(_without_term_annotations(obj), created=True,
+                                         source=source), obj, source)
+        bad_annotations(obj, e)
+        return pod
+
+
+def cluster_from_objects(objects, bad_annotations=None):
+    """Snapshot from [(object, source name)]. BAD_ANNOTATIONS(object, InputError), when
+    given, takes a pod whose term annotations (``scheduling.annotations``: text any pod
+    creator writes, which the API server does not check) are malformed: the pod is kept
+    without them instead of the whole snapshot failing."""
     nodes, namespaces, pods, notes = [], [], [], []
     seen_nodes, pending, unknown_node, skipped, pod_keys = set(), 0, 0, {}, set()
     snap = Snapshot(nodes, namespaces, [], notes, pod_keys)
@@ -117,7 +141,7 @@ def cluster_from_objects(objects):
         elif kind == "Namespace":
             namespaces.append(_located(lambda: Namespace.parse(obj), obj, source))
         elif kind == "Pod":
-            pod = _located(lambda: Pod.parse(obj, created=True, source=source), obj, source)
+            pod = _parse_pod(obj, source, bad_annotations)
             if pod is not None:
                 pods.append(pod)
             meta = obj["metadata"]  # Pod.parse checked it and its name

@@ -4,7 +4,7 @@ from hypothesis import given, settings, strategies as st
 
 from tacker_hwaffinity.audit import core
 from tacker_hwaffinity.audit.owners import workload_of
-from tacker_hwaffinity.scheduling.annotations import REQUIRED_DURING_EXECUTION
+from tacker_hwaffinity.scheduling.annotations import POD_AFFINITY, REQUIRED_DURING_EXECUTION
 from tacker_hwaffinity.scheduling.plugins.interpod import ERR_ANTI
 from tacker_hwaffinity.scheduling.plugins.topologyspread import ERR_CONSTRAINTS
 
@@ -143,3 +143,35 @@ def test_worst_is_max_and_hosts_sum_to_running(placements):
         assert w.worst_loss == max(w.hosts.values())
         assert w.hosts[w.worst_host] == w.worst_loss
         assert 0 < w.loss_ratio <= 1
+
+
+def test_a_malformed_term_annotation_is_a_note_not_the_end_of_the_audit():
+    """The annotations are any pod creator's text, unchecked by the API server: a pod
+    with a malformed one that names the key still counts (its labels too, for the
+    others' intent), its workload's intent is not judged (nor called unprotected), and
+    a note says why."""
+    nodes = [node("w1", "h1"), node("w2", "h2")]
+    pods = [pod("a-%d" % i, n, {"app": "a"}, ("StatefulSet", "a"), affinity=anti("a"))
+            for i, n in enumerate(["w1", "w2"])]
+    pods += [pod("e-%d" % i, "w1", {"app": "a"}, ("StatefulSet", "e"),
+                 annotations={REQUIRED_DURING_EXECUTION: "{not json: CIS-node"})
+             for i in range(2)]
+    r = core.audit(nodes, pods, "CIS-node")
+    by = {w.name: w for w in r.workloads}
+    assert (by["e"].running, by["e"].intent_met, by["e"].unprotected) == (2, None, False)
+    assert by["a"].intent_met is False      # e-0/e-1 carry app=a on h1: they still count
+    (note,) = [n for n in r.notes if "intent not judged" in n]
+    assert "StatefulSet default/e" in note and "pod default/e-0" in note
+    assert "metadata.annotations[%s]" % REQUIRED_DURING_EXECUTION in note
+    assert "not JSON" in note
+
+
+def test_anti_affinity_given_in_the_pod_affinity_annotation_is_intent():
+    """hwaffinity.io/pod-affinity carries the spec.affinity schema (with Gt/Lt): its
+    anti-affinity on the key is the workload's intent like spec.affinity's."""
+    ann = {POD_AFFINITY: json.dumps(anti("a"))}
+    pods = [pod("a-%d" % i, n, {"app": "a"}, ("StatefulSet", "a"), annotations=ann)
+            for i, n in enumerate(["w1", "w2"])]        # both on h1
+    w = _one(core.audit(NODES, pods, "CIS-node"), "a")
+    assert [i["type"] for i in w.intent] == ["requiredAntiAffinity"]
+    assert w.intent_met is False and not w.unprotected

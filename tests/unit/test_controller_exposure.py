@@ -257,3 +257,20 @@ def test_the_gauges_are_the_audits_figures_on_novas_hosts():
     assert (db["desired"], db["worstLoss"], db["intentMet"], db["pdbHoldsAfterWorstHost"]) \
         == (4, 2, False, False)
     assert expected[("Deployment", "web")]["desired"] == 5
+
+
+def test_a_pod_with_a_malformed_annotation_does_not_stop_the_gauges():
+    """Hostile input: any pod creator can write a broken RequiredDuringExecution or
+    pod-affinity annotation; the gauges of every other workload are still set."""
+    nodes = [_node("w1", "10.0.0.1", "h1"), _node("w2", "10.0.0.2", "h1")]
+    pods = [_owned(pod("a", "w1", "2026-01-01T00:00:01Z")),
+            _owned(pod("b", "w2", "2026-01-01T00:00:02Z"))]
+    evil = _owned(pod("evil", "w1", "2026-01-01T00:00:03Z"), "evil")
+    evil["metadata"]["annotations"] = {"hwaffinity.io/pod-affinity": "[[[",
+                                       runner.rulesmod.ANNOTATION: "{CIS-node"}
+    registry = CollectorRegistry()
+    gauges = exposure.Exposure(exposure.ExposureMetrics(registry), "CIS-node")
+    gauges.update(nodes, pods + [evil], {}, {})
+    labels = dict(zip(("namespace", "kind", "name"), W))
+    assert _value(registry, "hwaffinity_workload_host_loss_ratio", **labels) == 1.0
+    assert _value(registry, "hwaffinity_workload_intent_met", **labels) == 0
