@@ -133,7 +133,8 @@ def prime(state, index, judge):
         t = state.resolve_namespaces(t)
         cand = index.candidates(t.selector)
         if cand is not None:
-            state.prime_counts(("one", t.sig), interpod._matches_one(t), t.topology_key, cand)
+            state.prime_counts(interpod.counts_sig((t,)), interpod.matches_all((t,)),
+                               t.topology_key, cand)
     ns = judge.namespace
     for c in judge.spread:
         cand = index.candidates(c.selector)

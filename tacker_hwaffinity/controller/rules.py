@@ -7,23 +7,31 @@ carries the terms in one annotation, ``hwaffinity.io/required-during-execution``
      "podAntiAffinity": [<PodAffinityTerm>, ...],
      "nodeAffinity":    [<NodeSelectorTerm>, ...]}
 
-in the Kubernetes schema (Gt/Lt allowed in label selectors, as in the engine). The
-terms mean what the scheduling engine's required terms mean (namespaces and
-namespaceSelector, matchLabelKeys, topology keys), evaluated against the pods running
-now, the way the seed design (``001``, ``002``) specified them:
+in the Kubernetes schema (Gt/Lt allowed in label selectors, as in the engine).
+
+The pod terms are judged by the scheduling engine's one evaluator
+(``scheduling.plugins.interpod``), for the pod on its node and against the other pods
+running now, the way the seed design (``001``, ``002``) specified them:
 
 * an anti-affinity term is violated when another running pod it selects is in the
   pod's domain (the pod's node's value of the topology key);
-* an affinity term is violated when no other running pod it selects is in the pod's
-  domain (unless no pod it selects runs anywhere and the pod selects itself: the first
-  pod of a group, as the scheduler allows it);
+* the affinity terms are violated when a term's domain holds no other running pod
+  that every affinity term selects (unless no such pod runs anywhere and the pod
+  selects itself: the first pod of a group, as the scheduler allows it);
 * node affinity (terms ORed) is violated when the pod's node matches none of them.
 
-A node without the topology key puts its pods in no domain: their terms on that key
-are neither met nor violated. Pure: no I/O; ``Cluster`` is a snapshot.
+A node without a term's topology key puts its pods in no domain: an anti-affinity
+term on that key is met, and the affinity terms are not judged (the scheduler would
+not place a pod there; this controller does not evict one for a missing label).
+Pure: no I/O; ``Cluster`` is a snapshot.
 """
+import numpy as np
+
 from tacker_hwaffinity.scheduling.annotations import REQUIRED_DURING_EXECUTION as ANNOTATION
 from tacker_hwaffinity.scheduling.annotations import Rules
+from tacker_hwaffinity.scheduling.model import NS_NAME_LABEL, Node
+from tacker_hwaffinity.scheduling.plugins import interpod
+from tacker_hwaffinity.scheduling.state import Domains
 
 __all__ = ("ANNOTATION", "Rules", "RunningPod", "Violation", "Cluster", "eviction_order",
            "Forgiveness")
@@ -73,20 +81,48 @@ class Cluster:
 
     def __init__(self, nodes, pods, namespaces=None):
         self.nodes = dict(nodes)
-        self.namespaces = dict(namespaces or {})
+        # a namespace carries its name label, as the API server (1.21+) and the engine set it
+        self.namespaces = {name: dict(labels, **{NS_NAME_LABEL: name})
+                           for name, labels in (namespaces or {}).items()}
         self.pods = [p for p in pods if p.node in self.nodes]
-        self._by_term = {}
+        self._node_list = [Node(name, labels) for name, labels in self.nodes.items()]
+        self._node_index = {name: i for i, name in enumerate(self.nodes)}
+        self._domains = {}
+        self._selected = {}     # term sigs -> running pods every one of the terms selects
+        self._counts = {}       # (term sigs, key) -> per-domain counts of those pods
 
     def domain(self, pod, key):
         return self.nodes[pod.node].get(key)
 
-    def _selected(self, term):
-        """Running pods TERM selects (cached per term)."""
-        got = self._by_term.get(term.sig)
+    def domains(self, key):
+        d = self._domains.get(key)
+        if d is None:
+            d = self._domains[key] = Domains(key, self._node_list)
+        return d
+
+    def selected(self, terms):
+        """Running pods that every one of TERMS (resolved) selects (cached)."""
+        sig = tuple(t.sig for t in terms)
+        got = self._selected.get(sig)
         if got is None:
-            got = self._by_term[term.sig] = [
-                p for p in self.pods
-                if term.matches(p.namespace, p.labels, self.namespaces.get(p.namespace, {}))]
+            got = self._selected[sig] = [p for p in self.pods if self.selects(terms, p)]
+        return got
+
+    def selects(self, terms, pod):
+        """Does every one of TERMS select the running POD?"""
+        ns_labels = self.namespaces.get(pod.namespace, {})
+        return all(t.matches(pod.namespace, pod.labels, ns_labels) for t in terms)
+
+    def counts(self, terms, key):
+        """Per domain of KEY, how many running pods every one of TERMS selects."""
+        ck = (tuple(t.sig for t in terms), key)
+        got = self._counts.get(ck)
+        if got is None:
+            d = self.domains(key)
+            at = np.fromiter((self._node_index[p.node] for p in self.selected(terms)),
+                             dtype=np.int64)
+            ids = d.ids[at]
+            got = self._counts[ck] = np.bincount(ids[ids >= 0], minlength=len(d))
         return got
 
     def violations(self, pods=None):
@@ -95,27 +131,21 @@ class Cluster:
         for pod in (self.pods if pods is None else pods):
             if pod.node not in self.nodes:
                 continue
+            view = _Judged(self, pod)
             for i, term in enumerate(pod.anti):
-                value = self.domain(pod, term.topology_key)
-                if value is None:
-                    continue
-                others = [q for q in self._selected(term) if q is not pod
-                          and self.domain(q, term.topology_key) == value]
-                if others:
+                if interpod.anti_hits(view, term)[0]:
+                    value = self.domain(pod, term.topology_key)
+                    others = [q for q in self.selected((term,)) if q is not pod
+                              and self.domain(q, term.topology_key) == value]
                     out.append(Violation(pod, "podAntiAffinity", "podAntiAffinity[%d]" % i,
                                          term.topology_key, value, others))
-            for i, term in enumerate(pod.affinity):
-                value = self.domain(pod, term.topology_key)
-                if value is None:
-                    continue
-                selected = [q for q in self._selected(term) if q is not pod]
-                if any(self.domain(q, term.topology_key) == value for q in selected):
-                    continue
-                if not selected and term.matches(pod.namespace, pod.labels,
-                                                 self.namespaces.get(pod.namespace, {})):
-                    continue        # the first pod of its group
-                out.append(Violation(pod, "podAffinity", "podAffinity[%d]" % i,
-                                     term.topology_key, value))
+            if pod.affinity and all(self.domain(pod, t.topology_key) is not None
+                                    for t in pod.affinity) \
+                    and not interpod.affinity_met(view, pod.affinity)[0]:
+                i = view.first_empty(pod.affinity)
+                key = pod.affinity[i].topology_key
+                out.append(Violation(pod, "podAffinity", "podAffinity[%d]" % i, key,
+                                     self.domain(pod, key)))
             if pod.rules is not None and pod.rules.node is not None:
                 if not pod.rules.node.matches(self.nodes[pod.node], pod.node):
                     out.append(Violation(pod, "nodeAffinity", "nodeAffinity"))
@@ -128,6 +158,42 @@ class Cluster:
         return [p for p in self.pods
                 if (p.node == node and p.rules is not None and p.rules.node is not None)
                 or any(t.topology_key in keys for t in p.anti + p.affinity)]
+
+
+class _Judged:
+    """The evaluator's counts interface (``interpod``) for one running POD on its node
+    (one slot), against the other running pods: the pod itself is not counted."""
+
+    __slots__ = ("cluster", "pod", "size", "_slot")
+
+    def __init__(self, cluster, pod):
+        self.cluster, self.pod, self.size = cluster, pod, 1
+        self._slot = cluster._node_index[pod.node]
+
+    def domain_ids(self, key):
+        return self.cluster.domains(key).ids[self._slot:self._slot + 1]
+
+    def matching_counts(self, terms, key):
+        counts = self.cluster.counts(terms, key)
+        d = self.cluster.domains(key).ids[self._slot]
+        if d >= 0 and counts[d] and self.cluster.selects(terms, self.pod):
+            counts = counts.copy()
+            counts[d] -= 1
+        return counts
+
+    def selecting_groups(self, kind):
+        return ()   # a pod answers for its own terms; another pod's are that pod's
+
+    def selects_itself(self, terms):
+        return self.cluster.selects(terms, self.pod)
+
+    def first_empty(self, terms):
+        """Index of the first term whose domain holds no pod that all TERMS select."""
+        for i, t in enumerate(terms):
+            d = self.domain_ids(t.topology_key)[0]
+            if not self.matching_counts(terms, t.topology_key)[d]:
+                return i
+        return 0
 
 
 def eviction_order(violations, moved_nodes=()):

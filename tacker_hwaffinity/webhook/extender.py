@@ -51,15 +51,15 @@ import re
 import numpy as np
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.scheduling.plugins.interpod import (
-    ERR_AFFINITY, ERR_ANTI, ERR_EXISTING_ANTI, InterPodAffinity)
+from tacker_hwaffinity.scheduling.plugins import interpod
 
 LOG = logging.getLogger(__name__)
 
 ERR_UNKNOWN_NODE = "node(s) unknown to the hwaffinity extender (cache not synced?)"
 MAX_EXTENDER_PRIORITY = 10
-# filter codes, higher-priority reasons written last (as the engine does)
-_REASONS = (None, ERR_AFFINITY, ERR_ANTI, ERR_EXISTING_ANTI, ERR_UNKNOWN_NODE)
+# the evaluator's filter codes (interpod.REASONS), and one of the extender's own
+UNKNOWN_NODE = len(interpod.REASONS)
+_REASONS = tuple(r[0] if r else None for r in interpod.REASONS) + (ERR_UNKNOWN_NODE,)
 
 
 class ArgsError(ValueError):
@@ -139,11 +139,36 @@ class _Nodes:
         return np.bincount(domain[keep], weights=weights[keep],
                            minlength=len(d)).astype(np.int64)
 
-    def spread(self, key, per_domain):
-        """Per requested node, its domain's value of PER_DOMAIN (0 without the key)."""
-        ext = np.zeros(len(per_domain) + 1, dtype=per_domain.dtype)
-        ext[:-1] = per_domain
-        return ext[self.ids(key)]
+
+class _View:
+    """The evaluator's counts interface (``interpod``) over the pod index, for the pod
+    REC and the requested nodes NAMES. Under cache.lock."""
+
+    __slots__ = ("cache", "rec", "nodes", "size", "_selected")
+
+    def __init__(self, cache, rec, names):
+        self.cache, self.rec = cache, rec
+        self.nodes = _Nodes(cache.node_view(), names)
+        self.size = len(names)
+        self._selected = {}
+
+    def domain_ids(self, key):
+        return self.nodes.ids(key)
+
+    def matching_counts(self, terms, key):
+        sig = tuple(t.sig for t in terms)
+        per_node = self._selected.get(sig)
+        if per_node is None:
+            per_node = self._selected[sig] = self.cache.select(terms)
+        return self.nodes.counts(key, per_node)
+
+    def selecting_groups(self, kind):
+        return [(g.term, self.nodes.counts(g.term.topology_key, g.per_node))
+                for g in self.cache.matching_groups(kind, self.rec)]
+
+    def selects_itself(self, terms):
+        rec = self.rec
+        return all(self.cache.incoming_selects(t, rec.namespace, rec.labels) for t in terms)
 
 
 class Extender:
@@ -192,39 +217,10 @@ class Extender:
 
     def _codes(self, rec, terms, names):
         """Per requested node, an index into _REASONS (0: passes). Under cache.lock."""
-        cache = self.cache
-        nodes = _Nodes(cache.node_view(), names)
-        code = np.zeros(len(names), dtype=np.int8)
-        # 3. bound pods' extended required anti-affinity that selects this pod
-        per_key = {}
-        for g in cache.matching_groups("required_anti", rec):
-            key = g.term.topology_key
-            c = nodes.counts(key, g.per_node)
-            per_key[key] = c if key not in per_key else per_key[key] + c
-        for key, counts in per_key.items():
-            code[nodes.spread(key, counts > 0)] = 3
-        # 2. the pod's required anti-affinity
-        for t in terms.get("required_anti", ()):
-            c = nodes.counts(t.topology_key, cache.select((t,)))
-            if c.any():
-                code[nodes.spread(t.topology_key, c > 0)] = 2
-        # 1. the pod's required affinity: pods that all its terms select
-        affinity = terms.get("required_affinity", ())
-        if affinity:
-            per_node = cache.select(affinity)
-            have_keys = np.ones(len(names), dtype=bool)
-            satisfied = np.ones(len(names), dtype=bool)
-            empty = True
-            for t in affinity:
-                c = nodes.counts(t.topology_key, per_node)
-                have_keys &= nodes.ids(t.topology_key) >= 0
-                satisfied &= nodes.spread(t.topology_key, c > 0)
-                empty = empty and not c.any()
-            if empty and all(cache.incoming_selects(t, rec.namespace, rec.labels)
-                             for t in affinity):
-                satisfied = have_keys  # first pod of a group with affinity to itself
-            code[~(have_keys & satisfied)] = 1
-        code[~nodes.known] = 4
+        view = _View(self.cache, rec, names)
+        code = interpod.filter_codes(view, terms.get("required_affinity", ()),
+                                     terms.get("required_anti", ()))
+        code[~view.nodes.known] = UNKNOWN_NODE
         return code
 
     # -- prioritize --------------------------------------------------------------
@@ -245,43 +241,23 @@ class Extender:
             rec = None  # the filter refused it already: nothing to add
         scores = None
         if rec is not None:
-            existing = ["preferred_affinity", "preferred_anti"]
-            if self.hard_weight > 0:
-                existing.append("required_affinity")
+            existing = [k for k, _sign in interpod.existing_score_kinds(self.hard_weight)]
             terms = rec.terms or {}
             if terms.get("preferred_affinity") or terms.get("preferred_anti") \
                     or cache.selected_by(existing, rec):
                 with cache.lock:
-                    scores = self._scores(rec, terms, names, existing)
+                    scores = self._scores(rec, terms, names)
         if scores is None:
             return names, [0] * len(names)
         return names, scores.tolist()
 
-    def _scores(self, rec, terms, names, existing):
-        cache = self.cache
-        nodes = _Nodes(cache.node_view(), names)
-        per_key = {}
-
-        def add(key, counts):
-            per_key[key] = counts if key not in per_key else per_key[key] + counts
-
-        for kind, sign in (("preferred_affinity", 1), ("preferred_anti", -1)):
-            for t in terms.get(kind, ()):
-                c = nodes.counts(t.topology_key, cache.select((t,)))
-                if c.any():
-                    add(t.topology_key, sign * t.weight * c)
-        for kind in existing:
-            sign = -1 if kind == "preferred_anti" else 1
-            for g in cache.matching_groups(kind, rec):
-                w = self.hard_weight if kind == "required_affinity" else g.term.weight
-                add(g.term.topology_key, sign * w * nodes.counts(g.term.topology_key,
-                                                                  g.per_node))
-        raw = np.zeros(len(names), dtype=np.int64)
-        for key, counts in per_key.items():
-            raw += nodes.spread(key, counts)
-        raw[~nodes.known] = 0
-        norm = InterPodAffinity.normalize(raw, nodes.known)
-        return (norm + 5) // 10
+    def _scores(self, rec, terms, names):
+        view = _View(self.cache, rec, names)
+        raw = interpod.raw_scores(view, terms.get("preferred_affinity", ()),
+                                  terms.get("preferred_anti", ()), self.hard_weight)
+        known = view.nodes.known
+        raw[~known] = 0
+        return (interpod.normalize(raw, known) + 5) // 10
 
     # -- HTTP body in, body out --------------------------------------------------
     def handle(self, verb, body):

@@ -1,4 +1,32 @@
-"""InterPodAffinity: required terms filter, preferred terms and symmetry score."""
+"""InterPodAffinity: the one evaluator of inter-pod terms, and the engine's plugin.
+
+The rules (kube-scheduler's ``interpodaffinity`` plugin) are written once, here,
+over a small counts interface, and read by three callers:
+
+* ``InterPodAffinity`` (plan, explain, audit) over ``ClusterState``;
+* the scheduler extender (``webhook/extender.py``) over its pod index;
+* the RequiredDuringExecution check (``controller/rules.py``) over running pods.
+
+A *view* is what an evaluation reads; its slots are the nodes being judged:
+
+``size``
+    the number of slots;
+``domain_ids(key)``
+    per slot, the id of its node's value of topology KEY (-1: no such label);
+``matching_counts(terms, key)``
+    per domain of KEY (indexed by those ids), how many bound pods every one of
+    TERMS (the incoming pod's terms, namespaces resolved) selects;
+``selecting_groups(kind)``
+    ``(term, per-domain counts over term.topology_key)`` of the bound pods' terms
+    of KIND that select the incoming pod (symmetry);
+``selects_itself(terms)``
+    whether every one of TERMS selects the incoming pod.
+
+``filter_codes`` gives each slot one code (0 passes; 1, 2, 3 index ``REASONS``),
+the engine's precedence: the pod's required affinity over its required
+anti-affinity over existing pods' required anti-affinity. ``raw_scores`` and
+``normalize`` are the score and NormalizeScore.
+"""
 import numpy as np
 
 from tacker_hwaffinity.scheduling.plugins import Rejection
@@ -7,20 +35,157 @@ NAME = "InterPodAffinity"
 ERR_AFFINITY = "node(s) didn't match pod affinity rules"
 ERR_ANTI = "node(s) didn't match pod anti-affinity rules"
 ERR_EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
-_REASONS = ((), (ERR_AFFINITY,), (ERR_ANTI,), (ERR_EXISTING_ANTI,))
+REASONS = ((), (ERR_AFFINITY,), (ERR_ANTI,), (ERR_EXISTING_ANTI,))
+PASS, AFFINITY, ANTI, EXISTING_ANTI = 0, 1, 2, 3
 
 
-def _matches_all(terms):
-    """Matcher for a bound pod that satisfies every one of TERMS (resolved incoming terms)."""
-    def match(pod, _ns_labels):
-        return all(t.matches(pod.namespace, pod.labels, None) for t in terms)
-    return match
+def spread(ids, per_domain):
+    """Per slot, its domain's value of PER_DOMAIN (0 where the slot has no domain)."""
+    ext = np.zeros(len(per_domain) + 1, dtype=per_domain.dtype)
+    ext[:-1] = per_domain
+    return ext[ids]
 
 
-def _matches_one(term):
-    def match(pod, _ns_labels):
-        return term.matches(pod.namespace, pod.labels, None)
-    return match
+def anti_hits(view, term):
+    """Per slot: does its domain hold a bound pod TERM (required anti-affinity) selects?"""
+    counts = view.matching_counts((term,), term.topology_key)
+    if not counts.any():
+        return np.zeros(view.size, dtype=bool)
+    return spread(view.domain_ids(term.topology_key), counts > 0)
+
+
+def affinity_met(view, terms):
+    """Per slot: is required affinity TERMS met? Every term's key is on the node and each
+    term's domain holds a pod that all TERMS select; or no such pod runs anywhere, the
+    pod selects itself and the keys are there (the first pod of a group)."""
+    have_keys = np.ones(view.size, dtype=bool)
+    satisfied = np.ones(view.size, dtype=bool)
+    empty = True
+    for t in terms:
+        ids = view.domain_ids(t.topology_key)
+        counts = view.matching_counts(terms, t.topology_key)
+        have_keys &= ids >= 0
+        satisfied &= spread(ids, counts > 0)
+        empty = empty and not counts.any()
+    if empty and view.selects_itself(terms):
+        satisfied = have_keys
+    return have_keys & satisfied
+
+
+def existing_anti_hits(view):
+    """Per slot: does a bound pod's required anti-affinity that selects the incoming pod
+    have a pod in the slot's domain?"""
+    per_key = {}
+    for term, counts in view.selecting_groups("required_anti"):
+        key = term.topology_key
+        acc = per_key.get(key)
+        per_key[key] = counts.copy() if acc is None else acc + counts
+    hit = np.zeros(view.size, dtype=bool)
+    for key, counts in per_key.items():
+        hit |= spread(view.domain_ids(key), counts > 0)
+    return hit
+
+
+def filter_codes(view, required_affinity, required_anti, existing=True):
+    """Per slot, a code into REASONS (0: passes). EXISTING: judge existing pods' required
+    anti-affinity too (the filter); without it, only the pod's own terms."""
+    code = np.zeros(view.size, dtype=np.int8)
+    if existing:
+        code[existing_anti_hits(view)] = EXISTING_ANTI
+    for t in required_anti:
+        code[anti_hits(view, t)] = ANTI
+    if required_affinity:
+        code[~affinity_met(view, required_affinity)] = AFFINITY
+    return code
+
+
+def raw_scores(view, preferred_affinity, preferred_anti, hard_weight=1,
+               ignore_existing_preferred=False):
+    """Per slot, the raw score: the pod's preferred terms, and the bound pods' preferred
+    terms and (times HARD_WEIGHT) required affinity terms that select the pod."""
+    raw = np.zeros(view.size, dtype=np.int64)
+    if ignore_existing_preferred and not (preferred_affinity or preferred_anti):
+        return raw
+    per_key = {}
+
+    def add(key, counts):
+        acc = per_key.get(key)
+        per_key[key] = counts if acc is None else acc + counts
+
+    for terms, sign in ((preferred_affinity, 1), (preferred_anti, -1)):
+        for t in terms:
+            counts = view.matching_counts((t,), t.topology_key)
+            if counts.any():
+                add(t.topology_key, sign * t.weight * counts)
+    for kind, sign in existing_score_kinds(hard_weight):
+        for term, counts in view.selecting_groups(kind):
+            w = hard_weight if kind == "required_affinity" else term.weight
+            add(term.topology_key, sign * w * counts)
+    for key, counts in per_key.items():
+        raw += spread(view.domain_ids(key), counts)
+    return raw
+
+
+def existing_score_kinds(hard_weight):
+    """(kind, sign) of the bound pods' terms that score an incoming pod they select."""
+    kinds = [("preferred_affinity", 1), ("preferred_anti", -1)]
+    if hard_weight > 0:
+        kinds.append(("required_affinity", 1))
+    return kinds
+
+
+def normalize(raw, feasible):
+    """Min-max over the scored nodes, float64 then truncated (upstream NormalizeScore)."""
+    out = np.zeros_like(raw)
+    if not feasible.any():
+        return out
+    s = raw[feasible]
+    lo, hi = int(s.min()), int(s.max())
+    if hi > lo:
+        f = 100.0 * ((s - lo).astype(np.float64) / float(hi - lo))
+        out[feasible] = np.trunc(f).astype(np.int64)
+    return out
+
+
+def counts_sig(terms):
+    """The ``ClusterState.counts`` signature of the pods every one of TERMS selects."""
+    return ("all", tuple(t.sig for t in terms)) if len(terms) > 1 else ("one", terms[0].sig)
+
+
+def matches_all(terms):
+    """Matcher for a bound pod that every one of TERMS (resolved incoming terms) selects."""
+    if len(terms) == 1:
+        term = terms[0]
+        return lambda pod, _ns_labels: term.matches(pod.namespace, pod.labels, None)
+    return lambda pod, _ns_labels: all(t.matches(pod.namespace, pod.labels, None)
+                                       for t in terms)
+
+
+class StateView:
+    """The counts interface over ``ClusterState`` for one cycle's pod (every node a slot)."""
+
+    __slots__ = ("state", "pod", "size", "_ns_labels")
+
+    def __init__(self, cycle):
+        self.state, self.pod = cycle.state, cycle.pod
+        self.size = len(self.state.nodes)
+        self._ns_labels = None
+
+    def domain_ids(self, key):
+        return self.state.domains(key).ids
+
+    def matching_counts(self, terms, key):
+        return self.state.counts(counts_sig(terms), matches_all(terms), key).counts
+
+    def selecting_groups(self, kind):
+        if self._ns_labels is None:
+            self._ns_labels = self.state.ns_labels(self.pod.namespace)
+        return [(g.term, g.counts)
+                for g in self.state.groups_selecting(kind, self.pod, self._ns_labels)
+                if g.total]
+
+    def selects_itself(self, terms):
+        return matches_all(terms)(self.pod, None)
 
 
 class InterPodAffinity:
@@ -48,90 +213,20 @@ class InterPodAffinity:
         return self._filter(cycle, existing=False)
 
     def _filter(self, cycle, existing):
-        state, pod = cycle.state, cycle.pod
-        n = len(state.nodes)
-        code = np.zeros(n, dtype=np.int8)
-        # 3. existing pods' required anti-affinity that selects this pod
-        if existing:
-            ns_labels = state.ns_labels(pod.namespace)
-            per_key = {}
-            for g in state.groups_selecting("required_anti", pod, ns_labels):
-                if g.total:
-                    acc = per_key.get(g.domains.key)
-                    per_key[g.domains.key] = g.counts.copy() if acc is None else acc + g.counts
-            for key, counts in per_key.items():
-                code[state.domains(key).spread(counts > 0)] = 3
-        # 2. incoming required anti-affinity
-        for t in self.incoming_terms(cycle, "required_anti"):
-            c = state.counts(("one", t.sig), _matches_one(t), t.topology_key)
-            if c.total:
-                code[c.domains.spread(c.counts > 0)] = 2
-        # 1. incoming required affinity
-        affinity = self.incoming_terms(cycle, "required_affinity")
-        if affinity:
-            sig = ("all", tuple(t.sig for t in affinity))
-            matcher = _matches_all(affinity)
-            have_keys = np.ones(n, dtype=bool)
-            satisfied = np.ones(n, dtype=bool)
-            empty = True
-            for t in affinity:
-                c = state.counts(sig, matcher, t.topology_key)
-                have_keys &= c.domains.present
-                satisfied &= c.domains.spread(c.counts > 0)
-                empty = empty and c.total == 0
-            if empty and matcher(pod, None):
-                satisfied = have_keys  # first pod of a group with affinity to itself
-            code[~(have_keys & satisfied)] = 1
+        code = filter_codes(StateView(cycle), self.incoming_terms(cycle, "required_affinity"),
+                            self.incoming_terms(cycle, "required_anti"), existing)
         failed = code > 0
         if not failed.any():
             return None
-        return Rejection(failed, codes=code, table=_REASONS)
+        return Rejection(failed, codes=code, table=REASONS)
 
     def scores(self, cycle, feasible):
         raw = self.score(cycle)
-        return self.normalize(raw, feasible) if raw.any() else cycle.state.zeros
+        return normalize(raw, feasible) if raw.any() else cycle.state.zeros
 
     def score(self, cycle):
-        state, pod = cycle.state, cycle.pod
-        pref_aff = self.incoming_terms(cycle, "preferred_affinity")
-        pref_anti = self.incoming_terms(cycle, "preferred_anti")
-        has_constraints = bool(pref_aff or pref_anti)
-        raw = np.zeros(len(state.nodes), dtype=np.int64)
-        if self.ignore_existing_preferred and not has_constraints:
-            return raw
-        per_key = {}
+        return raw_scores(StateView(cycle), self.incoming_terms(cycle, "preferred_affinity"),
+                          self.incoming_terms(cycle, "preferred_anti"), self.hard_weight,
+                          self.ignore_existing_preferred)
 
-        def add(domains, counts):
-            acc = per_key.get(domains.key)
-            per_key[domains.key] = counts if acc is None else acc + counts
-
-        for terms, sign in ((pref_aff, 1), (pref_anti, -1)):
-            for t in terms:
-                c = state.counts(("one", t.sig), _matches_one(t), t.topology_key)
-                if c.total:
-                    add(c.domains, sign * t.weight * c.counts)
-        ns_labels = state.ns_labels(pod.namespace)
-        existing = [("preferred_affinity", 1), ("preferred_anti", -1)]
-        if self.hard_weight > 0:
-            existing.append(("required_affinity", 1))
-        for kind, sign in existing:
-            for g in state.groups(kind):
-                if g.total and g.matches(pod, ns_labels):
-                    w = self.hard_weight if kind == "required_affinity" else g.term.weight
-                    add(g.domains, sign * w * g.counts)
-        for key, counts in per_key.items():
-            raw += state.domains(key).spread(counts)
-        return raw
-
-    @staticmethod
-    def normalize(raw, feasible):
-        """Min-max over the scored nodes, float64 then truncated (upstream NormalizeScore)."""
-        out = np.zeros_like(raw)
-        if not feasible.any():
-            return out
-        s = raw[feasible]
-        lo, hi = int(s.min()), int(s.max())
-        if hi > lo:
-            f = 100.0 * ((s - lo).astype(np.float64) / float(hi - lo))
-            out[feasible] = np.trunc(f).astype(np.int64)
-        return out
+    normalize = staticmethod(normalize)

@@ -128,3 +128,28 @@ def test_5000_pods_after_one_node_label_change_evaluate_under_200_ms():
     cluster.violations(affected)
     assert time.perf_counter() - t0 < 0.2
     assert len(affected) == 500
+
+
+def test_affinity_terms_need_one_pod_that_all_of_them_select_as_the_scheduler_does():
+    # two terms on the same key: a db pod and a cache pod in the domain are not enough,
+    # the scheduler (and now the controller) wants one pod both terms select
+    rules = {"podAffinity": [
+        {"topologyKey": "CIS-node", "labelSelector": {"matchLabels": {"app": "db"}}},
+        {"topologyKey": "CIS-node", "labelSelector": {"matchLabels": {"tier": "hot"}}}]}
+    front = pod("front", "w2", {"app": "front"}, rules)
+    apart = [pod("db", "w3", {"app": "db"}), pod("cache", "w3", {"tier": "hot"})]
+    (v,) = Cluster(NODES, [front] + apart).violations()
+    assert v.field == "podAffinity[0]" and v.domain == "host-b"
+    both = pod("hotdb", "w3", {"app": "db", "tier": "hot"})
+    assert Cluster(NODES, [front, both]).violations() == []
+
+
+def test_a_namespace_selector_on_the_name_label_works_without_the_label_in_the_map():
+    # the API server labels every namespace with its name (1.21+); the 1.20 test server
+    # and a namespace map read from elsewhere may not carry it: the engine defaults it
+    by_name = {"podAntiAffinity": [dict(ANTI["podAntiAffinity"][0], namespaceSelector={
+        "matchLabels": {"kubernetes.io/metadata.name": "two"}})]}
+    a = pod("a", "w2", {"app": "web"}, by_name, ns="one")
+    b = pod("b", "w3", {"app": "web"}, ns="two")
+    (v,) = Cluster(NODES, [a, b], {"one": {}, "two": {}}).violations()
+    assert v.pod.key == "one/a" and v.others[0].key == "two/b"
