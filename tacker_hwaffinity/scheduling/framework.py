@@ -14,32 +14,44 @@ input always gives the same plan, and the plan is one kube-scheduler can make.
 import numpy as np
 
 from tacker_hwaffinity.scheduling import resources
-from tacker_hwaffinity.scheduling.plugins import nodeaffinity
+from tacker_hwaffinity.scheduling.plugins import DIDNT_SATISFY
 
 NO_NODE_AVAILABLE = "0/%d nodes are available:"
 
 
 class Cycle:
-    __slots__ = ("state", "pod", "cache")
+    """One pod's scheduling cycle. ``data(plugin)``: the dict a plugin keeps for this
+    cycle (kube-scheduler's CycleState, keyed by the plugin's name)."""
+
+    __slots__ = ("state", "pod", "_data")
 
     def __init__(self, state, pod):
-        self.state, self.pod, self.cache = state, pod, {}
+        self.state, self.pod, self._data = state, pod, {}
+
+    def data(self, plugin):
+        got = self._data.get(plugin)
+        if got is None:
+            got = self._data[plugin] = {}
+        return got
 
 
 class Evaluation:
     """The outcome of filtering and scoring one pod against every node."""
 
-    def __init__(self, state, pod, filters, rejections, prefilter_msg, prefilter_absent):
+    def __init__(self, state, pod, filters, rejections, prefilter_msg, prefilter_absent,
+                 absent_reason=None):
         self.state, self.pod = state, pod
         self.filters = filters
         self.rejections = rejections  # aligned with filters; None = passed all nodes
         self.prefilter_msg = prefilter_msg
         self.prefilter_absent = prefilter_absent
+        self.absent_reason = absent_reason
         n = len(state.nodes)
         if prefilter_msg:
             self.feasible = np.zeros(n, dtype=bool)
         else:
-            failed = np.zeros(n, dtype=bool)
+            failed = np.zeros(n, dtype=bool) if prefilter_absent is None \
+                else prefilter_absent.copy()   # nodes no PreFilterResult allows
             for r in rejections:
                 if r is not None:
                     failed |= r.failed
@@ -66,7 +78,7 @@ class Evaluation:
         if self.prefilter_absent is not None:
             absent = remaining & self.prefilter_absent
             if absent.any():
-                histogram[nodeaffinity.ERR_PREFILTER_ABSENT] = int(absent.sum())
+                histogram[self.absent_reason] = int(absent.sum())
             remaining &= ~self.prefilter_absent
         for r in self.rejections:  # a node counts under its first failing plugin
             if r is not None:
@@ -84,28 +96,16 @@ class Framework:
     def __init__(self, filters, scorers):
         self.filters = list(filters)
         self.scorers = list(scorers)  # [(plugin, weight)]
+        self._prefilters = [f for f in self.filters if hasattr(f, "prefilter")]
         self.percentage_of_nodes_to_score = None   # see sampling.py
         self.preemption = False  # DefaultPreemption enabled (not modelled: named in notes)
 
     def evaluate(self, state, pod, score=True):
         cycle = Cycle(state, pod)
-        prefilter_msg, absent = None, None
-        for f in self.filters:
-            pre = getattr(f, "prefilter", None)
-            if pre is None:
-                continue
-            msg, allowed = pre(cycle)
-            if msg:
-                prefilter_msg = (f.name, msg)
-                break
-            if allowed is not None:  # a PreFilterResult: only these nodes are filtered
-                absent = np.ones(len(state.nodes), dtype=bool)
-                for name in allowed:
-                    j = state.index.get(name)
-                    if j is not None:
-                        absent[j] = False
+        prefilter_msg, absent, absent_reason = self._prefilter(cycle)
         rejections = [] if prefilter_msg else [f.filter(cycle) for f in self.filters]
-        ev = Evaluation(state, pod, self.filters, rejections, prefilter_msg, absent)
+        ev = Evaluation(state, pod, self.filters, rejections, prefilter_msg, absent,
+                        absent_reason)
         if score and ev.feasible.any():
             for plugin, weight in self.scorers:
                 norm = plugin.scores(cycle, ev.feasible)
@@ -113,6 +113,30 @@ class Framework:
                 if norm is not state.zeros:
                     ev.total += weight * norm
         return ev
+
+    def _prefilter(self, cycle):
+        """RunPreFilterPlugins: ((plugin, message) of the first plugin that rejects the
+        pod, or None; the nodes no result allows (the results intersected), or None;
+        their reason, naming the plugins that narrowed the nodes, sorted)."""
+        allowed, narrowed = None, []
+        for f in self._prefilters:
+            r = f.prefilter(cycle)
+            if r is None:
+                continue
+            if r.message:
+                return (r.plugin, r.message), None, None
+            if r.names is not None:
+                allowed = r.names if allowed is None else allowed & r.names
+                narrowed.append(r.plugin)
+        if allowed is None:
+            return None, None, None
+        state = cycle.state
+        absent = np.ones(len(state.nodes), dtype=bool)
+        for name in allowed:
+            j = state.index.get(name)
+            if j is not None:
+                absent[j] = False
+        return None, absent, DIDNT_SATISFY % " ".join(sorted(set(narrowed)))
 
     def select(self, state, ev):
         """Index of the node to bind to, or None."""

@@ -9,15 +9,11 @@ modelled; the volume, DRA and port plugins are named in a plan's notes when a
 pod uses what they act on (``model.PodSpecInfo.unmodelled``).
 """
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.scheduling import plugin_args, selectors, spreading
+from tacker_hwaffinity.scheduling import plugin_args, registry, selectors, spreading
 from tacker_hwaffinity.scheduling.framework import Framework
 from tacker_hwaffinity.scheduling.model import parse_preferred_node_terms
 from tacker_hwaffinity.scheduling.plugin_args import check_fields
-from tacker_hwaffinity.scheduling.plugins import basic, noderesources
-from tacker_hwaffinity.scheduling.plugins.imagelocality import ImageLocality
-from tacker_hwaffinity.scheduling.plugins.interpod import InterPodAffinity
-from tacker_hwaffinity.scheduling.plugins.nodeaffinity import NodeAffinity
-from tacker_hwaffinity.scheduling.plugins.topologyspread import PodTopologySpread
+from tacker_hwaffinity.scheduling.plugins import noderesources
 
 API_VERSION = "kubescheduler.config.k8s.io/v1"
 # kube-scheduler's v1 default plugins, in order, with their score weights.
@@ -207,19 +203,8 @@ class Profile:
             field + ".preferredDuringSchedulingIgnoredDuringExecution")
 
     def framework(self):
-        interpod = InterPodAffinity(self.hard_weight, self.ignore_existing_preferred)
-        nodeaff = NodeAffinity(self.added_required, self.added_preferred)
-        plugins = {"NodeUnschedulable": basic.NodeUnschedulable(), "NodeName": basic.NodeName(),
-                   "TaintToleration": basic.TaintToleration(), "NodeAffinity": nodeaff,
-                   "NodeResourcesFit": noderesources.NodeResourcesFit(**self.fit),
-                   "PodTopologySpread": PodTopologySpread(self.spread_defaults,
-                                                          self.spread_system_defaulted),
-                   "InterPodAffinity": interpod,
-                   "NodeResourcesBalancedAllocation":
-                       noderesources.NodeResourcesBalancedAllocation(self.balanced_resources),
-                   "ImageLocality": ImageLocality()}
-        fw = Framework([plugins[n] for n in self.filters],
-                       [(plugins[n], w) for n, w in self.scores])
+        built = registry.plugins(self, list(self.filters) + [n for n, _ in self.scores])
+        fw = Framework([built[n] for n in self.filters], [(built[n], w) for n, w in self.scores])
         fw.percentage_of_nodes_to_score = self.percentage_of_nodes_to_score
         fw.preemption = self.preemption
         return fw

@@ -5,8 +5,6 @@ updated when a pod is bound, the way kube-scheduler's PreFilter state
 counts topology pairs, so deciding for one pod costs O(distinct terms)
 plus a few vector operations over the nodes, not O(pods x nodes).
 """
-import itertools
-
 import numpy as np
 
 from tacker_hwaffinity.scheduling import selectors
@@ -17,8 +15,6 @@ from tacker_hwaffinity.scheduling.selectors import NOTHING
 SELECTOR_OWNERS = (("v1", "ReplicationController"), ("apps/v1", "ReplicaSet"),
                    ("apps/v1", "StatefulSet"))
 
-# Kinds of an existing pod's terms that act on incoming pods (symmetry).
-EXISTING_KINDS = ("required_anti", "required_affinity", "preferred_affinity", "preferred_anti")
 
 
 class Domains:
@@ -68,26 +64,6 @@ class DomainCounts:
         if hit:
             self.counts[d] += sign
             self.total += sign
-
-
-class TermGroup:
-    """Bound pods' identical terms of one kind, counted per domain of the term's key."""
-
-    __slots__ = ("term", "kind", "domains", "counts", "total", "_match")
-
-    def __init__(self, term, kind, domains):
-        self.term, self.kind, self.domains = term, kind, domains
-        self.counts = np.zeros(len(domains), dtype=np.int64)
-        self.total = 0
-        self._match = {}
-
-    def matches(self, pod, ns_labels):
-        """Does this group's term select the incoming POD?"""
-        key = pod.class_key
-        hit = self._match.get(key)
-        if hit is None:
-            hit = self._match[key] = self.term.matches(pod.namespace, pod.labels, ns_labels)
-        return hit
 
 
 class NodeCounts:
@@ -140,19 +116,26 @@ class ClusterState:
         self._hits = {}      # class key -> [counts scanned, [the counts it is in]]
         self._primed = []    # counts made by prime_*: kept out of _made, found by class
         self._primed_hits = {}  # class key -> [primed counts that select it]
-        self._selecting = {}  # (kind, class key) -> [groups scanned, [groups selecting it]]
         self._domains = {}
         self._counts = {}
         self._node_counts = {}
-        self._groups = {kind: {} for kind in EXISTING_KINDS}
+        self._extensions = {}  # plugin name -> its bind-time counting (extension())
         self._default_selectors = {}
         self._node_values = {}
-        self.cache = {}  # per-state values plugins derive from nodes only (masks, images)
+        self._plugin_data = {}  # plugin name -> what it derives from the nodes (data())
         # shared results for plugins that score every node alike (never modified)
         self.zeros = np.zeros(n, dtype=np.int64)
         self.zeros.setflags(write=False)
         self.hundreds = np.full(n, 100, dtype=np.int64)
         self.hundreds.setflags(write=False)
+
+    def data(self, plugin):
+        """The dict PLUGIN (its name) keeps for this state: values it derives from the
+        nodes only (masks, image scores), which do not change while the state lives."""
+        got = self._plugin_data.get(plugin)
+        if got is None:
+            got = self._plugin_data[plugin] = {}
+        return got
 
     def allocatable(self, resource):
         """Allocatable RESOURCE per node (resources.UNCHECKED where it is not checked)."""
@@ -257,23 +240,18 @@ class ClusterState:
                     c.add(pod, i, self.ns_labels(pod.namespace))
         return c
 
-    def groups(self, kind):
-        return self._groups[kind].values()
-
-    def groups_selecting(self, kind, pod, ns_labels):
-        """The term groups of KIND whose term selects POD: ``[g for g in groups(KIND) if
-        g.matches(POD, NS_LABELS)]``, kept per pod class and extended as groups appear,
-        so a filter pays for the groups that select the pod, not for every group."""
-        got = self._selecting.get((kind, pod.class_key))
-        if got is None:
-            got = self._selecting[(kind, pod.class_key)] = [0, []]
-        groups = self._groups[kind]
-        if got[0] < len(groups):
-            for g in itertools.islice(groups.values(), got[0], None):
-                if g.matches(pod, ns_labels):
-                    got[1].append(g)
-            got[0] = len(groups)
-        return got[1]
+    def extension(self, name, factory):
+        """The bind-time counting plugin NAME keeps (``FACTORY(state)``, made once):
+        an object whose ``bind(pod, node_index, sign)`` this state calls for every pod
+        bound (sign 1) since, and for ``unbind`` (-1) and ``restore`` (1); the pods
+        bound before it was made are fed to it first."""
+        ext = self._extensions.get(name)
+        if ext is None:
+            ext = self._extensions[name] = factory(self)
+            for pod, i in self.pods:
+                if not self.absent or id(pod) not in self.absent:
+                    ext.bind(pod, i, 1)
+        return ext
 
     def bind(self, pod, node_index):
         """Record POD as running on node NODE_INDEX and update every count."""
@@ -294,19 +272,8 @@ class ClusterState:
                 hits = self._primed_hits.setdefault(pod.class_key, [])
                 if c not in hits:
                     hits.append(c)
-        if not pod.spec.has_pod_affinity:
-            return
-        for kind in EXISTING_KINDS:
-            groups = self._groups[kind]
-            for term in pod.terms[kind]:
-                gk = (term.sig, term.weight)
-                g = groups.get(gk)
-                if g is None:
-                    g = groups[gk] = TermGroup(term, kind, self.domains(term.topology_key))
-                d = g.domains.ids[node_index]
-                if d >= 0:
-                    g.counts[d] += 1
-                    g.total += 1
+        for ext in self._extensions.values():
+            ext.bind(pod, node_index, 1)
 
     def prime_counts(self, sig, matcher, key, pods):
         """Create the DomainCounts ``counts(SIG, MATCHER, KEY)`` would, from PODS
@@ -352,7 +319,7 @@ class ClusterState:
 
     def unbind(self, pod, node_index):
         """Take the bound POD out of the counts the filters read (pod, domain and node
-        counts, term groups), as if it were not running; ``restore`` puts it back.
+        counts, the plugins' extensions), as if it were not running; ``restore`` puts it back.
         ``hwaffinity audit`` judges each running replica against the cluster without
         itself this way. Resource sums and ``node_values`` are left as they are."""
         self._shift(pod, node_index, -1)
@@ -377,16 +344,8 @@ class ClusterState:
             self._add(c, pod, node_index, sign)
         for c in self._primed_hits.get(pod.class_key, ()):
             self._add(c, pod, node_index, sign)
-        if not pod.spec.has_pod_affinity:
-            return
-        for kind in EXISTING_KINDS:
-            groups = self._groups[kind]
-            for term in pod.terms[kind]:
-                g = groups[(term.sig, term.weight)]
-                d = g.domains.ids[node_index]
-                if d >= 0:
-                    g.counts[d] += sign
-                    g.total += sign
+        for ext in self._extensions.values():
+            ext.bind(pod, node_index, sign)
 
     def resolve_namespaces(self, term):
         """Incoming-pod term with its namespaceSelector turned into names (PreFilter)."""

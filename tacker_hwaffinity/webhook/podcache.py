@@ -53,7 +53,8 @@ from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling import selectors
 from tacker_hwaffinity.scheduling.model import DEFAULT_NAMESPACE, NS_NAME_LABEL, Node
-from tacker_hwaffinity.scheduling.state import EXISTING_KINDS, Domains
+from tacker_hwaffinity.scheduling.state import Domains
+from tacker_hwaffinity.scheduling.termgroups import EXISTING_KINDS
 
 PENDING_TTL_S = 30.0
 _PARSE_CACHE_MAX = 1024

@@ -1,13 +1,51 @@
-"""kube-scheduler plugins we model, each vectorised over the nodes.
+"""kube-scheduler plugins we model, each vectorised over the nodes: the contract.
 
-A filter plugin has ``name`` and ``filter(cycle)`` returning ``None`` (the
-plugin passes every node) or ``Rejection``. A score plugin has ``score(cycle)``
-returning raw int64 scores over all nodes, and ``normalize(raw, feasible)``.
-``prefilter(cycle)``, where a plugin has one, returns ``(message, names)``: a
-message makes every node fail; ``names`` (or None for all) are the only nodes
-kube-scheduler would run the filters on.
+A plugin is an object with a ``name`` (kube-scheduler's plugin name) and the
+extension points it implements, each taking the ``framework.Cycle`` of one pod
+(``cycle.state``: the ``ClusterState``; ``cycle.pod``: the pod):
+
+``prefilter(cycle)`` (optional)
+    ``None`` (every node goes on to the filters) or a ``PreFilterResult`` made
+    with ``PreFilterResult.reject(name, message)`` (every node fails with MESSAGE)
+    or ``PreFilterResult.only(name, node_names)`` (only those nodes are filtered).
+    The framework intersects the results and writes the status of the nodes left
+    out, naming the plugins (kube-scheduler's "didn't satisfy plugin(s)").
+``filter(cycle)``
+    ``None`` (the plugin passes every node) or a ``Rejection``.
+``scores(cycle, feasible)``
+    the normalised scores (int64, 0..100) over every node, 0 where not feasible;
+    ``cycle.state.zeros`` when the plugin skips the pod.
+
+State: a plugin keeps what it derives for one pod in ``cycle.data(name)`` and what
+it derives from the nodes alone in ``cycle.state.data(name)``; it keeps nothing
+keyed by a state's identity. A plugin that counts bound pods its own way registers
+that counting with ``state.extension(name, factory)``: the state feeds it every pod
+bound (and, for the audit, unbound and restored) since it was made.
+
+The plugins are built from a profile by name (``registry.REGISTRY``); the framework
+(``framework.Framework``) knows no plugin by name.
 """
 import numpy as np
+
+DIDNT_SATISFY = "node(s) didn't satisfy plugin(s) [%s]"
+
+
+class PreFilterResult:
+    """What one plugin's PreFilter says: every node fails (``message``), or only the
+    nodes in ``names`` are filtered. ``plugin``: the plugin's name."""
+
+    __slots__ = ("plugin", "message", "names")
+
+    def __init__(self, plugin, message=None, names=None):
+        self.plugin, self.message, self.names = plugin, message, names
+
+    @classmethod
+    def reject(cls, plugin, message):
+        return cls(plugin, message=message)
+
+    @classmethod
+    def only(cls, plugin, names):
+        return cls(plugin, names=frozenset(names))
 
 
 class Rejection:

@@ -36,17 +36,14 @@ class NodeUnschedulable:
 class TaintToleration:
     name = "TaintToleration"
 
-    def __init__(self):
-        self._tainted = {}
-
     def filter(self, cycle):
         state, tols = cycle.state, cycle.pod.spec.tolerations
-        tainted = self._tainted.get(id(state))
+        data = state.data(self.name)
+        tainted = data.get("tainted")
         if tainted is None:
-            tainted = self._tainted[id(state)] = [
-                (i, [t for t in n.taints if t.effect in ("NoSchedule", "NoExecute")])
-                for i, n in enumerate(state.nodes)]
-            tainted = self._tainted[id(state)] = [(i, ts) for i, ts in tainted if ts]
+            per_node = ((i, [t for t in n.taints if t.effect in ("NoSchedule", "NoExecute")])
+                        for i, n in enumerate(state.nodes))
+            tainted = data["tainted"] = [(i, ts) for i, ts in per_node if ts]
         if not tainted:
             return None
         bad = {}
@@ -67,12 +64,12 @@ class TaintToleration:
         state = cycle.state
         tols = tuple(t for t in cycle.pod.spec.tolerations
                      if t.effect in ("", "PreferNoSchedule"))
-        preferred = state.cache.get("prefer-no-schedule")
+        data = state.data(self.name)
+        preferred = data.get("prefer-no-schedule")
         if preferred is None:
             per_node = ((i, [t for t in n.taints if t.effect == "PreferNoSchedule"])
                         for i, n in enumerate(state.nodes))
-            preferred = state.cache["prefer-no-schedule"] = [(i, ts) for i, ts in per_node
-                                                              if ts]
+            preferred = data["prefer-no-schedule"] = [(i, ts) for i, ts in per_node if ts]
         if not preferred:  # no PreferNoSchedule taint anywhere: every node scores 100
             return state.hundreds
         raw = np.zeros(len(state.nodes), dtype=np.int64)

@@ -26,7 +26,7 @@ class ImageLocality:
     @staticmethod
     def _image_scores(state, image):
         """Per node: scaledImageScore of IMAGE (0 where the node lacks it)."""
-        cache = state.cache.setdefault("image-scores", {})
+        cache = state.data(ImageLocality.name).setdefault("image-scores", {})
         got = cache.get(image)
         if got is None:
             sizes = [node.images.get(image) for node in state.nodes]
@@ -38,12 +38,13 @@ class ImageLocality:
 
     def scores(self, cycle, feasible):
         state, spec = cycle.state, cycle.pod.spec
-        any_images = state.cache.get("any-images")
+        data = state.data(self.name)
+        any_images = data.get("any-images")
         if any_images is None:
-            any_images = state.cache["any-images"] = any(n.images for n in state.nodes)
+            any_images = data["any-images"] = any(n.images for n in state.nodes)
         if not any_images:
             return state.zeros  # nothing is on any node: every sum is below the minimum
-        cache = state.cache.setdefault("image-locality", {})
+        cache = data.setdefault("image-locality", {})
         got = cache.get(spec.images)
         if got is None:
             got = cache[spec.images] = self._scores(state, spec)

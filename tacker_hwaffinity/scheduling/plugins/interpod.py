@@ -30,6 +30,7 @@ anti-affinity over existing pods' required anti-affinity. ``raw_scores`` and
 import numpy as np
 
 from tacker_hwaffinity.scheduling.plugins import Rejection
+from tacker_hwaffinity.scheduling.termgroups import TermGroups
 
 NAME = "InterPodAffinity"
 ERR_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -164,11 +165,12 @@ def matches_all(terms):
 class StateView:
     """The counts interface over ``ClusterState`` for one cycle's pod (every node a slot)."""
 
-    __slots__ = ("state", "pod", "size", "_ns_labels")
+    __slots__ = ("state", "pod", "size", "groups", "_ns_labels")
 
     def __init__(self, cycle):
         self.state, self.pod = cycle.state, cycle.pod
         self.size = len(self.state.nodes)
+        self.groups = self.state.extension(NAME, TermGroups)  # symmetry's counting
         self._ns_labels = None
 
     def domain_ids(self, key):
@@ -181,7 +183,7 @@ class StateView:
         if self._ns_labels is None:
             self._ns_labels = self.state.ns_labels(self.pod.namespace)
         return [(g.term, g.counts)
-                for g in self.state.groups_selecting(kind, self.pod, self._ns_labels)
+                for g in self.groups.selecting(kind, self.pod, self._ns_labels)
                 if g.total]
 
     def selects_itself(self, terms):
@@ -197,10 +199,10 @@ class InterPodAffinity:
 
     @staticmethod
     def incoming_terms(cycle, kind):
-        key = ("ipa-terms", kind)
-        got = cycle.cache.get(key)
+        data = cycle.data(NAME)
+        got = data.get(kind)
         if got is None:
-            got = cycle.cache[key] = tuple(cycle.state.resolve_namespaces(t)
+            got = data[kind] = tuple(cycle.state.resolve_namespaces(t)
                                            for t in cycle.pod.terms[kind])
         return got
 

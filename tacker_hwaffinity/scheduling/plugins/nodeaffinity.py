@@ -1,13 +1,12 @@
 """NodeAffinity: nodeSelector AND required node affinity (+ addedAffinity), preferred score."""
 import numpy as np
 
-from tacker_hwaffinity.scheduling.plugins import Rejection, default_normalize
+from tacker_hwaffinity.scheduling.plugins import PreFilterResult, Rejection, default_normalize
 
 NAME = "NodeAffinity"
 ERR_POD = "node(s) didn't match Pod's node affinity/selector"
 ERR_ENFORCED = "node(s) didn't match scheduler-enforced node affinity"
 ERR_CONFLICT = "pod affinity terms conflict"
-ERR_PREFILTER_ABSENT = "node(s) didn't satisfy plugin(s) [NodeAffinity]"
 
 
 class NodeAffinity:
@@ -16,15 +15,14 @@ class NodeAffinity:
     def __init__(self, added_required=None, added_preferred=()):
         self.added_required = added_required  # selectors.NodeSelector or None
         self.added_preferred = tuple(added_preferred)  # ((weight, NodeSelectorTerm), ...)
-        self._masks = {}
 
     def _mask(self, state, key, predicate):
         """Per-node boolean for a pod-spec-derived KEY, computed once per node set."""
-        got = self._masks.get((id(state), key))
+        masks = state.data(self.name)
+        got = masks.get(key)
         if got is None:
-            got = np.fromiter((predicate(n) for n in state.nodes), dtype=bool,
-                              count=len(state.nodes))
-            self._masks[(id(state), key)] = got
+            got = masks[key] = np.fromiter((predicate(n) for n in state.nodes), dtype=bool,
+                                           count=len(state.nodes))
         return got
 
     @staticmethod
@@ -46,11 +44,13 @@ class NodeAffinity:
         return names
 
     def prefilter(self, cycle):
-        """(message making every node fail, or None; node names to filter, or None = all)."""
+        """The nodes a ``metadata.name`` matchFields term allows (None: all of them)."""
         names = self._prefilter_names(cycle.pod.spec)
-        if names is not None and not names:
-            return ERR_CONFLICT, None
-        return None, names
+        if names is None:
+            return None
+        if not names:
+            return PreFilterResult.reject(NAME, ERR_CONFLICT)
+        return PreFilterResult.only(NAME, names)
 
     def filter(self, cycle):
         state, spec = cycle.state, cycle.pod.spec

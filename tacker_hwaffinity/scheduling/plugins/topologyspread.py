@@ -42,8 +42,8 @@ class PodTopologySpread:
 
     def constraints(self, cycle, action):
         """The pod's constraints for ACTION: its own, or the defaults (getConstraints)."""
-        key = ("pts", action)
-        got = cycle.cache.get(key)
+        data = cycle.data(NAME)
+        got = data.get(action)
         if got is not None:
             return got
         pod = cycle.pod
@@ -56,7 +56,7 @@ class PodTopologySpread:
             if selector is not None:
                 got = tuple(c.resolve(pod.labels, True).with_selector(selector)
                             for c in defaults)
-        cycle.cache[key] = got
+        data[action] = got
         return got
 
     @staticmethod
@@ -73,19 +73,21 @@ class PodTopologySpread:
         mask = None
         if c.affinity_policy == HONOR and (spec.node_selector or spec.required_node is not None):
             sel, req = spec.node_selector, spec.required_node
-            key = ("pts-affinity", tuple(sorted(sel.items())), None if req is None else req.sig)
-            mask = state.cache.get(key)  # nodes do not change during a plan
+            key = ("affinity", tuple(sorted(sel.items())), None if req is None else req.sig)
+            masks = state.data(NAME)  # nodes do not change during a plan
+            mask = masks.get(key)
             if mask is None:
-                mask = state.cache[key] = np.fromiter(
+                mask = masks[key] = np.fromiter(
                     (all(n.labels.get(k) == v for k, v in sel.items())
                      and (req is None or req.matches(n.labels, n.name)) for n in state.nodes),
                     dtype=bool, count=len(state.nodes))
         if c.taints_policy == HONOR:
             tols = spec.tolerations
-            key = ("pts-taints", tuple((t.key, t.operator, t.value, t.effect) for t in tols))
-            tmask = state.cache.get(key)
+            key = ("taints", tuple((t.key, t.operator, t.value, t.effect) for t in tols))
+            masks = state.data(NAME)
+            tmask = masks.get(key)
             if tmask is None:
-                tmask = state.cache[key] = np.fromiter(
+                tmask = masks[key] = np.fromiter(
                     (all(tolerates(tols, t) for t in n.taints
                          if t.effect in ("NoSchedule", "NoExecute")) for n in state.nodes),
                     dtype=bool, count=len(state.nodes))

@@ -1,0 +1,76 @@
+"""Bound pods' inter-pod terms, grouped by identical term and counted per domain.
+
+This is what symmetry reads (existing pods' terms acting on an incoming pod): the
+InterPodAffinity plugin registers a ``TermGroups`` with ``ClusterState.extension``,
+which feeds it every pod bound, unbound and restored.
+"""
+import itertools
+
+import numpy as np
+
+# Kinds of an existing pod's terms that act on incoming pods (symmetry).
+EXISTING_KINDS = ("required_anti", "required_affinity", "preferred_affinity", "preferred_anti")
+
+
+class TermGroup:
+    """Bound pods' identical terms of one kind, counted per domain of the term's key."""
+
+    __slots__ = ("term", "kind", "domains", "counts", "total", "_match")
+
+    def __init__(self, term, kind, domains):
+        self.term, self.kind, self.domains = term, kind, domains
+        self.counts = np.zeros(len(domains), dtype=np.int64)
+        self.total = 0
+        self._match = {}
+
+    def matches(self, pod, ns_labels):
+        """Does this group's term select the incoming POD?"""
+        key = pod.class_key
+        hit = self._match.get(key)
+        if hit is None:
+            hit = self._match[key] = self.term.matches(pod.namespace, pod.labels, ns_labels)
+        return hit
+
+
+class TermGroups:
+    """Every bound pod's terms of every kind in ``EXISTING_KINDS``, for one state."""
+
+    def __init__(self, state):
+        self.state = state
+        self._groups = {kind: {} for kind in EXISTING_KINDS}
+        self._selecting = {}  # (kind, class key) -> [groups scanned, [groups selecting it]]
+
+    def bind(self, pod, node_index, sign):
+        """Count POD's terms on node NODE_INDEX (SIGN -1: take them out again)."""
+        if not pod.spec.has_pod_affinity:
+            return
+        for kind in EXISTING_KINDS:
+            groups = self._groups[kind]
+            for term in pod.terms[kind]:
+                gk = (term.sig, term.weight)
+                g = groups.get(gk)
+                if g is None:
+                    g = groups[gk] = TermGroup(term, kind,
+                                               self.state.domains(term.topology_key))
+                d = g.domains.ids[node_index]
+                if d >= 0:
+                    g.counts[d] += sign
+                    g.total += sign
+
+    def groups(self, kind):
+        return self._groups[kind].values()
+
+    def selecting(self, kind, pod, ns_labels):
+        """The groups of KIND whose term selects POD: ``[g for g in groups(KIND) if
+        g.matches(POD, NS_LABELS)]``, kept per pod class and extended as groups appear,
+        so a filter pays for the groups that select the pod, not for every group."""
+        got = self._selecting.get((kind, pod.class_key))
+        if got is None:
+            got = self._selecting[(kind, pod.class_key)] = [0, []]
+        groups = self._groups[kind]
+        if got[0] < len(groups):
+            for g in itertools.islice(groups.values(), got[0], None):
+                if g.matches(pod, ns_labels):
+                    got[1].append(g)
+            got[0] = len(groups)
+        return got[1]
