@@ -157,9 +157,6 @@ def machine_from_yaml(doc, source="machine"):
     for k in doc:
         if k not in _TOP:
             raise _err("unknown field (expected one of %s)" % ", ".join(sorted(_TOP)), source, k)
-    sockets = doc.get("sockets")
-    if not isinstance(sockets, list) or not sockets:
-        raise _err("expected a non-empty list of sockets", source, "sockets")
     tpc = _int(doc.get("threadsPerCore"), source, "threadsPerCore", 1)
     if tpc < 1:
         raise _err("must be at least 1", source, "threadsPerCore")
@@ -167,6 +164,27 @@ def machine_from_yaml(doc, source="machine"):
     if layout not in ("halves", "adjacent"):
         raise _err("expected halves or adjacent", source, "threadLayout")
     offline = _ids(doc.get("offline"), source, "offline")
+    placement, nodes = _sockets(doc.get("sockets"), source)
+    nodes.extend(_memory_nodes(doc.get("memoryNodes") or [], source))
+    ids = [n.id for n in nodes]
+    if len(set(ids)) != len(ids):
+        raise _err("NUMA node ids must be unique", source, "sockets")
+    _distances(doc.get("distances"), nodes, source)
+    cpus = [CPU(c, sid, die, min(sib), nid, c not in offline, sib)
+            for (c, (sid, die, nid)), sib in zip(sorted(placement.items()),
+                                                 _siblings(placement, tpc, layout))]
+    isolated = _ids(doc.get("isolated"), source, "isolated")
+    reserved = _ids(doc.get("reserved"), source, "reserved")
+    for what, listed in (("offline", offline), ("isolated", isolated), ("reserved", reserved)):
+        if listed - set(placement):
+            raise _err("unknown CPUs %s" % sorted(listed - set(placement)), source, what)
+    return Machine(cpus, nodes, isolated, reserved, str(doc.get("name") or source))
+
+
+def _sockets(sockets, source):
+    """({cpu: (socket, die, node)}, [NumaNode]) of the ``sockets`` list."""
+    if not isinstance(sockets, list) or not sockets:
+        raise _err("expected a non-empty list of sockets", source, "sockets")
     placement, nodes = {}, []
     for si, s in enumerate(sockets):
         f = "sockets[%d]" % si
@@ -176,67 +194,69 @@ def machine_from_yaml(doc, source="machine"):
         if not isinstance(s.get("nodes"), list) or not s["nodes"]:
             raise _err("expected a non-empty list of NUMA nodes", source, f + ".nodes")
         for ni, n in enumerate(s["nodes"]):
-            nf = "%s.nodes[%d]" % (f, ni)
-            if not isinstance(n, dict):
-                raise _err("expected a mapping with id, cpus, memory, die", source, nf)
-            extra = set(n) - {"id", "cpus", "memory", "die"}
-            if extra:
-                raise _err("unknown fields %s (expected id, cpus, memory, die; quote CPU "
-                           "lists with commas inside {...})" % sorted(map(str, extra)), source, nf)
-            nid = _int(n.get("id"), source, nf + ".id")
-            die = _int(n.get("die"), source, nf + ".die", 0)
-            cpus = _ids(n.get("cpus"), source, nf + ".cpus")
-            if not cpus:
-                raise _err("a NUMA node needs CPUs (use memoryNodes for CPU-less nodes)",
-                           source, nf + ".cpus")
-            for c in cpus:
-                if c in placement:
-                    raise _err("CPU %d is listed twice" % c, source, nf + ".cpus")
-                placement[c] = (sid, die, nid)
-            nodes.append(NumaNode(nid, cpus, _memory(n.get("memory"), source, nf + ".memory")))
-    for mi, m in enumerate(doc.get("memoryNodes") or []):
+            nodes.append(_cpu_node(n, sid, placement, source, "%s.nodes[%d]" % (f, ni)))
+    return placement, nodes
+
+
+def _cpu_node(n, sid, placement, source, nf):
+    """The NumaNode of one ``sockets[].nodes[]`` entry; its CPUs go into PLACEMENT."""
+    if not isinstance(n, dict):
+        raise _err("expected a mapping with id, cpus, memory, die", source, nf)
+    extra = set(n) - {"id", "cpus", "memory", "die"}
+    if extra:
+        raise _err("unknown fields %s (expected id, cpus, memory, die; quote CPU "
+                   "lists with commas inside {...})" % sorted(map(str, extra)), source, nf)
+    nid = _int(n.get("id"), source, nf + ".id")
+    die = _int(n.get("die"), source, nf + ".die", 0)
+    cpus = _ids(n.get("cpus"), source, nf + ".cpus")
+    if not cpus:
+        raise _err("a NUMA node needs CPUs (use memoryNodes for CPU-less nodes)",
+                   source, nf + ".cpus")
+    for c in cpus:
+        if c in placement:
+            raise _err("CPU %d is listed twice" % c, source, nf + ".cpus")
+        placement[c] = (sid, die, nid)
+    return NumaNode(nid, cpus, _memory(n.get("memory"), source, nf + ".memory"))
+
+
+def _memory_nodes(entries, source):
+    """The CPU-less NumaNodes of ``memoryNodes``."""
+    out = []
+    for mi, m in enumerate(entries):
         mf = "memoryNodes[%d]" % mi
         if not isinstance(m, dict) or set(m) - {"id", "memory", "socket"}:
             raise _err("expected a mapping with id, memory, socket", source, mf)
-        nodes.append(NumaNode(_int(m.get("id"), source, mf + ".id"), (),
-                              _memory(m.get("memory"), source, mf + ".memory"),
-                              socket=_int(m.get("socket"), source, mf + ".socket", 0), die=0))
-    ids = [n.id for n in nodes]
-    if len(set(ids)) != len(ids):
-        raise _err("NUMA node ids must be unique", source, "sockets")
-    dist = doc.get("distances")
-    if dist is not None:
-        order = sorted(ids)
-        if (not isinstance(dist, list) or len(dist) != len(order)
-                or any(not isinstance(r, list) or len(r) != len(order) for r in dist)):
-            raise _err("expected a %dx%d matrix in node id order" % (len(order), len(order)),
-                       source, "distances")
-        by_id = {n.id: n for n in nodes}
-        for i, row in enumerate(dist):
-            for j, d in enumerate(row):
-                by_id[order[i]].distance[order[j]] = _int(d, source, "distances[%d][%d]" % (i, j))
+        out.append(NumaNode(_int(m.get("id"), source, mf + ".id"), (),
+                            _memory(m.get("memory"), source, mf + ".memory"),
+                            socket=_int(m.get("socket"), source, mf + ".socket", 0), die=0))
+    return out
+
+
+def _distances(dist, nodes, source):
+    """Fill each node's ``distance`` from the matrix DIST (rows in node id order)."""
+    if dist is None:
+        return
+    order = sorted(n.id for n in nodes)
+    if (not isinstance(dist, list) or len(dist) != len(order)
+            or any(not isinstance(r, list) or len(r) != len(order) for r in dist)):
+        raise _err("expected a %dx%d matrix in node id order" % (len(order), len(order)),
+                   source, "distances")
+    by_id = {n.id: n for n in nodes}
+    for i, row in enumerate(dist):
+        for j, d in enumerate(row):
+            by_id[order[i]].distance[order[j]] = _int(d, source, "distances[%d][%d]" % (i, j))
+
+
+def _siblings(placement, tpc, layout):
+    """Per CPU in id order, its hyperthread siblings: ``adjacent`` (0,1 | 2,3) or
+    ``halves`` (c and c + n/tpc); a CPU whose siblings are not all listed has none."""
     n = len(placement)
-    cpus = []
-    for c, (sid, die, nid) in sorted(placement.items()):
+    for c in sorted(placement):
         if tpc > 1 and layout == "adjacent":
             sib = [c - c % tpc + k for k in range(tpc)]
-            if any(x not in placement for x in sib):
-                sib = [c]
         elif tpc > 1 and n % tpc == 0:
             stride = n // tpc
-            first = c % stride
-            sib = [first + k * stride for k in range(tpc)]
-            if any(x not in placement for x in sib):
-                sib = [c]
+            sib = [c % stride + k * stride for k in range(tpc)]
         else:
             sib = [c]
-        cpus.append(CPU(c, sid, die, min(sib), nid, c not in offline, sib))
-    unknown = offline - set(placement)
-    if unknown:
-        raise _err("unknown CPUs %s" % sorted(unknown), source, "offline")
-    isolated = _ids(doc.get("isolated"), source, "isolated")
-    reserved = _ids(doc.get("reserved"), source, "reserved")
-    for what, ids_ in (("isolated", isolated), ("reserved", reserved)):
-        if ids_ - set(placement):
-            raise _err("unknown CPUs %s" % sorted(ids_ - set(placement)), source, what)
-    return Machine(cpus, nodes, isolated, reserved, str(doc.get("name") or source))
+        yield sib if all(x in placement for x in sib) else [c]
