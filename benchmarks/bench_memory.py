@@ -298,7 +298,7 @@ def _agent():
     from tacker_hwaffinity.agent.node import NodeState
     from tacker_hwaffinity.agent.runner import Agent, Metrics
     from tacker_hwaffinity.cli import agent as cli
-    from tacker_hwaffinity.k8s.yamlio import parse_documents
+    from tacker_hwaffinity.objects.yamlio import parse_documents
     from tacker_hwaffinity.numa.topology import machine_from_yaml
     server = os.path.join(ROOT, "tests", "numa", "data", "server.yaml")
     with open(server) as f:

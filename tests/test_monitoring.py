@@ -135,6 +135,6 @@ def test_monitoring_has_its_own_kustomization_outside_the_apply_path():
 @pytest.mark.parametrize("path", ["prometheusrule.yaml", "kustomization.yaml"])
 def test_yaml_is_strict(path):
     """No duplicate keys (a second 'expr' would silently win)."""
-    from tacker_hwaffinity.k8s.yaml_strict import load_all
+    from tacker_hwaffinity.objects.yaml_strict import load_all
     with open(os.path.join(MONITORING, path)) as f:
         assert list(load_all(f.read()))

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from tacker_hwaffinity.k8s.qos import QOS_CLASSES
+from tacker_hwaffinity.objects.qos import QOS_CLASSES
 from tacker_hwaffinity.numa.cgroups import cgroup_path
 from tacker_hwaffinity.numa.cpuset import format_list, parse_list
 

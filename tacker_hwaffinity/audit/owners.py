@@ -8,7 +8,7 @@ informers hold no ReplicaSets), a ReplicaSet whose name is ``<name>-<pod-templat
 controller is its own workload (kind ``Pod``).
 """
 OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
-# What is read of an owner (``k8s.pruning``'s kept-fields table): the chain and the scale.
+# What is read of an owner (``objects.pruning``'s kept-fields table): the chain and the scale.
 FIELDS = {"metadata": ("name", "namespace", "ownerReferences", "resourceVersion"),
           "spec": ("selector", "replicas", "parallelism"),
           "status": ("desiredNumberScheduled",)}

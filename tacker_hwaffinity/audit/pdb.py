@@ -19,7 +19,7 @@ import re
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling.selectors import SelectorError, parse_label_selector
 
-# What is read of a budget (``k8s.pruning``'s kept-fields table).
+# What is read of a budget (``objects.pruning``'s kept-fields table).
 FIELDS = {"metadata": ("name", "namespace", "resourceVersion"),
           "spec": ("selector", "minAvailable", "maxUnavailable"), "status": ()}
 

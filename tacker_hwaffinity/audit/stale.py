@@ -107,7 +107,7 @@ class StaleReport:
 
 
 # What the check reads of a Node: keep these when reading a snapshot or the API server
-# (k8s.pruning keep= / SNAPSHOT_FIELDS shape).
+# (objects.pruning keep= / SNAPSHOT_FIELDS shape).
 NODE_FIELDS = {"metadata": ("name", "labels"), "status": ("addresses",)}
 
 

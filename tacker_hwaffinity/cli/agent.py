@@ -16,9 +16,9 @@ from tacker_hwaffinity.errors import InputError
 
 DEFAULT_PORT = 9464
 
-# What the agent reads of a Pod (agent.node, numa.subjects.pod_from_object, k8s.qos,
+# What the agent reads of a Pod (agent.node, numa.subjects.pod_from_object, objects.qos,
 # agent.runner, kube.events): the informer keeps these keys of these fields, nothing
-# else (k8s.pruning); tests/unit/test_kube_projection.py checks the readers against it.
+# else (objects.pruning); tests/unit/test_kube_projection.py checks the readers against it.
 POD_FIELDS = {
     "metadata": ("name", "namespace", "uid", "labels", "annotations", "creationTimestamp",
                  "deletionTimestamp", "resourceVersion"),

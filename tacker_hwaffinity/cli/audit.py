@@ -11,7 +11,7 @@ from tacker_hwaffinity.audit import owners, pdb, render, stale, thresholds
 from tacker_hwaffinity.cli.common import TIMING_ENV, PhaseTimes  # noqa: F401 (TIMING_ENV: docs)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.yamlio import gc_paused, load_objects
+from tacker_hwaffinity.objects.yamlio import gc_paused, load_objects
 from tacker_hwaffinity.scheduling.snapshot import SELECTOR_KINDS, SNAPSHOT_FIELDS
 
 KINDS = ("Node", "Pod", "Namespace", "PodDisruptionBudget", "Service",
@@ -57,7 +57,7 @@ def read_objects(args):
     if getattr(args, "context", None) is not None and args.kubeconfig is None:
         raise InputError("--context needs --kubeconfig", field="--context")
     if args.kubeconfig is not None:
-        from tacker_hwaffinity.k8s import pruning
+        from tacker_hwaffinity.objects import pruning
         from tacker_hwaffinity.kube import client, cluster
         try:
             conn = client.connect(args.kubeconfig, args.context)

@@ -4,7 +4,7 @@ import sys
 import time
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.yamlio import gc_paused, load_objects
+from tacker_hwaffinity.objects.yamlio import gc_paused, load_objects
 from tacker_hwaffinity.scheduling.profile import Profile
 from tacker_hwaffinity.scheduling.snapshot import SNAPSHOT_FIELDS, cluster_from_objects
 
@@ -91,7 +91,7 @@ def read_live_cluster(kubeconfig, context):
     """[(object, source)] and notes from the API server; connection problems
     are bad input (one line, exit 2) like a bad file."""
     from tacker_hwaffinity.kube import client, cluster
-    from tacker_hwaffinity.k8s import pruning
+    from tacker_hwaffinity.objects import pruning
     try:
         conn = client.connect(kubeconfig, context)
         try:

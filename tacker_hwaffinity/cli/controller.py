@@ -18,7 +18,7 @@ from tacker_hwaffinity.errors import InputError
 DEFAULT_PORT = 9465
 
 # What the controller reads of Nodes and Pods (controller.runner, kube.events): its
-# informers keep these keys of these fields, nothing else (k8s.pruning);
+# informers keep these keys of these fields, nothing else (objects.pruning);
 # tests/unit/test_kube_projection.py checks the readers against them.
 NODE_FIELDS = {"metadata": ("name", "namespace", "uid", "labels", "resourceVersion"),
                "spec": (), "status": ("addresses",)}

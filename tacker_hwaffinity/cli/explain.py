@@ -6,7 +6,7 @@ from tacker_hwaffinity.cli.common import add_cluster_args, load_inputs
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import planner, sampling
 from tacker_hwaffinity.scheduling.planner import pod_notes
-from tacker_hwaffinity.k8s.yamlio import load_objects
+from tacker_hwaffinity.objects.yamlio import load_objects
 from tacker_hwaffinity.scheduling.snapshot import workloads_from_objects
 
 

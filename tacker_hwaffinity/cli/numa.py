@@ -15,7 +15,7 @@ import json
 import sys
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.yamlio import load_objects, parse_documents, read_text
+from tacker_hwaffinity.objects.yamlio import load_objects, parse_documents, read_text
 from tacker_hwaffinity.numa import report as reportmod
 from tacker_hwaffinity.numa.cpuset import parse_list
 from tacker_hwaffinity.numa.subjects import load_pods
@@ -155,7 +155,7 @@ def _reserved(text, machine):
     text = text.strip()
     if text.endswith("m") or "." in text:
         import math
-        from tacker_hwaffinity.k8s.quantity import parse_quantity
+        from tacker_hwaffinity.objects.quantity import parse_quantity
         count = math.ceil(parse_quantity(text))
         pool = sorted(machine.online - machine.isolated)
         if count > len(pool):

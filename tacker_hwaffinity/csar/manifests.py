@@ -16,7 +16,7 @@ import re
 import typing
 
 from tacker_hwaffinity.csar.problems import Problem
-from tacker_hwaffinity.k8s.quantity import parse_quantity
+from tacker_hwaffinity.objects.quantity import parse_quantity
 from tacker_hwaffinity.scheduling.model import object_label
 
 # Map fields whose values are resource.Quantity in the Kubernetes API.

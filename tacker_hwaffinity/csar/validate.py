@@ -15,7 +15,7 @@ from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.csar import integrity, manifests, placement, tacker_checks, vnfd, zipio
 from tacker_hwaffinity.csar.problems import Problem
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.yamlio import parse_documents
+from tacker_hwaffinity.objects.yamlio import parse_documents
 
 K8S_DIR = "Files/kubernetes/"
 _MANIFEST_EXT = (".yaml", ".yml", ".json")

@@ -23,7 +23,7 @@ A list in flight is bounded by the connection's timeouts; ``stop`` ends a
 backoff wait at once and a blocked watch read by shutting its socket.
 
 Memory: ``fields`` is a kept-fields table for the kind (``{top-level field:
-keys kept}``, :mod:`k8s.pruning`'s format, the snapshot loader's pruning),
+keys kept}``, :mod:`objects.pruning`'s format, the snapshot loader's pruning),
 applied to every object as it arrives (each list item as its page is decoded,
 each watch event) before it is stored or handed on, so a cache of 30,000 pods
 holds only what the component reads (``metadata.managedFields`` and most of
@@ -48,7 +48,7 @@ import socket
 import threading
 import time
 
-from tacker_hwaffinity.k8s.pruning import pruner
+from tacker_hwaffinity.objects.pruning import pruner
 from tacker_hwaffinity.kube.client import CONNECT_TIMEOUT_S, KubeError
 from tacker_hwaffinity.kube.lists import PAGE_SIZE, api_error, list_json
 

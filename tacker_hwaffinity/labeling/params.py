@@ -7,7 +7,7 @@ import re
 
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.validation import qualified_name_error
+from tacker_hwaffinity.objects.validation import qualified_name_error
 
 BLOCK = "hwaffinity_param"
 REFERENCE_BLOCK = "k8s_cluster_installation_param"

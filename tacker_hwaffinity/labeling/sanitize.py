@@ -13,7 +13,7 @@ Rule (documented in doc/mgmt-driver.md):
 import hashlib
 import re
 
-from tacker_hwaffinity.k8s.validation import label_value_error
+from tacker_hwaffinity.objects.validation import label_value_error
 
 _INVALID_RUN = re.compile(r"[^A-Za-z0-9_.-]+")
 _EDGE = re.compile(r"^[^A-Za-z0-9]+|[^A-Za-z0-9]+$")

@@ -14,7 +14,7 @@ import logging
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.labeling import inventory
 from tacker_hwaffinity.mgmt import install as cluster_install
-from tacker_hwaffinity.mgmt import kube as kube_access
+from tacker_hwaffinity.mgmt import kubectl_runner as kube_access
 from tacker_hwaffinity.mgmt import reconcile
 from tacker_hwaffinity.mgmt.reconcile import HookFailed
 

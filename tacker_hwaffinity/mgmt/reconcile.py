@@ -1,4 +1,4 @@
-"""The cluster-side use cases, over a kubectl runner (``mgmt.kube``).
+"""The cluster-side use cases, over a kubectl runner (``mgmt.kubectl_runner``).
 
 * ``relabel``: read the nodes (1 command), plan, apply every change in ONE
   server-side apply that also prints the result, and check the labels read

@@ -94,7 +94,7 @@ def _vims(context, vnf_instance, request):
             if not info.get("bearer_token"):
                 info = _stored_vim(context, vim)
             if info.get("bearer_token") and info.get("auth_url"):
-                from tacker_hwaffinity.mgmt.kube import kubeconfig_from_vim
+                from tacker_hwaffinity.mgmt.kubectl_runner import kubeconfig_from_vim
                 kubeconfig = kubeconfig_from_vim(info["auth_url"], info["bearer_token"],
                                                  info.get("ssl_ca_cert"))
     return access, kubeconfig

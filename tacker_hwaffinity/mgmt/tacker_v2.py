@@ -49,7 +49,7 @@ def job_from_v2(script):
             from tacker_hwaffinity.openstack import access_from_tacker_v2
             job.access = access_from_tacker_v2(vim)
         elif vtype == KUBERNETES.upper() and job.kubeconfig is None:
-            from tacker_hwaffinity.mgmt.kube import kubeconfig_from_vim
+            from tacker_hwaffinity.mgmt.kubectl_runner import kubeconfig_from_vim
             iface, acc = vim.get("interfaceInfo") or {}, vim.get("accessInfo") or {}
             if iface.get("endpoint") and acc.get("bearer_token"):
                 job.kubeconfig = kubeconfig_from_vim(iface["endpoint"], acc["bearer_token"],

@@ -22,7 +22,7 @@ Go's ``strconv.ParseBool``). A value that is not a boolean is an error
 (upstream logs it and uses the default).
 """
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.qos import BEST_EFFORT, BURSTABLE, GUARANTEED
+from tacker_hwaffinity.objects.qos import BEST_EFFORT, BURSTABLE, GUARANTEED
 
 NORMAL, RESERVED = "normal", "reserved"
 

@@ -12,9 +12,9 @@ The keys a subject exposes follow upstream (see doc/numa.md):
   ``<runtime>://`` prefix) and ``pod``.
 """
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s import qos as qosmod
-from tacker_hwaffinity.k8s.quantity import milli_value, value as quantity_value
-from tacker_hwaffinity.k8s.yamlio import type_name
+from tacker_hwaffinity.objects import qos as qosmod
+from tacker_hwaffinity.objects.quantity import milli_value, value as quantity_value
+from tacker_hwaffinity.objects.yamlio import type_name
 
 CONTAINER_NAME_LABEL = "io.kubernetes.container.name"
 POD_NAME_LABEL = "io.kubernetes.pod.name"

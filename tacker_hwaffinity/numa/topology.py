@@ -21,8 +21,8 @@ Machine YAML (see doc/numa.md)::
       - {id: 2, memory: 256Gi, socket: 0}
 """
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.quantity import parse_quantity, value as qvalue
-from tacker_hwaffinity.k8s.yamlio import type_name
+from tacker_hwaffinity.objects.quantity import parse_quantity, value as qvalue
+from tacker_hwaffinity.objects.yamlio import type_name
 from tacker_hwaffinity.numa.cpuset import parse_list
 
 

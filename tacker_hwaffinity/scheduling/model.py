@@ -6,8 +6,8 @@ per template and shared by every replica.
 """
 from tacker_hwaffinity.constants import TERMINAL_PHASES
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.quantity import milli_value, parse_quantity, value
-from tacker_hwaffinity.k8s.validation import label_value_error, qualified_name_error
+from tacker_hwaffinity.objects.quantity import milli_value, parse_quantity, value
+from tacker_hwaffinity.objects.validation import label_value_error, qualified_name_error
 from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling import selectors, spreading
 from tacker_hwaffinity.scheduling.terms import RawTerm

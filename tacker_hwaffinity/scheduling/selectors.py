@@ -7,7 +7,7 @@ integer semantics. Pod label selectors additionally accept ``Gt``/``Lt``
 """
 import re
 
-from tacker_hwaffinity.k8s.validation import label_value_error, qualified_name_error
+from tacker_hwaffinity.objects.validation import label_value_error, qualified_name_error
 
 IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT = (
     "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt")

@@ -1,6 +1,6 @@
 """Load a cluster snapshot and workloads from files into scheduler objects."""
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.yamlio import gc_paused, load_objects
+from tacker_hwaffinity.objects.yamlio import gc_paused, load_objects
 from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling import workloads
 from tacker_hwaffinity.scheduling.model import (
@@ -17,7 +17,7 @@ SELECTOR_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController
 
 # What the engine reads of snapshot objects (model.Node.parse, Pod.parse, Namespace.parse,
 # object_label, selectors_of): per kind, the keys kept of each listed top-level field. The
-# loader drops every other key of those fields while reading (see k8s.pruning), so memory
+# loader drops every other key of those fields while reading (see objects.pruning), so memory
 # follows what is used: most of what kubectl prints is metadata.managedFields and Pod
 # status. Fields not listed are kept whole. Reading one more field means adding it here.
 _SELECTOR_ONLY = {"metadata": ("name", "namespace"), "spec": ("selector",), "status": ()}

@@ -5,7 +5,7 @@ pod's namespace when neither ``namespaces`` nor ``namespaceSelector`` is
 given, and the API server's ``matchLabelKeys``/``mismatchLabelKeys`` merge.
 """
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.validation import qualified_name_error
+from tacker_hwaffinity.objects.validation import qualified_name_error
 from tacker_hwaffinity.scheduling import selectors
 
 _TERM_FIELDS = {"labelSelector", "namespaces", "topologyKey", "namespaceSelector",

@@ -1,47 +1,10 @@
 """The scheduler extender's filter and prioritize verbs, over a :class:`PodCache`.
 
-kube-scheduler's own InterPodAffinity applies what is in ``spec.affinity``; this
-applies the pod terms the API server rejects there, carried by the annotations
-``hwaffinity.io/pod-affinity`` and ``hwaffinity.io/required-during-execution``
-(``scheduling.annotations``), with the engine's InterPodAffinity semantics
-(``scheduling.plugins.interpod``), evaluated over the annotation terms only:
-
-* filter: the incoming pod's required affinity (every term's topology key on the
-  node, a domain holding a pod all its terms select; the first pod of a group
-  that selects itself passes wherever the keys are), its required anti-affinity,
-  and bound pods' extended required anti-affinity that selects the incoming pod
-  (symmetry). One reason per node, the engine's precedence: ``ERR_AFFINITY`` over
-  ``ERR_ANTI`` over ``ERR_EXISTING_ANTI``.
-* prioritize: the engine's raw score (incoming preferred terms; bound pods'
-  extended preferred terms and, times ``hard_pod_affinity_weight``, their
-  required affinity terms that select the incoming pod), normalised the engine's
-  way (min-max to 0..100 over the given nodes, truncated), then **rounded half up**
-  to 0..10 (``(s + 5) // 10``): kube-scheduler multiplies by 10 again, so its
-  total is within 5 of the engine's, where integer division would lose up to 9.
-
-Wire format (v1.20 and current): requests ``{"Pod", "Nodes"|"NodeNames"}``
-with capitalised keys; the filter answers ``{"Nodes", "NodeNames",
-"FailedNodes", "Error"}`` in the form it was asked in, prioritize
-``[{"Host", "Score"}]``. A pod that carries neither annotation and that no
-bound or pending pod's extended anti-affinity selects gets its input back
-unchanged (the same list or NodeList object) at the cost of a few dict
-lookups. Every pod the filter leaves a node for is ``assume``d (see
-:mod:`podcache`), pass-through pods included: an annotated pod decided right
-after a plain one that its terms select must wait for that one's binding too.
-The filter waits (at most ``pending_wait``) for relevant pending pods first.
-
-Errors: a malformed annotation is the filter's ``Error`` with the engine's
-message (``annotations.malformed``), so kube-scheduler fails the attempt and
-shows it; prioritize scores such a pod 0 everywhere (its errors are ignored
-anyway). Arguments kube-scheduler would not send: the filter's ``Error``, a
-400 from prioritize. ``handle`` answers 400 for a body that is not JSON, 404
-for another verb, 500 (logged here, no traceback sent) for a bug.
-
-Not the engine's: the spec's and the annotations' terms are evaluated apart
-(kube-scheduler the one, this the other), so required affinity is "a pod
-all the spec terms select" AND "a pod all the annotation terms select", not
-one pod for both lists together; and the extender's 0..10 score is added to
-kube-scheduler's InterPodAffinity score rather than normalised with it.
+The pod terms the API server rejects in ``spec.affinity`` (carried by the annotations
+``hwaffinity.io/pod-affinity`` and ``hwaffinity.io/required-during-execution``) are
+judged by the engine's one evaluator (``scheduling.plugins.interpod``) over the
+cache's index. Wire format, errors, the 0..10 score and where this differs from the
+engine: ``doc/webhook.md``.
 """
 import itertools
 import json

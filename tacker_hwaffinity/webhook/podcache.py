@@ -1,48 +1,6 @@
-"""The scheduler extender's view of the cluster: nodes, namespaces and bound pods.
-
-Fed by informers (``on_node``/``on_pod``/``on_namespace`` for watch events,
-``sync_*`` after a (re)list), read by :mod:`extender`. Pure: no HTTP, no client.
-
-What is kept
-------------
-* Nodes: name -> labels (status-only updates cost a dict compare). ``node_view()``
-  gives an immutable snapshot with per-topology-key domain arrays, rebuilt only
-  when a node comes, goes or changes labels.
-* Namespaces: name -> labels (``kubernetes.io/metadata.name`` defaulted, as the
-  engine's ``Namespace.parse`` does) for namespaceSelector.
-* Bound pods: ``spec.nodeName`` set, phase not Succeeded/Failed. Terminating pods
-  (``deletionTimestamp`` set) are **kept**: the engine's snapshot keeps them and
-  its InterPodAffinity counts them (only PodTopologySpread skips them), and so
-  does kube-scheduler's InterPodAffinity. They leave with their DELETED event.
-  Per namespace, an index label key -> value -> set of pods: ``matchLabels``/``In``
-  are set lookups, ``Exists`` a union over one key, ``Gt``/``Lt`` a scan of one
-  key's distinct values; only a selector with no positive requirement (``{}``,
-  ``NotIn``/``DoesNotExist`` alone) scans a namespace's pods.
-* Bound pods' extended terms (``hwaffinity.io/pod-affinity`` and
-  ``hwaffinity.io/required-during-execution``), resolved, grouped per kind by
-  identical term (the engine's ``TermGroup``), each group with its pods per node:
-  this is what symmetry (existing pods' terms acting on the incoming pod) reads.
-  A pod without either annotation costs a few dict operations per event.
-
-Assume / confirm
-----------------
-The extender has no bind verb, so it never learns where kube-scheduler put a
-pod. ``assume(pod)`` records a pod that just passed the filter as *pending*
-(node unknown). The pod watch *confirms* it: when the pod shows up with
-``spec.nodeName`` it becomes an ordinary bound pod and the record goes; the
-record also goes when the pod is deleted, turns Succeeded/Failed, or is older
-than ``pending_ttl`` (30 s by default: kube-scheduler failed to bind it, or a
-later extender rejected it; its next attempt assumes it again).
-
-``wait_for_pending(pod, terms, timeout)`` blocks (a ``threading.Condition``,
-bounded by TIMEOUT) until no *relevant* pending pod is left and returns how many
-are still unresolved (0 = the view is complete for this decision). Relevant: a
-pending pod, other than POD itself, that one of POD's resolved terms (any kind)
-selects, or whose own extended terms (any kind) select POD. This is how
-back-to-back pods of one Deployment see each other: kube-scheduler decides pod
-N+1 as soon as pod N's binding is under way, and the binding reaches the watch
-within milliseconds, well inside the wait, before pod N+1's answer is final.
-Unrelated pods never wait.
+"""The scheduler extender's view of the cluster: nodes, namespaces, bound pods and
+pending (assumed) pods, fed by informers and read by :mod:`extender`. What it keeps
+and why, and how assume/confirm works: ``doc/webhook.md``. Pure: no HTTP, no client.
 """
 import collections
 import threading
@@ -180,7 +138,7 @@ class PodCache:
     ages pending records; ``lock`` guards every read the extender makes.
 
     ``FIELDS``: per kind, what the cache reads of the objects its informers hand it
-    (a k8s.pruning kept-fields table): the informers drop everything else before
+    (a objects.pruning kept-fields table): the informers drop everything else before
     the cache sees it, and keep no copy of their own (the cache is the only one)."""
 
     FIELDS = {

@@ -8,7 +8,7 @@ from tacker_hwaffinity.agent.node import ANNOTATION, NodeState
 from tacker_hwaffinity.numa.cpuset import parse_list
 from tacker_hwaffinity.numa.placement import Placer
 from tacker_hwaffinity.numa.topology import machine_from_yaml
-from tacker_hwaffinity.k8s.yamlio import parse_documents
+from tacker_hwaffinity.objects.yamlio import parse_documents
 
 from .podobjects import anti, pod_object, pull
 

@@ -10,7 +10,7 @@ import pytest
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.labeling import params as parameters
 from tacker_hwaffinity.labeling.plan import Worker
-from tacker_hwaffinity.mgmt import kube, reconcile
+from tacker_hwaffinity.mgmt import kubectl_runner as kube, reconcile
 from tacker_hwaffinity.ssh import SSHSession
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.ssh]

@@ -81,7 +81,7 @@ def test_score_dilution_reference_example():
 def gpod(name, cpu="2", ns="default", annotations=None, memory="1Gi", containers=("c",)):
     pod = Pod(name, ns, qosclass="Guaranteed", annotations=annotations or {})
     for c in containers:
-        from tacker_hwaffinity.k8s.quantity import parse_quantity
+        from tacker_hwaffinity.objects.quantity import parse_quantity
         mem = int(parse_quantity(memory))
         milli = int(parse_quantity(cpu) * 1000)
         pod.add_container(c, cpu_request=milli, cpu_limit=milli, mem_request=mem, mem_limit=mem)

@@ -2,7 +2,7 @@
 import pytest
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.qos import pod_qos_class
+from tacker_hwaffinity.objects.qos import pod_qos_class
 
 
 def pod(*resources, init=()):

@@ -101,7 +101,7 @@ def check(answers, thread="pod-watch"):
 def test_the_agent_reports_its_dead_pod_watch(dying_watch, monkeypatch, tmp_path):
     from tacker_hwaffinity.agent import cgroupfs
     from tacker_hwaffinity.cli import agent as cli
-    from tacker_hwaffinity.k8s.yamlio import parse_documents
+    from tacker_hwaffinity.objects.yamlio import parse_documents
     from tacker_hwaffinity.numa.topology import machine_from_yaml
     base = tmp_path / "cpuset" / "kubepods.slice"
     for sub in ("", "kubepods-burstable.slice", "kubepods-besteffort.slice"):

@@ -4,7 +4,7 @@ from contextlib import contextmanager
 
 import yaml
 
-from tacker_hwaffinity.k8s import json_strict, yaml_strict
+from tacker_hwaffinity.objects import json_strict, yaml_strict
 
 BACKENDS = ("c", "pure")
 

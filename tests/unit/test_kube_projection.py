@@ -3,7 +3,7 @@
 key read, and fails when a reader reads a key its projection drops; then it runs
 them again on pruned objects and checks that they decide the same.
 
-Readers covered: the agent (agent.runner, agent.node, numa.subjects, k8s.qos,
+Readers covered: the agent (agent.runner, agent.node, numa.subjects, objects.qos,
 kube.events), the controller (controller.runner's relabel and RequiredDuringExecution
 model with namespaces and eviction, kube.events) and the webhook's pod cache
 (webhook.podcache).
@@ -22,8 +22,8 @@ from tacker_hwaffinity.agent.node import ANNOTATION, NodeState
 from tacker_hwaffinity.agent.runner import Agent, Metrics
 from tacker_hwaffinity.cli import agent as agent_cli
 from tacker_hwaffinity.cli import controller as controller_cli
-from tacker_hwaffinity.k8s.pruning import pruner
-from tacker_hwaffinity.k8s.yamlio import parse_documents
+from tacker_hwaffinity.objects.pruning import pruner
+from tacker_hwaffinity.objects.yamlio import parse_documents
 from tacker_hwaffinity.numa.topology import machine_from_yaml
 from tacker_hwaffinity.webhook.podcache import PodCache
 

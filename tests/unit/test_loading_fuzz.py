@@ -8,7 +8,7 @@ import yaml
 from hypothesis import given, settings, strategies as st
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s import yaml_events, yaml_strict, yamlio
+from tacker_hwaffinity.objects import yaml_events, yaml_strict, yamlio
 from tacker_hwaffinity.scheduling.snapshot import SNAPSHOT_FIELDS
 
 from .loader_backends import BACKENDS, backend

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s import yaml_events, yaml_strict, yamlio
+from tacker_hwaffinity.objects import yaml_events, yaml_strict, yamlio
 from tacker_hwaffinity.scheduling.snapshot import SNAPSHOT_FIELDS, cluster_from_objects
 
 from .loader_backends import BACKENDS, backend

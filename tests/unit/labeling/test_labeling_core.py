@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.validation import label_value_error
+from tacker_hwaffinity.objects.validation import label_value_error
 from tacker_hwaffinity.labeling import kubectl, params, plan
 from tacker_hwaffinity.labeling.sanitize import label_value
 

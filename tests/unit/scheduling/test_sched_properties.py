@@ -5,7 +5,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.yamlio import parse_documents
+from tacker_hwaffinity.objects.yamlio import parse_documents
 from tacker_hwaffinity.scheduling.profile import Profile
 from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects, workloads_from_objects
 

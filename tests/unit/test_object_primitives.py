@@ -4,7 +4,7 @@ from fractions import Fraction
 import pytest
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s import quantity, validation, yamlio
+from tacker_hwaffinity.objects import quantity, validation, yamlio
 
 
 @pytest.mark.parametrize("text,milli", [

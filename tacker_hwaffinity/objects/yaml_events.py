@@ -19,8 +19,8 @@ from yaml.events import (
     StreamEndEvent)
 from yaml.nodes import ScalarNode
 
-from tacker_hwaffinity.k8s import yaml_strict
-from tacker_hwaffinity.k8s.yaml_strict import BAD_VALUE_ERRORS, TextChunks
+from tacker_hwaffinity.objects import yaml_strict
+from tacker_hwaffinity.objects.yaml_strict import BAD_VALUE_ERRORS, TextChunks
 
 STR_TAG = "tag:yaml.org,2002:str"
 _MAP_TAGS = (None, "!", "tag:yaml.org,2002:map")

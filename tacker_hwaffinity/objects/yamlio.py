@@ -21,7 +21,7 @@ from contextlib import contextmanager
 import yaml
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s import json_strict, pruning, yaml_events, yaml_strict
+from tacker_hwaffinity.objects import json_strict, pruning, yaml_events, yaml_strict
 
 _BLANK = " \t\r\n\ufeff"
 _BLANK_TO_END = re.compile("[%s]*\\Z" % _BLANK)

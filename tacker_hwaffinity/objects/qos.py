@@ -10,7 +10,7 @@ the API server does on admission.
 from fractions import Fraction
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.k8s.quantity import parse_quantity
+from tacker_hwaffinity.objects.quantity import parse_quantity
 
 GUARANTEED, BURSTABLE, BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
 QOS_CLASSES = (GUARANTEED, BURSTABLE, BEST_EFFORT)

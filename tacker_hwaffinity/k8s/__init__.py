@@ -1,1 +1,0 @@
-"""Kubernetes object primitives shared by every engine (no I/O but file reading)."""
