@@ -12,24 +12,46 @@ import numpy as np
 EXISTING_KINDS = ("required_anti", "required_affinity", "preferred_affinity", "preferred_anti")
 
 
-class TermGroup:
-    """Bound pods' identical terms of one kind, counted per domain of the term's key."""
+def group_key(term):
+    """Bound pods' terms are grouped by this: identical term and weight."""
+    return (term.sig, term.weight)
 
-    __slots__ = ("term", "kind", "domains", "counts", "total", "_match")
 
-    def __init__(self, term, kind, domains):
-        self.term, self.kind, self.domains = term, kind, domains
-        self.counts = np.zeros(len(domains), dtype=np.int64)
-        self.total = 0
+class SelectingTerm:
+    """One term of bound pods (KIND: one of ``EXISTING_KINDS``) and, cached per pod
+    class, which incoming pods it selects. The engine's ``TermGroup`` counts its pods
+    per domain, the extender's index (``webhook/podcache.py``) per node name."""
+
+    __slots__ = ("term", "kind", "_match")
+
+    def __init__(self, term, kind):
+        self.term, self.kind = term, kind
         self._match = {}
 
     def matches(self, pod, ns_labels):
-        """Does this group's term select the incoming POD?"""
+        """Does this group's term select the incoming POD (with ``class_key``,
+        ``namespace`` and ``labels``) in a namespace labelled NS_LABELS?"""
         key = pod.class_key
         hit = self._match.get(key)
         if hit is None:
             hit = self._match[key] = self.term.matches(pod.namespace, pod.labels, ns_labels)
         return hit
+
+    def forget_matches(self):
+        """Namespace labels changed: what the term selects must be asked again."""
+        self._match.clear()
+
+
+class TermGroup(SelectingTerm):
+    """Bound pods' identical terms of one kind, counted per domain of the term's key."""
+
+    __slots__ = ("domains", "counts", "total")
+
+    def __init__(self, term, kind, domains):
+        SelectingTerm.__init__(self, term, kind)
+        self.domains = domains
+        self.counts = np.zeros(len(domains), dtype=np.int64)
+        self.total = 0
 
 
 class TermGroups:
@@ -47,7 +69,7 @@ class TermGroups:
         for kind in EXISTING_KINDS:
             groups = self._groups[kind]
             for term in pod.terms[kind]:
-                gk = (term.sig, term.weight)
+                gk = group_key(term)
                 g = groups.get(gk)
                 if g is None:
                     g = groups[gk] = TermGroup(term, kind,

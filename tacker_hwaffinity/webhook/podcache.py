@@ -2,7 +2,6 @@
 pending (assumed) pods, fed by informers and read by :mod:`extender`. What it keeps
 and why, and how assume/confirm works: ``doc/webhook.md``. Pure: no HTTP, no client.
 """
-import collections
 import threading
 import time
 
@@ -12,7 +11,8 @@ from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling import selectors
 from tacker_hwaffinity.scheduling.model import DEFAULT_NAMESPACE, NS_NAME_LABEL, Node
 from tacker_hwaffinity.scheduling.state import Domains
-from tacker_hwaffinity.scheduling.termgroups import EXISTING_KINDS
+from tacker_hwaffinity.scheduling.termgroups import EXISTING_KINDS, SelectingTerm, group_key
+from tacker_hwaffinity.webhook.assumed import Assumed
 
 PENDING_TTL_S = 30.0
 _PARSE_CACHE_MAX = 1024
@@ -85,16 +85,16 @@ class PodRecord:
                 and self.labels == other.labels and self.namespace == other.namespace)
 
 
-class Group:
-    """Bound pods' identical extended terms of one kind: ``per_node`` {node: count}."""
+class Group(SelectingTerm):
+    """Bound pods' identical extended terms of one kind: ``per_node`` {node: count}
+    (node names, since the nodes come and go; the engine counts per domain)."""
 
-    __slots__ = ("term", "kind", "per_node", "size", "_match")
+    __slots__ = ("per_node", "size")
 
     def __init__(self, term, kind):
-        self.term, self.kind = term, kind
+        SelectingTerm.__init__(self, term, kind)
         self.per_node = {}
         self.size = 0
-        self._match = {}
 
     def add(self, node, n):
         c = self.per_node.get(node, 0) + n
@@ -149,10 +149,8 @@ class PodCache:
     }
 
     def __init__(self, clock=time.monotonic, pending_ttl=PENDING_TTL_S):
-        self._clock = clock
-        self.pending_ttl = pending_ttl
         self.lock = threading.RLock()
-        self._cond = threading.Condition(self.lock)
+        self.assumed = Assumed(self.lock, clock, pending_ttl)  # see assumed.py
         self._nodes = {}            # name -> labels
         self._nodes_version = 0
         self._view = None
@@ -161,7 +159,6 @@ class PodCache:
         self._by_ns = {}            # namespace -> _NsIndex of bound pods
         self._groups = {kind: {} for kind in EXISTING_KINDS}
         self._extended = {}         # key -> PodRecord: bound pods with extended terms
-        self._pending = collections.OrderedDict()   # key -> (PodRecord, assumed at)
         self._parsed = {}
 
     # -- parsing -----------------------------------------------------------------
@@ -279,7 +276,7 @@ class PodCache:
     def _forget_matches(self):
         for groups in self._groups.values():
             for g in groups.values():
-                g._match.clear()
+                g.forget_matches()
 
     # -- pods --------------------------------------------------------------------
     def on_pod(self, event_type, obj):
@@ -294,10 +291,7 @@ class PodCache:
                 old = self._pods.pop(key, None)
                 if old is not None and old.bound:
                     self._unindex(old)
-                p = self._pending.get(key)
-                if p is not None and (not p[0].uid or not meta.get("uid")
-                                      or p[0].uid == meta.get("uid")):
-                    self._drop_pending(key)
+                self.assumed.confirm(key, meta.get("uid"))
                 return
             self._put(rec)
 
@@ -311,8 +305,8 @@ class PodCache:
             self._pods[rec.key] = rec
             if rec.bound:
                 self._index(rec)
-        if rec.key in self._pending and (rec.bound or not rec.live):
-            self._drop_pending(rec.key)
+        if rec.bound or not rec.live:
+            self.assumed.confirm(rec.key)
 
     def sync_pods(self, objs):
         """Replace every pod after a (re)list. Pending records of pods listed bound or
@@ -364,7 +358,7 @@ class PodCache:
         for kind, terms in rec.terms.items():
             groups = self._groups[kind]
             for t in terms:
-                gk = (t.sig, t.weight)
+                gk = group_key(t)
                 g = groups.get(gk)
                 if g is None:
                     g = groups[gk] = Group(t, kind)
@@ -372,58 +366,30 @@ class PodCache:
                 if g.size <= 0:
                     del groups[gk]
 
-    # -- assume / confirm --------------------------------------------------------
+    # -- assume / confirm (assumed.py) ------------------------------------------
     def assume(self, pod):
         """Record POD (a Pod object or PodRecord) as pending: it passed the filter and
         kube-scheduler is about to bind it to a node we do not learn."""
         rec = pod if isinstance(pod, PodRecord) else self.describe(pod)
         with self.lock:
-            self._expire()
             known = self._pods.get(rec.key)
-            if known is not None and known.bound:
-                return
-            self._pending.pop(rec.key, None)
-            self._pending[rec.key] = (rec, self._clock())
+            if known is None or not known.bound:
+                self.assumed.add(rec)
 
     def pending(self):
         """How many pending records there are (expired ones dropped first)."""
         with self.lock:
-            self._expire()
-            return len(self._pending)
-
-    def _drop_pending(self, key):
-        if self._pending.pop(key, None) is not None:
-            self._cond.notify_all()
-
-    def _expire(self):
-        now = self._clock()
-        dropped = False
-        while self._pending:
-            key, (_rec, at) = next(iter(self._pending.items()))
-            if now - at < self.pending_ttl:
-                break
-            del self._pending[key]
-            dropped = True
-        if dropped:
-            self._cond.notify_all()
+            self.assumed.expire()
+            return len(self.assumed)
 
     def wait_for_pending(self, pod, terms=None, timeout=2.0):
         """Block until no pending pod relevant to POD (a Pod object or PodRecord, whose
         resolved terms {kind: (AffinityTerm, ...)} are TERMS) is left, at most TIMEOUT
-        seconds; return how many relevant pending pods remain unresolved."""
+        seconds; return how many relevant pending pods remain unresolved. Relevant: a
+        pending pod that one of POD's terms selects, or whose own terms select POD."""
         rec = pod if isinstance(pod, PodRecord) else self.describe(pod)
         flat = tuple(t for ts in (terms or {}).values() for t in ts)
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while True:
-                self._expire()
-                relevant = [at for key, (p, at) in self._pending.items()
-                            if key != rec.key and self._relevant(p, rec, flat)]
-                left = deadline - time.monotonic()
-                if not relevant or left <= 0:
-                    return len(relevant)
-                to_expiry = min(relevant) + self.pending_ttl - self._clock()
-                self._cond.wait(max(min(left, to_expiry), 0.001))
+        return self.assumed.wait(rec.key, lambda p: self._relevant(p, rec, flat), timeout)
 
     def _relevant(self, p, rec, flat_terms):
         for t in flat_terms:
@@ -531,18 +497,8 @@ class PodCache:
             groups = self._groups[kind]
             if not groups:
                 return []
-            out = []
-            ns_labels = None
-            key = pod.class_key
-            for g in groups.values():
-                hit = g._match.get(key)
-                if hit is None:
-                    if ns_labels is None:
-                        ns_labels = self.ns_labels(pod.namespace)
-                    hit = g._match[key] = g.term.matches(pod.namespace, pod.labels, ns_labels)
-                if hit:
-                    out.append(g)
-            return out
+            ns_labels = self.ns_labels(pod.namespace)
+            return [g for g in groups.values() if g.matches(pod, ns_labels)]
 
     def selected_by(self, kinds, pod):
         """Does an extended term of one of KINDS, of a bound pod or of a pending pod
@@ -551,9 +507,9 @@ class PodCache:
             for kind in kinds:
                 if self.matching_groups(kind, pod):
                     return True
-            if self._pending:
+            if len(self.assumed):
                 ns_labels = self.ns_labels(pod.namespace)
-                for key, (p, _at) in self._pending.items():
+                for key, p in self.assumed.records():
                     if key == pod.key or not p.terms:
                         continue
                     for kind in kinds:
@@ -568,4 +524,4 @@ class PodCache:
             return {"nodes": len(self._nodes), "namespaces": len(self._namespaces),
                     "pods": len(self._pods),
                     "bound": sum(len(i.pods) for i in self._by_ns.values()),
-                    "extended": len(self._extended), "pending": len(self._pending)}
+                    "extended": len(self._extended), "pending": len(self.assumed)}

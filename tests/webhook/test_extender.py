@@ -207,8 +207,8 @@ def test_no_node_left_assumes_nothing():
 def test_unbound_relevant_pending_pod_bounds_the_wait(monkeypatch):
     cache, ext = make([], pending_wait=0.1)
     waits = []      # the timeouts of the filter's waits (counted: load cannot change them)
-    real_wait = cache._cond.wait
-    monkeypatch.setattr(cache._cond, "wait",
+    real_wait = cache.assumed.cond.wait
+    monkeypatch.setattr(cache.assumed.cond, "wait",
                         lambda timeout=None: waits.append(timeout) or real_wait(timeout))
     anti = affinity(req_anti=[term(H, {"app": "web"})])
     filt(ext, annotated(pod("web-1", {"app": "web"}), anti))

@@ -204,7 +204,7 @@ def test_assume_then_deleted_or_failed_or_listed_bound():
     c.assume(pod("c"))
     c.assume(pod("d"))
     c.sync_pods([pod("c", on="n1"), pod("d")])
-    assert c.pending() == 1 and list(c._pending) == ["default/d"]
+    assert c.pending() == 1 and list(c.assumed.keys()) == ["default/d"]
 
 
 def test_pending_records_expire():
