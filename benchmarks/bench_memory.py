@@ -243,15 +243,19 @@ def component(name, pods, nodes, agent_pods, unpruned, traced):
     node_obj = named_of(node_t, "node-", {"kubernetes.io/hostname": "@", "CIS-node": "@"})
     ns_obj = named_of(ns_t, "ns-", {"team": "@"})
 
-    def informer(kind, make, count, handler, on_sync=None, fields=None, store=True):
+    def informer(kind, make, count, handler, on_sync=None, fields=None, store=True,
+                 indexers=None):
         return Informer(conn, ListCall(make, count), kind, kind.lower() + "s", handler,
                         on_sync=on_sync, fields=None if unpruned else fields,
-                        store=True if unpruned else store)
+                        store=True if unpruned else store, indexers=indexers)
     if name == "agent":
+        from tacker_hwaffinity.agent.runner import pod_uid
         agent, fields = _agent()
         count = agent_pods
         informers = [informer("Pod", pods_of(pod_t, 1, "node-0000"), agent_pods,
-                              agent.on_event, agent.on_sync, fields, store=False)]
+                              agent.on_event, agent.on_sync, fields,
+                              indexers={"uid": pod_uid})]
+        agent.pods.informer = informers[0]   # as cli/agent.py wires it
     elif name == "controller":
         from tacker_hwaffinity.cli import controller as cli
         count = pods
@@ -296,7 +300,7 @@ def _agent():
 
     from tacker_hwaffinity.agent import cgroupfs
     from tacker_hwaffinity.agent.node import NodeState
-    from tacker_hwaffinity.agent.runner import Agent, Metrics
+    from tacker_hwaffinity.agent.runner import Agent, Metrics, PodsByUid
     from tacker_hwaffinity.cli import agent as cli
     from tacker_hwaffinity.objects.yamlio import parse_documents
     from tacker_hwaffinity.numa.topology import machine_from_yaml
@@ -322,7 +326,7 @@ def _agent():
             pass
     return Agent(Api(), "node-0000", NodeState(machine), layout,
                  cgroupfs.Writer(layout, dry_run=True), Metrics(CollectorRegistry()),
-                 dry_run=True), cli.POD_FIELDS
+                 dry_run=True, pods=PodsByUid()), cli.POD_FIELDS
 
 
 def measure(name, args):

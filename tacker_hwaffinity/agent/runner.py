@@ -69,16 +69,53 @@ class PodApi:
         events.record_event(self.conn, obj, "Warning", reason, message, COMPONENT)
 
 
+class PodsByUid:
+    """The node's pods by uid. Given an informer (``indexers={"uid": ...}``), a view of
+    its store, which it keeps before the agent hears of a change (``put``/``drop``/
+    ``replace`` do nothing then): the pods are held once. Without, its own map."""
+
+    def __init__(self, informer=None):
+        self.informer = informer
+        self._own = {}
+
+    def get(self, uid):
+        if self.informer is not None:
+            return self.informer.by("uid", uid)
+        return self._own.get(uid)
+
+    def uids(self):
+        return self.informer.keys("uid") if self.informer is not None else list(self._own)
+
+    def replace(self, objects):
+        if self.informer is None:
+            self._own = {o["metadata"]["uid"]: o for o in objects if o["metadata"].get("uid")}
+
+    def put(self, uid, obj):
+        if self.informer is None and uid:
+            self._own[uid] = obj
+
+    def drop(self, uid):
+        if self.informer is None:
+            self._own.pop(uid, None)
+
+
+def pod_uid(obj):
+    """The informer index key the agent reads its pods by."""
+    return (obj.get("metadata") or {}).get("uid")
+
+
 class Agent:
     """API: a PodApi (or anything with its two methods; tests and benchmarks pass a
     recorder)."""
 
-    def __init__(self, api, node, state, layout, writer, metrics, log=None, dry_run=False):
+    def __init__(self, api, node, state, layout, writer, metrics, log=None, dry_run=False,
+                 pods=None):
         self.api, self.node, self.state = api, node, state
         self.layout, self.writer, self.metrics = layout, writer, metrics
         self.log = log or logging.getLogger("hwaffinity.agent")
         self.dry_run = dry_run
-        self.pods = {}          # pod uid -> latest pod object
+        self.pods = pods if pods is not None else PodsByUid()   # the node's pods, by uid
+        self.recorded = {}      # pod uid -> annotation written, until the watch shows it
         self.applied = {}       # container key -> (container id, cpus, mems) written
         self.readback = {}      # container key -> (cpus, mems) read back after the write
         self.reported = set()   # (pod uid, container, message) already sent as an Event
@@ -89,9 +126,11 @@ class Agent:
         """The full list of the node's pods (start, or a relist after a broken watch)."""
         with self._lock:
             t0 = time.monotonic()
-            self.pods = {o["metadata"]["uid"]: o for o in objects if o["metadata"].get("uid")}
+            self.pods.replace(objects)
             # Events already sent about pods that are gone: forgotten with the pods
-            self.reported = {r for r in self.reported if r[0] in self.pods}
+            live = set(self.pods.uids())
+            self.reported = {r for r in self.reported if r[0] in live}
+            self.recorded = {u: v for u, v in self.recorded.items() if u in live}
             changed = self.state.sync(objects)
             self._reconcile(changed, full=True)
             self.metrics.decision.observe(time.monotonic() - t0)
@@ -101,11 +140,12 @@ class Agent:
             t0 = time.monotonic()
             uid = obj["metadata"].get("uid")
             if event_type == "DELETED":
-                self.pods.pop(uid, None)
+                self.pods.drop(uid)
                 self.reported = {r for r in self.reported if r[0] != uid}
+                self.recorded.pop(uid, None)
                 changed = self.state.delete(obj)
             else:
-                self.pods[uid] = obj
+                self.pods.put(uid, obj)
                 changed = self.state.update(obj)
             if changed:
                 self._reconcile(changed)
@@ -126,7 +166,7 @@ class Agent:
             for uid in sorted(changed):
                 self._report(uid)
             if full:
-                for uid in self.pods:
+                for uid in self.pods.uids():
                     self._report(uid)
             self._gauges()
 
@@ -187,7 +227,9 @@ class Agent:
             self._event(uid, name, REASON_PLACEMENT, message)
         value = self.state.annotation(uid)
         current = (obj["metadata"].get("annotations") or {}).get(ANNOTATION)
-        if value == current or value is None:
+        if self.recorded.get(uid, current) == current:
+            self.recorded.pop(uid, None)        # the watch shows what was written
+        if value == self.recorded.get(uid, current) or value is None:
             return
         decisions = self.state.decisions(uid)
         placed = sum(1 for d in decisions.values() if "error" not in d)
@@ -198,13 +240,13 @@ class Agent:
                           value)
             return
         try:
-            patched = self.api.annotate(obj, ANNOTATION, value)
+            self.api.annotate(obj, ANNOTATION, value)
         except KubeError as e:
             self.metrics.failures.labels("annotation").inc()
             self.log.warning("pod %s: annotation not recorded (%s); retried at the next "
                              "reconcile", self._ref(uid), e)
             return
-        self.pods[uid] = patched
+        self.recorded[uid] = value
 
     def _event(self, uid, container, reason, message):
         text = ("container %s: %s" % (container, message)) if container else message

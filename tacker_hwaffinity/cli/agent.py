@@ -109,7 +109,7 @@ def run(args):
 
     from tacker_hwaffinity.agent import cgroupfs, preflight
     from tacker_hwaffinity.agent.node import NodeState
-    from tacker_hwaffinity.agent.runner import Agent, Metrics, PodApi
+    from tacker_hwaffinity.agent.runner import Agent, Metrics, PodApi, PodsByUid, pod_uid
     from tacker_hwaffinity.kube import client as kube_client
     from tacker_hwaffinity.kube.health import Supervisor
     from tacker_hwaffinity.kube.informer import Informer
@@ -128,12 +128,14 @@ def run(args):
         return 2
     registry = CollectorRegistry()
     writer = cgroupfs.Writer(layout, cpu_map=cpu_map, mem_map=mem_map, dry_run=args.dry_run)
+    pods = PodsByUid()       # the agent reads its pods from the informer's store
     agent = Agent(PodApi(conn), args.node, NodeState(machine), layout, writer,
-                  Metrics(registry), log=log, dry_run=args.dry_run)
+                  Metrics(registry), log=log, dry_run=args.dry_run, pods=pods)
     informer = Informer(conn, conn.core().list_pod_for_all_namespaces, "Pod",
                         "pods on node %s" % args.node, agent.on_event, on_sync=agent.on_sync,
                         field_selector="spec.nodeName=" + args.node, log=log,
-                        fields=POD_FIELDS, store=False)
+                        fields=POD_FIELDS, indexers={"uid": pod_uid})
+    pods.informer = informer
     stop = threading.Event()
     workers = Supervisor(stop, log=log)
 

@@ -28,8 +28,10 @@ applied to every object as it arrives (each list item as its page is decoded,
 each watch event) before it is stored or handed on, so a cache of 30,000 pods
 holds only what the component reads (``metadata.managedFields`` and most of
 ``status`` are dropped). ``store=False`` keeps no copy at all, for a component
-that keeps its own index (the webhook's pod cache): ``get``/``list`` then
-refuse.
+whose handlers build their own index from the stream (the webhook's pod index,
+kopf-style): ``get``/``list`` then refuse. ``indexers`` ``{name: key(obj)}`` keep
+unique secondary indexes over the store (``by(name, key)``: the agent finds its
+pods by uid there), so a component reads the informer instead of a second copy.
 
 A callback that raises is a bug the loop cannot repair (the component's view
 would silently diverge from the cluster): it is logged with its traceback and
@@ -100,7 +102,7 @@ class Informer:
     def __init__(self, conn, list_call, kind, what, handler, on_sync=None,
                  field_selector=None, label_selector=None, timeout_seconds=300,
                  backoff_initial=0.5, backoff_max=30.0, log=None, fields=None,
-                 store=True, optional=False):
+                 store=True, optional=False, indexers=None):
         self.conn = conn
         self.list_call = list_call
         self.kind = kind
@@ -124,6 +126,8 @@ class Informer:
         self.optional = optional
         self.served = True          # False while an optional kind gets 404
         self._cache = {}
+        self._indexers = dict(indexers or {})
+        self._indexes = {name: {} for name in self._indexers}
         self._lock = threading.Lock()
         self._response = None
         self._delay = backoff_initial
@@ -144,6 +148,31 @@ class Informer:
         self._stored()
         with self._lock:
             return list(self._cache.values())
+
+    def by(self, index, key):
+        """The cached object whose INDEX (an ``indexers`` name) value is KEY, or None."""
+        self._stored()
+        with self._lock:
+            return self._indexes[index].get(key)
+
+    def keys(self, index):
+        """Every key of INDEX (a new list)."""
+        self._stored()
+        with self._lock:
+            return list(self._indexes[index])
+
+    def _reindex(self, old, new):
+        """Move one object's index entries from OLD to NEW (either None). Under _lock."""
+        for name, key_of in self._indexers.items():
+            idx = self._indexes[name]
+            if old is not None:
+                k = key_of(old)
+                if k is not None and idx.get(k) is old:
+                    del idx[k]
+            if new is not None:
+                k = key_of(new)
+                if k is not None:
+                    idx[k] = new
 
     # -- the loop --------------------------------------------------------------
     def run(self, stop):
@@ -233,6 +262,9 @@ class Informer:
                             % (self.conn.where, self.what))
         with self._lock:
             self._cache = {_key(item): item for item in items} if self.store else {}
+            self._indexes = {name: {} for name in self._indexers}
+            for item in self._cache.values():
+                self._reindex(None, item)
         self.resource_version = version
         self.served = True
         self.last_event_time = time.monotonic()
@@ -313,10 +345,13 @@ class Informer:
             self._prune(obj)
         if self.store:
             with self._lock:
+                old = self._cache.get(_key(obj))
                 if kind == "DELETED":
                     self._cache.pop(_key(obj), None)
+                    self._reindex(old, None)
                 else:
                     self._cache[_key(obj)] = obj
+                    self._reindex(old, obj)
         if version:
             self.resource_version = version
         self._call(self.handler, kind, obj, what="handler on %s %s" % (kind, "/".join(

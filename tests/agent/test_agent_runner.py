@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from tacker_hwaffinity.agent import cgroupfs
-from tacker_hwaffinity.agent.node import ANNOTATION, NodeState
+from tacker_hwaffinity.agent.node import NodeState
 from tacker_hwaffinity.agent.runner import REASON_PLACEMENT, REASON_WRITE, Agent, Metrics
 from tacker_hwaffinity.kube.client import KubeError
 from tacker_hwaffinity.numa.cpuset import parse_list
@@ -19,11 +19,12 @@ from .test_agent_node import server
 
 class Api:
     def __init__(self, fail=False):
-        self.annotations, self.events, self.fail = {}, [], fail
+        self.annotations, self.events, self.fail, self.patches = {}, [], fail, 0
 
     def annotate(self, obj, key, value):
         if self.fail:
             raise KubeError("connection refused")
+        self.patches += 1
         self.annotations[obj["metadata"]["name"]] = value
         obj = json.loads(json.dumps(obj))
         obj["metadata"]["annotations"][key] = value
@@ -140,8 +141,10 @@ def test_api_errors_leave_the_decision_and_retry_later(tree):
     assert api.annotations == {}                            # the patch failed: none recorded
     api.fail = False
     agent.resync()
-    recorded = agent.pods[p["metadata"]["uid"]]["metadata"]["annotations"]
-    assert recorded[ANNOTATION] == api.annotations["p"]    # under its key, from the retry
+    assert agent.recorded[p["metadata"]["uid"]] == api.annotations["p"]   # from the retry
+    sent = api.patches
+    agent.resync()                          # the watch has not shown it yet: not sent twice
+    assert api.patches == sent
     assert parse_list(json.loads(api.annotations["p"])["c"]["exclusiveCpus"]) == read(d)[0]
 
 
@@ -187,3 +190,34 @@ def test_reserved_cpus_come_from_the_kubelet_configuration(tmp_path):
     with pytest.raises(preflight.Refused) as e:
         preflight.check_cpu_manager(str(tmp_path))
     assert "static" in str(e.value)
+
+
+class Store:
+    """What the agent reads of an informer with a uid index (kube.informer.Informer.by
+    and .keys): the informer has stored each object before the agent hears of it."""
+
+    def __init__(self):
+        self.objects = {}
+
+    def by(self, index, key):
+        assert index == "uid"
+        return self.objects.get(key)
+
+    def keys(self, index):
+        return list(self.objects)
+
+
+def test_with_an_informer_the_agent_reads_its_store_and_keeps_no_copy(tree):
+    from tacker_hwaffinity.agent.runner import PodsByUid
+    store = Store()
+    agent = agent_for(tree)
+    agent.pods = PodsByUid(store)
+    p = pod_object("p")
+    make_dirs(tree, p)
+    store.objects[p["metadata"]["uid"]] = p              # the informer stores, then calls
+    agent.on_sync([p])
+    assert agent.pods._own == {} and agent.pods.uids() == [p["metadata"]["uid"]]
+    assert agent.api.annotations["p"]                   # decided and recorded from the store
+    del store.objects[p["metadata"]["uid"]]
+    agent.on_event("DELETED", p)
+    assert not agent.state.placed and agent.recorded == {}

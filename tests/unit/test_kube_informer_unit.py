@@ -149,3 +149,23 @@ def test_synced_waits_for_on_sync_and_an_on_sync_that_raises_ends_run():
     assert calls == [1] and isinstance(raised[0], CallbackFailed)
     assert "on_sync after listing 1 failed: KeyError" in str(raised[0])
     assert not informer.synced.is_set()      # the first list was never applied
+
+
+def test_an_index_follows_the_store_through_list_modify_and_delete():
+    recreated = full_pod("b", "12")
+    recreated["metadata"]["uid"] = "u-b2"        # deleted and created again: a new uid
+    seen = []
+    api = Api([full_pod("a"), full_pod("b")],
+              [{"type": "MODIFIED", "object": full_pod("a", "11")},
+               {"type": "DELETED", "object": full_pod("b", "12")},
+               {"type": "ADDED", "object": recreated}])
+    informer = Informer(conn(), api, "Pod", "pods", lambda t, o: seen.append(
+        (t, informer.by("uid", o["metadata"]["uid"]))), fields=FIELDS,
+        indexers={"uid": lambda o: o["metadata"].get("uid")})
+    assert not run_until(informer, lambda: len(seen) == 3)
+    # each handler already sees the index updated: the object, or None once deleted
+    assert [(t, o and o["metadata"]["uid"]) for t, o in seen] == [
+        ("MODIFIED", "u-a"), ("DELETED", None), ("ADDED", "u-b2")]
+    assert sorted(informer.keys("uid")) == ["u-a", "u-b2"]
+    assert informer.by("uid", "u-a") is informer.get("ns", "a")
+    assert informer.by("uid", "u-b") is None
