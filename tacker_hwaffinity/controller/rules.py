@@ -76,6 +76,9 @@ class Violation:
                 "none of its terms" % self.pod.node)
 
 
+_NONE = {}
+
+
 class Cluster:
     """Running pods on nodes (``{name: labels}``) in namespaces (``{name: labels}``)."""
 
@@ -105,12 +108,18 @@ class Cluster:
         sig = tuple(t.sig for t in terms)
         got = self._selected.get(sig)
         if got is None:
-            got = self._selected[sig] = [p for p in self.pods if self.selects(terms, p)]
+            if len(terms) == 1:     # the common case, without a generator per pod
+                t, ns = terms[0], self.namespaces
+                got = [p for p in self.pods if t.matches(p.namespace, p.labels,
+                                                         ns.get(p.namespace, _NONE))]
+            else:
+                got = [p for p in self.pods if self.selects(terms, p)]
+            self._selected[sig] = got
         return got
 
     def selects(self, terms, pod):
         """Does every one of TERMS select the running POD?"""
-        ns_labels = self.namespaces.get(pod.namespace, {})
+        ns_labels = self.namespaces.get(pod.namespace, _NONE)
         return all(t.matches(pod.namespace, pod.labels, ns_labels) for t in terms)
 
     def counts(self, terms, key):
