@@ -242,7 +242,7 @@ class ClusterState:
 
     def extension(self, name, factory):
         """The bind-time counting plugin NAME keeps (``FACTORY(state)``, made once):
-        an object whose ``bind(pod, node_index, sign)`` this state calls for every pod
+        an object whose ``bind(state, pod, node_index, sign)`` this state calls for every pod
         bound (sign 1) since, and for ``unbind`` (-1) and ``restore`` (1); the pods
         bound before it was made are fed to it first."""
         ext = self._extensions.get(name)
@@ -250,7 +250,7 @@ class ClusterState:
             ext = self._extensions[name] = factory(self)
             for pod, i in self.pods:
                 if not self.absent or id(pod) not in self.absent:
-                    ext.bind(pod, i, 1)
+                    ext.bind(self, pod, i, 1)
         return ext
 
     def bind(self, pod, node_index):
@@ -273,7 +273,7 @@ class ClusterState:
                 if c not in hits:
                     hits.append(c)
         for ext in self._extensions.values():
-            ext.bind(pod, node_index, 1)
+            ext.bind(self, pod, node_index, 1)
 
     def prime_counts(self, sig, matcher, key, pods):
         """Create the DomainCounts ``counts(SIG, MATCHER, KEY)`` would, from PODS
@@ -345,7 +345,7 @@ class ClusterState:
         for c in self._primed_hits.get(pod.class_key, ()):
             self._add(c, pod, node_index, sign)
         for ext in self._extensions.values():
-            ext.bind(pod, node_index, sign)
+            ext.bind(self, pod, node_index, sign)
 
     def resolve_namespaces(self, term):
         """Incoming-pod term with its namespaceSelector turned into names (PreFilter)."""

@@ -58,11 +58,11 @@ class TermGroups:
     """Every bound pod's terms of every kind in ``EXISTING_KINDS``, for one state."""
 
     def __init__(self, state):
-        self.state = state
+        # the state is passed to bind(), not kept: no reference cycle keeps it alive
         self._groups = {kind: {} for kind in EXISTING_KINDS}
         self._selecting = {}  # (kind, class key) -> [groups scanned, [groups selecting it]]
 
-    def bind(self, pod, node_index, sign):
+    def bind(self, state, pod, node_index, sign):
         """Count POD's terms on node NODE_INDEX (SIGN -1: take them out again)."""
         if not pod.spec.has_pod_affinity:
             return
@@ -73,7 +73,7 @@ class TermGroups:
                 g = groups.get(gk)
                 if g is None:
                     g = groups[gk] = TermGroup(term, kind,
-                                               self.state.domains(term.topology_key))
+                                               state.domains(term.topology_key))
                 d = g.domains.ids[node_index]
                 if d >= 0:
                     g.counts[d] += sign
@@ -86,10 +86,12 @@ class TermGroups:
         """The groups of KIND whose term selects POD: ``[g for g in groups(KIND) if
         g.matches(POD, NS_LABELS)]``, kept per pod class and extended as groups appear,
         so a filter pays for the groups that select the pod, not for every group."""
+        groups = self._groups[kind]
+        if not groups:
+            return ()
         got = self._selecting.get((kind, pod.class_key))
         if got is None:
             got = self._selecting[(kind, pod.class_key)] = [0, []]
-        groups = self._groups[kind]
         if got[0] < len(groups):
             for g in itertools.islice(groups.values(), got[0], None):
                 if g.matches(pod, ns_labels):

@@ -129,10 +129,11 @@ def raw_scores(view, preferred_affinity, preferred_anti, hard_weight=1,
 
 def existing_score_kinds(hard_weight):
     """(kind, sign) of the bound pods' terms that score an incoming pod they select."""
-    kinds = [("preferred_affinity", 1), ("preferred_anti", -1)]
-    if hard_weight > 0:
-        kinds.append(("required_affinity", 1))
-    return kinds
+    return _SCORE_KINDS_HARD if hard_weight > 0 else _SCORE_KINDS
+
+
+_SCORE_KINDS = (("preferred_affinity", 1), ("preferred_anti", -1))
+_SCORE_KINDS_HARD = _SCORE_KINDS + (("required_affinity", 1),)
 
 
 def normalize(raw, feasible):
@@ -182,9 +183,8 @@ class StateView:
     def selecting_groups(self, kind):
         if self._ns_labels is None:
             self._ns_labels = self.state.ns_labels(self.pod.namespace)
-        return [(g.term, g.counts)
-                for g in self.groups.selecting(kind, self.pod, self._ns_labels)
-                if g.total]
+        groups = self.groups.selecting(kind, self.pod, self._ns_labels)
+        return [(g.term, g.counts) for g in groups if g.total] if groups else ()
 
     def selects_itself(self, terms):
         return matches_all(terms)(self.pod, None)
