@@ -88,7 +88,7 @@ class PodsByUid:
 
     def replace(self, objects):
         if self.informer is None:
-            self._own = {o["metadata"]["uid"]: o for o in objects if o["metadata"].get("uid")}
+            self._own = {pod_uid(o): o for o in objects if pod_uid(o)}
 
     def put(self, uid, obj):
         if self.informer is None and uid:
@@ -227,9 +227,10 @@ class Agent:
             self._event(uid, name, REASON_PLACEMENT, message)
         value = self.state.annotation(uid)
         current = (obj["metadata"].get("annotations") or {}).get(ANNOTATION)
-        if self.recorded.get(uid, current) == current:
-            self.recorded.pop(uid, None)        # the watch shows what was written
-        if value == self.recorded.get(uid, current) or value is None:
+        written = self.recorded.get(uid, current)   # ours, while the watch has not shown it
+        if written == current:
+            self.recorded.pop(uid, None)
+        if value is None or value == written:
             return
         decisions = self.state.decisions(uid)
         placed = sum(1 for d in decisions.values() if "error" not in d)

@@ -138,7 +138,7 @@ class PodCache:
     ages pending records; ``lock`` guards every read the extender makes.
 
     ``FIELDS``: per kind, what the cache reads of the objects its informers hand it
-    (a objects.pruning kept-fields table): the informers drop everything else before
+    (an objects.pruning kept-fields table): the informers drop everything else before
     the cache sees it, and keep no copy of their own (the cache is the only one)."""
 
     FIELDS = {
