@@ -1,0 +1,109 @@
+"""NRI's multiplexed connection: several byte streams over the one unix socket.
+
+Each chunk on the socket is ``connection id (u32 BE) | length (u32 BE) | bytes``
+(containerd/nri ``pkg/net/multiplex``). Connection 1 carries the plugin's
+service (the runtime is the ttrpc client), connection 2 the runtime's service
+(the plugin is the client). One thread reads the socket and hands each chunk to
+the sink of its connection; writers share a lock so chunks never interleave.
+"""
+import socket
+import struct
+import threading
+
+from tacker_hwaffinity.nri.ttrpc import HEADER_LEN, MAX_DATA
+
+PLUGIN_CONN, RUNTIME_CONN = 1, 2
+CHUNK = struct.Struct(">II")
+MAX_CHUNK = HEADER_LEN + MAX_DATA
+
+
+class MuxError(Exception):
+    pass
+
+
+class Mux:
+    """SOCK multiplexed: ``sinks[conn id](bytes)`` for what arrives, ``send`` to write.
+    ``on_close(error or None)`` is called once, from the reader, when the socket ends."""
+
+    def __init__(self, sock, sinks, on_close):
+        self.sock = sock
+        self.sinks = dict(sinks)
+        self.on_close = on_close
+        self._wlock = threading.Lock()
+        self._closed = threading.Event()
+        self.thread = threading.Thread(target=self._read, name="nri-mux", daemon=True)
+
+    def start(self):
+        self.thread.start()
+
+    @property
+    def closed(self):
+        return self._closed.is_set()
+
+    def send(self, conn_id, data):
+        view = memoryview(data)
+        with self._wlock:
+            if self._closed.is_set():
+                raise MuxError("the NRI connection is closed")
+            try:
+                while True:
+                    part = view[:MAX_CHUNK]
+                    self.sock.sendall(CHUNK.pack(conn_id, len(part)) + bytes(part))
+                    view = view[MAX_CHUNK:]
+                    if not len(view):
+                        break
+            except OSError as e:
+                self.close()
+                raise MuxError("writing to the NRI socket: %s" % e)
+
+    def close(self):
+        if not self._closed.is_set():
+            self._closed.set()
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.sock.close()
+
+    def _read(self):
+        error = None
+        try:
+            while not self._closed.is_set():
+                head = self._exactly(CHUNK.size)
+                if head is None:
+                    break
+                conn_id, size = CHUNK.unpack(head)
+                if size > MAX_CHUNK:
+                    raise MuxError("a chunk of %d bytes on connection %d (at most %d)"
+                                   % (size, conn_id, MAX_CHUNK))
+                data = self._exactly(size) if size else b""
+                if data is None:
+                    raise MuxError("the NRI socket ended inside a chunk")
+                sink = self.sinks.get(conn_id)
+                if sink is not None:
+                    sink(data)
+        except Exception as e:      # noqa: BLE001 -- reported through on_close, once
+            error = e
+        self.close()
+        self.on_close(None if error is None or self._closed_by_us(error) else error)
+
+    def _closed_by_us(self, error):
+        return isinstance(error, OSError) and self._closed.is_set() and not isinstance(
+            error, MuxError)
+
+    def _exactly(self, n):
+        parts, left = [], n
+        while left:
+            try:
+                got = self.sock.recv(min(left, 1 << 20))
+            except OSError:
+                if self._closed.is_set():
+                    return None
+                raise
+            if not got:
+                if left == n:
+                    return None
+                raise MuxError("the NRI socket ended mid-message")
+            parts.append(got)
+            left -= len(got)
+        return b"".join(parts)
