@@ -172,6 +172,54 @@ class NodeState:
         uid = _uid(obj)
         return self._forget(uid) if uid else set()
 
+    def admit(self, pod, container):
+        """NRI: CONTAINER (a subject, its ID set) of POD (a subject) is being created.
+        Placed, or given its grant back when it restarts (same pod and name, new ID) or
+        its pod's record (``pod.annotations[ANNOTATION]``, which in NRI mode comes from
+        the agent's own checkpoint) holds one. Returns the (pod uid, name) key."""
+        known = self.pods.setdefault(pod.uid, pod)
+        if known is not pod:
+            known.annotations = pod.annotations     # the freshest record
+        mine = next((c for c in known.containers if c.name == container.name), None)
+        if mine is None:
+            container.pod = known
+            known.containers.append(container)
+        else:       # a restart, or a resize: the new resources, the same subject
+            mine.id, mine.runtime = container.id, container.runtime
+            for attr in ("cpu_request", "cpu_limit", "mem_request", "mem_limit"):
+                setattr(mine, attr, getattr(container, attr))
+        key = (pod.uid, container.name)
+        self.ids[key] = (container.id, container.runtime or "containerd")
+        if key not in self.placed and key not in self.errors:
+            self._place(known, container.name, key)
+        return key
+
+    def replace(self, key):
+        """NRI: the container of KEY changed its resources (an in-place resize): its
+        grant is released and it is placed again (its recorded grant is not used)."""
+        container = self.placed.pop(key, None)
+        self.errors.pop(key, None)
+        if container is not None:
+            self.placer.release(container)
+        pod = self.pods.get(key[0])
+        if pod is not None:
+            saved = pod.annotations.pop(ANNOTATION, None)
+            try:
+                self._place(pod, key[1], key)
+            finally:
+                if saved is not None:
+                    pod.annotations[ANNOTATION] = saved
+
+    def remove(self, key):
+        """NRI: the container of KEY is gone (stopped for good or removed): its grant is
+        released and the pod forgotten with its last container."""
+        self.vanished(key)
+        pod = self.pods.get(key[0])
+        if pod is not None:
+            pod.containers = [c for c in pod.containers if c.name != key[1]]
+            if not pod.containers:
+                self._forget(key[0])
+
     def vanished(self, key):
         """The container's cgroup was gone when written: release its grant; a new
         container ID (a restart) places it again."""

@@ -99,6 +99,15 @@ class PodsByUid:
             self._own.pop(uid, None)
 
 
+def set_gauges(metrics, state):
+    """The containers and pool gauges of METRICS from a NodeState (both modes)."""
+    placer = state.placer
+    metrics.containers.set(len(state.placed))
+    for pool in placer.pools:
+        metrics.cpus.labels(pool.name, "exclusive").set(len(pool.cpus & placer.used))
+        metrics.cpus.labels(pool.name, "shared").set(len(pool.sharable - placer.used))
+
+
 def pod_uid(obj):
     """The informer index key the agent reads its pods by."""
     return (obj.get("metadata") or {}).get("uid")
@@ -267,12 +276,7 @@ class Agent:
         self.reported.add((uid, container, text))
 
     def _gauges(self):
-        placer = self.state.placer
-        self.metrics.containers.set(len(self.state.placed))
-        for pool in placer.pools:
-            self.metrics.cpus.labels(pool.name, "exclusive").set(len(pool.cpus & placer.used))
-            self.metrics.cpus.labels(pool.name, "shared").set(
-                len(pool.sharable - placer.used))
+        set_gauges(self.metrics, self.state)
 
     def _ref(self, uid):
         obj = self.pods.get(uid)

@@ -417,12 +417,17 @@ class Placer:
             budget[x.id] = 1000 * len(x.sharable - self.used) - self._sub(self.shared, x)
         return path, budget
 
+    def shared_cpus(self, pool, cpu_type):
+        """The CPUs POOL's shared containers of CPU_TYPE run on now (the reserved set
+        for the reserved type; else what exclusive grants left)."""
+        if cpu_type == RESERVED:
+            return pool.reserved
+        return pool.sharable - self.used
+
     def cpuset(self, grant):
         """The container's current cpuset (shared sets shrink as exclusive CPUs go)."""
-        if grant.cpu_type == RESERVED:
-            return grant.pool.reserved
-        shared = grant.pool.sharable - self.used
-        if not grant.exclusive:
+        shared = self.shared_cpus(grant.pool, grant.cpu_type)
+        if grant.cpu_type == RESERVED or not grant.exclusive:
             return shared
         if grant.portion > 0:
             return grant.exclusive | shared

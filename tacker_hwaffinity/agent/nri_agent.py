@@ -1,0 +1,473 @@
+"""The node agent as an NRI plugin: the runtime asks, the engine decides, the runtime applies.
+
+The runtime calls the plugin (``nri.plugin``) in order; each call is answered
+from ``agent.node.NodeState`` (the same decision core as the cgroupfs mode),
+with pods and containers built from the NRI messages (``agent.nri_subjects``):
+
+* ``Synchronize`` (registration, and every reconnect): a fresh NodeState takes
+  the live containers in, each given back the grant the agent's checkpoint
+  records for it (so a restart changes nothing); updates go to containers whose
+  cpuset differs from the decision;
+* ``CreateContainer``: the container's cpuset and memory nodes are in the
+  adjustment, so it starts pinned; the containers whose shared pool shrank are
+  in the response's updates; init containers and sidecars alike;
+* ``UpdateContainer``: new resources (an in-place resize) are placed again;
+  the container's own cpuset rides in the update so a runtime update never
+  undoes it;
+* ``StopContainer``: the grant is released (an init container's CPUs go back to
+  the pool); the checkpoint keeps it, so a restarted container gets it back;
+  ``RemoveContainer``/``RemovePodSandbox`` (state changes, answered at once):
+  the grown pools are sent with ``UpdateContainers`` from another thread.
+
+No cgroup file is written in this mode, and nothing on a container's start path
+waits for the API server: the ``hwaffinity.io/numa`` annotation and Events are
+queued for ``Recorder``, which retries with backoff while the server is down.
+"""
+import json
+import logging
+import os
+import queue
+import threading
+import time
+
+from tacker_hwaffinity.agent import nri_subjects
+from tacker_hwaffinity.agent.cgroupfs import Writer
+from tacker_hwaffinity.agent.node import ANNOTATION
+from tacker_hwaffinity.agent.runner import REASON_PLACEMENT, REASON_RESTORE, set_gauges
+from tacker_hwaffinity.kube.client import KubeError
+from tacker_hwaffinity.nri import api
+from tacker_hwaffinity.numa.cpuset import format_list
+from tacker_hwaffinity.numa.request import RESERVED
+
+EVENTS = api.event_mask(api.CREATE_CONTAINER, api.UPDATE_CONTAINER, api.STOP_CONTAINER,
+                        api.REMOVE_CONTAINER, api.REMOVE_POD_SANDBOX)
+CHECKPOINT = "nri-grants.json"
+REASON_FORGED = "NUMAGrantIgnored"
+_LIVE = (api.CONTAINER_CREATED, api.CONTAINER_RUNNING, api.CONTAINER_PAUSED)
+
+
+class Checkpoint:
+    """The agent's record of its grants, {pod uid: {container name: entry}} (entries as
+    in the annotation): a node-local file only root writes, trusted as the kubelet
+    trusts ``cpu_manager_state``. A journal, so that a decision costs one short
+    append, not a rewrite of every pod: each line is ``{"uid": U, "grants": G}`` (G
+    null: the pod is gone) and the last line of a pod wins; ``rewrite`` compacts it
+    (tmp file and rename) at every Synchronize."""
+
+    def __init__(self, path):
+        self.path = path
+        self._file = None
+
+    def load(self, log):
+        if not self.path or not os.path.exists(self.path):
+            return {}
+        records = {}
+        try:
+            with open(self.path) as f:
+                for n, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    doc = json.loads(line)
+                    if not isinstance(doc, dict) or not isinstance(doc.get("uid"), str) \
+                            or not isinstance(doc.get("grants"), (dict, type(None))):
+                        raise ValueError("line %d: expected {uid, grants}" % n)
+                    if doc["grants"] is None:
+                        records.pop(doc["uid"], None)
+                    else:
+                        records[doc["uid"]] = doc["grants"]
+        except (OSError, ValueError) as e:
+            log.warning("checkpoint %s unreadable (%s): containers without a record are "
+                        "placed afresh", self.path, e)
+            return records
+        return records
+
+    def rewrite(self, records):
+        if not self.path:
+            return
+        self.close()
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            for uid in sorted(records):
+                f.write(_line(uid, records[uid]))
+        os.replace(tmp, self.path)
+
+    def record(self, uid, grants):
+        """Append the grants of pod UID (None: forget the pod)."""
+        if not self.path:
+            return
+        if self._file is None:
+            self._file = open(self.path, "a")
+        self._file.write(_line(uid, grants))
+        self._file.flush()
+
+    def close(self):
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _line(uid, grants):
+    return json.dumps({"uid": uid, "grants": grants}, sort_keys=True,
+                      separators=(",", ":")) + "\n"
+
+
+class Recorder:
+    """Writes annotations and Events to the API server from its own thread, newest
+    value per pod, retrying with backoff (1 s doubling to 30 s) while it fails."""
+
+    def __init__(self, api_, metrics, log, dry_run=False):
+        self.api, self.metrics, self.log, self.dry_run = api_, metrics, log, dry_run
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._annotations = {}      # uid -> (pod ref obj, value)
+        self._events = []           # (pod ref obj, reason, message)
+        self._written = {}          # uid -> value last written
+        self.backoff = 1.0
+
+    def annotate(self, ref, value):
+        with self._lock:
+            uid = ref["metadata"]["uid"]
+            if self._written.get(uid) != value:
+                self._annotations[uid] = (ref, value)
+                self._wake.set()
+
+    def event(self, ref, reason, message):
+        with self._lock:
+            self._events.append((ref, reason, message))
+            self._wake.set()
+
+    def forget(self, uid):
+        with self._lock:
+            self._annotations.pop(uid, None)
+            self._written.pop(uid, None)
+
+    def pending(self):
+        with self._lock:
+            return len(self._annotations) + len(self._events)
+
+    def run(self, stop):
+        while not stop.is_set():
+            self._wake.wait(1.0)
+            self._wake.clear()
+            if self.flush():
+                self.backoff = 1.0
+            else:
+                stop.wait(self.backoff)
+                self.backoff = min(30.0, self.backoff * 2)
+
+    def flush(self):
+        """Write what is queued; False when the API server refused or was unreachable."""
+        with self._lock:
+            todo, self._annotations = self._annotations, {}
+            evs, self._events = self._events, []
+        ok = True
+        for uid, (ref, value) in sorted(todo.items()):
+            meta = ref["metadata"]
+            if self.dry_run:
+                self.log.info("pod %s/%s: %s=%s (dry run)", meta["namespace"], meta["name"],
+                              ANNOTATION, value)
+                continue
+            try:
+                self.api.annotate(ref, ANNOTATION, value)
+            except KubeError as e:
+                ok = False
+                self.metrics.failures.labels("annotation").inc()
+                self.log.warning("pod %s/%s: annotation not recorded yet (%s)",
+                                 meta["namespace"], meta["name"], e)
+                with self._lock:
+                    self._annotations.setdefault(uid, (ref, value))
+                continue
+            with self._lock:
+                self._written[uid] = value
+        for i, (ref, reason, message) in enumerate(evs):
+            if self.dry_run:
+                continue
+            try:
+                self.api.event(ref, reason, message)
+            except KubeError as e:
+                ok = False
+                self.metrics.failures.labels("event").inc()
+                self.log.warning("event %s not recorded yet (%s)", reason, e)
+                with self._lock:
+                    self._events[:0] = evs[i:]
+                break
+        return ok
+
+
+def _ref(pod):
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": pod.name, "namespace": pod.namespace, "uid": pod.uid}}
+
+
+class NriAgent:
+    """The NRI handler (see ``nri.plugin``). STATE_FACTORY makes an empty NodeState."""
+
+    def __init__(self, state_factory, checkpoint, recorder, metrics, log=None,
+                 cpu_map=None, mem_map=None):
+        self.state_factory = state_factory
+        self.state = state_factory()
+        self.checkpoint, self.recorder, self.metrics = checkpoint, recorder, metrics
+        self.log = log or logging.getLogger("hwaffinity.agent")
+        self.cpu_map, self.mem_map = cpu_map, mem_map
+        self.records = {}       # pod uid -> {container name: entry}: the checkpoint
+        self.sent = {}          # container id -> (cpus, mems) the runtime was given
+        self.plugin = None      # set by the caller: asynchronous UpdateContainers
+        self.synchronized = threading.Event()
+        self.runtime = ("", "")
+        self.lock = threading.Lock()
+        self._async = queue.Queue()
+        self._reported = set()  # (pod uid, reason, message) already sent
+        self._formatted = {}    # frozenset of ids -> kernel list text
+
+    # -- NRI handler -----------------------------------------------------
+    def configure(self, msg):
+        self.runtime = (msg.get("runtime_name", ""), msg.get("runtime_version", ""))
+        self.log.info("configured by %s %s (request timeout %.1f s)", *self.runtime,
+                      msg.get("request_timeout", 0) / 1000.0)
+        return EVENTS
+
+    def synchronize(self, pods, containers):
+        t0 = time.monotonic()
+        with self.lock:
+            self.state = self.state_factory()
+            self.records = self.checkpoint.load(self.log)
+            self.sent = {}
+            sandboxes = {p.get("id"): p for p in pods}
+            live = [c for c in containers if c.get("state") in _LIVE
+                    and c.get("pod_sandbox_id") in sandboxes]
+            uids = {sandboxes[c["pod_sandbox_id"]].get("uid") for c in live}
+            self.records = {u: r for u, r in self.records.items() if u in uids}
+            # recorded grants first, so that a container placed afresh takes no CPU of theirs
+            live.sort(key=lambda c: (
+                (c.get("name") not in self.records.get(
+                    sandboxes[c["pod_sandbox_id"]].get("uid"), {})), c.get("id", "")))
+            for c in live:
+                sandbox = sandboxes[c["pod_sandbox_id"]]
+                cpu = (((c.get("linux") or {}).get("resources") or {}).get("cpu") or {})
+                self.sent[c["id"]] = (cpu.get("cpus", ""), cpu.get("mems", ""))
+                self._admit(sandbox, c)
+            updates = self._updates()
+            for uid in self.state.pods:
+                self._merge(uid)
+            try:
+                self.checkpoint.rewrite(self.records)
+            except OSError as e:
+                self._checkpoint_failed(e)
+            for uid in {k[0] for k in self.state.placed} | set(self.state.errors):
+                self._report(uid)
+        self.synchronized.set()
+        self.log.info("synchronized with the runtime: %d pod(s), %d container(s) in "
+                      "%.1f ms; %d cpuset(s) corrected", len(pods), len(live),
+                      (time.monotonic() - t0) * 1e3, len(updates))
+        return updates
+
+    def create_container(self, pod, container):
+        t0 = time.monotonic()
+        with self.lock:
+            key = self._admit(pod, container)
+            self.metrics.decisions.labels(
+                "placed" if key in self.state.placed else "failed").inc()
+            adjust = None
+            everything = self._wanted()
+            wanted = everything.get(container.get("id"))
+            if wanted is not None:
+                adjust = {"linux": {"resources": api.cpuset_resources(*wanted)}}
+                self.sent[container["id"]] = wanted
+            updates = self._updates(everything)
+            self._save(key[0])
+            self._report(key[0])
+        self.metrics.decision.observe(time.monotonic() - t0)
+        return adjust, updates
+
+    def update_container(self, pod, container, resources):
+        with self.lock:
+            uid = pod.get("uid") or pod.get("id")
+            key = (uid, container.get("name"))
+            known = self.state.pods.get(uid)
+            subject = next((c for c in known.containers if c.name == key[1]), None) \
+                if known is not None else None
+            if subject is None:
+                self._admit(pod, container)
+            else:
+                fresh = nri_subjects.container(known, container, self._runtime(),
+                                               resources=resources or None)
+                shape = ("cpu_request", "cpu_limit", "mem_request", "mem_limit")
+                if any(getattr(fresh, a) != getattr(subject, a) for a in shape):
+                    for a in shape:
+                        setattr(subject, a, getattr(fresh, a))
+                    self.state.replace(key)
+                    self.log.info("container %s/%s resized: placed again", pod.get("name"),
+                                  key[1])
+            self.sent.pop(container.get("id"), None)    # its own cpuset rides along
+            updates = self._updates()
+            self._save(uid)
+            self._report(uid)
+        return updates
+
+    def stop_container(self, pod, container):
+        with self.lock:
+            updates = self._release(pod, container)
+        return updates
+
+    def state_change(self, event, pod, container):
+        with self.lock:
+            if event == api.REMOVE_CONTAINER:
+                updates = self._release(pod, container)
+            elif event == api.REMOVE_POD_SANDBOX:
+                uid = pod.get("uid") or pod.get("id")
+                self.state._forget(uid)
+                self.records.pop(uid, None)
+                self.recorder.forget(uid)
+                self._reported = {r for r in self._reported if r[0] != uid}
+                updates = self._updates()
+                self._save(uid, gone=True)
+            else:
+                return
+        if updates:
+            self._async.put(updates)
+
+    def shutdown(self):
+        self.log.info("the runtime is shutting down")
+
+    # -- asynchronous updates --------------------------------------------
+    def run_updates(self, stop):
+        """Send the updates of state changes (removals) with UpdateContainers."""
+        while not stop.is_set():
+            try:
+                updates = self._async.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            plugin = self.plugin
+            if plugin is None:
+                continue
+            try:
+                failed = plugin.update_containers(updates)
+            except Exception as e:      # noqa: BLE001 -- the next Synchronize corrects it
+                self.log.warning("UpdateContainers failed (%s): the next synchronize "
+                                 "corrects it", e)
+                continue
+            for f in failed:
+                self.metrics.failures.labels("update").inc()
+                self.log.warning("the runtime could not update container %s",
+                                 f.get("container_id"))
+
+    # -- internals ---------------------------------------------------------
+    def _runtime(self):
+        return self.runtime[0] or "containerd"
+
+    def _admit(self, sandbox, container):
+        uid = sandbox.get("uid") or sandbox.get("id")
+        record = self.records.get(uid)
+        pod = nri_subjects.pod(sandbox, json.dumps(record, sort_keys=True) if record else None)
+        if pod.forged is not None and (uid, container.get("name")) not in self.state.ids:
+            self._event(pod, REASON_FORGED, "container %s: the pod was created with %s; the "
+                        "agent's own checkpoint is the record in NRI mode, so it is ignored"
+                        % (container.get("name"), ANNOTATION))
+        known = self.state.pods.get(uid, pod)
+        subject = nri_subjects.container(known, container, self._runtime())
+        return self.state.admit(pod, subject)
+
+    def _release(self, sandbox, container):
+        uid = sandbox.get("uid") or sandbox.get("id")
+        key = (uid, container.get("name"))
+        cid = container.get("id")
+        self.sent.pop(cid, None)
+        if self.state.ids.get(key, (None,))[0] != cid:
+            return []           # an older instance: its successor holds the grant
+        self.state.remove(key)
+        return self._updates()
+
+    def _wanted(self):
+        """{container id: (cpus, mems)} of every placed container, as the runtime takes
+        them (kernel lists, mapped through the id maps). A pool's shared set is
+        formatted once per call, an exclusive set once per grant."""
+        placer, ids = self.state.placer, self.state.ids
+        shared, out = {}, {}
+        for key, c in self.state.placed.items():
+            g = placer.grants[c]
+            try:
+                own = g.exclusive if g.cpu_type != RESERVED else frozenset()
+                if own and g.portion <= 0:
+                    cpus = self._text(own, self.cpu_map, "CPU")
+                else:
+                    pool_key = (g.pool.name, g.cpu_type == RESERVED)
+                    if pool_key not in shared:
+                        shared[pool_key] = placer.shared_cpus(g.pool, g.cpu_type)
+                    cpus = self._text(shared[pool_key] | own if own else shared[pool_key],
+                                      self.cpu_map, "CPU")
+                mems = self._text(placer.memset(g), self.mem_map, "memory node")
+            except ValueError as e:
+                self.metrics.failures.labels("map").inc()
+                self.log.warning("container %s: %s", ids[key][0], e)
+                continue
+            out[ids[key][0]] = (cpus, mems)
+        return out
+
+    def _text(self, ids, mapping, what):
+        text = self._formatted.get(ids)
+        if text is None:
+            mapped = Writer._map(ids, mapping, what, "cpu_map" if what == "CPU" else "mem_map")
+            if len(self._formatted) > 4096:
+                self._formatted.clear()
+            text = self._formatted[ids] = format_list(mapped)
+        return text
+
+    def _updates(self, wanted=None):
+        """ContainerUpdates for the containers whose cpuset differs from what the runtime
+        was given (WANTED: ``_wanted()``, if the caller has it)."""
+        updates = []
+        for cid, want in sorted((wanted if wanted is not None else self._wanted()).items()):
+            if self.sent.get(cid) == want:
+                continue
+            self.sent[cid] = want
+            updates.append({"container_id": cid, "ignore_failure": True,
+                            "linux": {"resources": api.cpuset_resources(*want)}})
+        return updates
+
+    def _merge(self, uid):
+        """Take pod UID's decisions into its record; True when the record changed."""
+        decided = {k: v for k, v in self.state.decisions(uid).items() if "error" not in v}
+        entry = self.records.setdefault(uid, {})
+        if all(entry.get(k) == v for k, v in decided.items()):
+            return False
+        entry.update(decided)
+        return True
+
+    def _save(self, uid, gone=False):
+        try:
+            if gone:
+                self.checkpoint.record(uid, None)
+            elif self._merge(uid):
+                self.checkpoint.record(uid, self.records[uid])
+        except OSError as e:
+            self._checkpoint_failed(e)
+
+    def _checkpoint_failed(self, e):
+        self.metrics.failures.labels("checkpoint").inc()
+        self.log.warning("checkpoint not written (%s): a restart places afresh", e)
+
+    def _report(self, uid):
+        pod = self.state.pods.get(uid)
+        if pod is None:
+            return
+        ref = _ref(pod)
+        for name, message in self.state.refused(uid):
+            self._event(pod, REASON_RESTORE, "container %s: %s" % (name, message))
+        for name, message in self.state.failures(uid):
+            self._event(pod, REASON_PLACEMENT, "container %s: %s" % (name, message)
+                        if name else message)
+        decided = self.state.decisions(uid)
+        set_gauges(self.metrics, self.state)
+        value = dict(self.records.get(uid) or {})
+        value.update(decided)
+        if value:
+            self.recorder.annotate(ref, json.dumps(value, sort_keys=True,
+                                                   separators=(",", ":")))
+
+    def _event(self, pod, reason, message):
+        key = (pod.uid, reason, message)
+        if key in self._reported:
+            return
+        self._reported.add(key)
+        self.log.warning("pod %s: %s", pod.ref, message)
+        self.recorder.event(_ref(pod), reason, message)
