@@ -303,13 +303,17 @@ def test_the_agent_asks_for_its_documented_minimum(applied):
     assert {n: h["path"] for n, h in host.items()} == {
         "cgroup": "/sys/fs/cgroup", "cpus": "/sys/devices/system",
         "kubelet-config": "/var/lib/kubelet/config.yaml",
-        "cpu-manager-state": "/var/lib/kubelet/cpu_manager_state"}
+        "cpu-manager-state": "/var/lib/kubelet/cpu_manager_state",
+        "nri": "/var/run/nri", "state": "/var/lib/hwaffinity"}
     # never the kubelet's whole directory (every pod's Secrets are under it), never a type
     # that lets the runtime make a directory where a kubelet file belongs
     assert host["kubelet-config"]["type"] == host["cpu-manager-state"]["type"] == "FileOrCreate"
     mounts = {m["name"]: m for m in c["volumeMounts"]}
     writable = {n for n, m in mounts.items() if not m.get("readOnly")}
-    assert writable == {"cgroup"}
+    assert writable == {"cgroup", "nri", "state"}    # nri: the socket is connected to
+    args = c["args"]
+    assert "--mode=auto" in args and "--nri-socket=/host/run/nri/nri.sock" in args
+    assert "--state-dir=/host/var/lib/hwaffinity" in args
 
 
 # -- credentials, availability, priority --------------------------------------------------

@@ -10,8 +10,11 @@ handled; the runtime answers it after the request, so a handler must not wait fo
 it). The runtime gives up on a request after its own timeout (containerd:
 ``plugin_request_timeout``, 2 s by default) and then, in containerd and CRI-O
 alike, drops the plugin's connection and goes on without it: the container is
-created as the kubelet asked. ``run`` returns then; the caller reconnects and
-is synchronized afresh.
+created as the kubelet asked (a timeout, a closed connection and a protocol error
+are "fatal" there; any other error status would fail the container, so a handler
+that raises on a container request is answered with an empty response: the
+container runs as the kubelet asked, and the error is logged). ``wait`` returns
+when the connection ends; the caller reconnects and is synchronized afresh.
 
 A HANDLER has the methods ``configure(request)`` -> event mask,
 ``synchronize(pods, containers)`` -> [ContainerUpdate],
@@ -28,6 +31,10 @@ from tacker_hwaffinity.nri import api, ttrpc
 from tacker_hwaffinity.nri.mux import PLUGIN_CONN, RUNTIME_CONN, Mux, MuxError
 
 PLUGIN_NAME = "hwaffinity"
+# requests whose error status would fail the container in the runtime (containerd's NRI
+# adaptation returns a plugin's non-fatal error to the CRI call): answered empty instead
+CONTAINER_METHODS = frozenset({"CreateContainer", "UpdateContainer", "StopContainer",
+                               "StateChange"})
 DEFAULT_INDEX = "90"
 
 
@@ -173,9 +180,13 @@ class Plugin:
         try:
             msg = request.decode(req.get("payload", b""))
             out = getattr(self, "_on_" + method)(msg)
-        except Exception as e:      # noqa: BLE001 -- the runtime gets the error, we go on
+        except Exception as e:      # noqa: BLE001 -- answered below, the session goes on
             if self.log is not None:
                 self.log.exception("NRI %s failed", method)
+            if method in CONTAINER_METHODS:
+                # an error status fails the container's creation in the runtime; without
+                # our answer the container runs as the kubelet asked
+                return ttrpc.response_frame(sid, response.encode({}))
             return ttrpc.response_frame(sid, code=ttrpc.UNKNOWN, message="%s: %s" % (
                 type(e).__name__, e))
         return ttrpc.response_frame(sid, response.encode(out or {}))

@@ -271,3 +271,17 @@ def test_checkpoint_journal_replays_compacts_and_reports_a_broken_one(tmp_path, 
     with caplog.at_level(logging.WARNING):
         assert cp.load(LOG) == {"u": {"c": {"pool": "r"}}}     # what came before the break
     assert "unreadable" in caplog.text and "line 2" in caplog.text
+
+
+def test_a_handler_failure_never_fails_the_container(node, runtime, monkeypatch):
+    runtime.start()
+
+    def broken(*a):
+        raise RuntimeError("engine bug")
+    monkeypatch.setattr(node.agent, "create_container", broken)
+    pod = sandbox("cnf", "u1", "guaranteed")
+    reply = runtime.create(pod, container(pod, "c", "c1", milli=2000, limit_milli=2000))
+    assert reply == {}          # no adjustment: the container runs as the kubelet asked
+    monkeypatch.setattr(node.agent, "synchronize", broken)
+    with pytest.raises(Exception, match="status 2: RuntimeError: engine bug"):
+        runtime.call("Synchronize", {})     # not a container request: the runtime is told

@@ -113,7 +113,7 @@ def test_the_agent_reports_its_dead_pod_watch(dying_watch, monkeypatch, tmp_path
     with open(server) as f:
         machine = machine_from_yaml(parse_documents(f.read(), server)[0], server)
     layout = cgroupfs.detect(str(tmp_path))
-    monkeypatch.setattr(cli, "prepare", lambda args, log: (machine, layout, None, None))
+    monkeypatch.setattr(cli, "prepare", lambda args, log: ("cgroupfs", machine, layout, None, None))
     args = build_parser("agent").parse_args(["agent", "--node", "n1", "--metrics-address",
                                              "127.0.0.1:0", "--resync", "3600"])
     answers = probe_then_stop(dying_watch)
