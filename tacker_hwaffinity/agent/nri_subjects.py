@@ -6,8 +6,8 @@ container (its CRI name, ID and the Linux resources the kubelet computed). The
 kubelet's resources carry the requests back, exactly:
 
 * QoS class: the pod's cgroup parent, named by the kubelet under both drivers
-  (``/kubepods/besteffort/pod<uid>``, ``kubepods-burstable-pod<uid>.slice``;
-  neither word: Guaranteed);
+  (``/kubepods/besteffort/pod<uid>``, ``kubepods-burstable-pod<uid>.slice``; the pod
+  level with neither word, ``/kubepods/pod<uid>``: Guaranteed);
 * CPU request: ``cpu.shares`` = milli * 1024 / 1000 (integer division, at least 2),
   so the request is the smallest milli-CPU giving those shares (a BestEffort
   container's 2 shares mean none);
@@ -30,7 +30,8 @@ def qos_class(sandbox):
         return qosmod.BEST_EFFORT
     if "burstable" in parent:
         return qosmod.BURSTABLE
-    if "kubepods" in parent:
+    last = parent.rstrip("/").rsplit("/", 1)[-1]
+    if last.startswith("pod") or "-pod" in last:       # the pod level right under kubepods
         return qosmod.GUARANTEED
     return qosmod.BURSTABLE if parent else qosmod.BEST_EFFORT
 

@@ -285,3 +285,25 @@ def test_a_handler_failure_never_fails_the_container(node, runtime, monkeypatch)
     monkeypatch.setattr(node.agent, "synchronize", broken)
     with pytest.raises(Exception, match="status 2: RuntimeError: engine bug"):
         runtime.call("Synchronize", {})     # not a container request: the runtime is told
+
+
+@pytest.mark.parametrize("parent,qos", [
+    ("/kubepods/pod1", "Guaranteed"), ("/kubepods/burstable/pod1", "Burstable"),
+    ("/kubepods/besteffort/pod1", "BestEffort"), ("kubepods-pod1.slice", "Guaranteed"),
+    ("kubepods-burstable-pod1.slice", "Burstable"),
+    ("kubepods-besteffort-pod1.slice", "BestEffort"),
+    ("/custom/kubepods/pod_1", "Guaranteed"), ("", "BestEffort")])
+def test_qos_class_from_the_kubelets_cgroup_parent_under_both_drivers(parent, qos):
+    from tacker_hwaffinity.agent import nri_subjects
+    assert nri_subjects.qos_class({"linux": {"cgroup_parent": parent}}) == qos
+
+
+def test_requests_come_back_exactly_from_the_kubelets_shares_and_quota():
+    from tacker_hwaffinity.agent import nri_subjects
+    for milli in (3, 99, 100, 250, 1000, 1500, 64000):     # 2 shares: none (MinShares)
+        assert nri_subjects.shares_to_milli(milli * 1024 // 1000) == milli
+    pod = nri_subjects.pod(sandbox("p", "u", "guaranteed"))
+    c = nri_subjects.container(pod, container(sandbox("p", "u"), "c", "x", milli=1500,
+                                              limit_milli=1500, memory=5 << 20))
+    assert (c.cpu_request, c.cpu_limit, c.mem_request, c.mem_limit) == (1500, 1500, 5 << 20,
+                                                                       5 << 20)
