@@ -18,6 +18,7 @@ agent does).
     python benchmarks/bench_nri.py [--containers 200] [--rounds 5]
 """
 import argparse
+import gc
 import logging
 import multiprocessing
 import os
@@ -60,6 +61,7 @@ def agent_process(sock, state_dir, done, out):
     log = logging.getLogger("bench")
     metrics = Metrics(CollectorRegistry())
     m = machine()
+    gc.freeze()         # as cli.agent.run does once started
     recorder = Recorder(Down(), metrics, log)
     agent = NriAgent(lambda: NodeState(m), Checkpoint(os.path.join(state_dir, CHECKPOINT)),
                      recorder, metrics, log=log)

@@ -12,7 +12,8 @@
 #     unless the run excludes the control-plane tests;
 #   - the OpenStack (Nova, Placement, Heat) venv (tools/openstack-venv.sh, from
 #     PyPI), unless the run excludes the openstack tests.
-# Debian packages the tests run (sshd) come from tools/install-test-packages.sh.
+# Debian packages the tests run (sshd) come from tools/install-test-packages.sh; the
+# real-node tests' containerd 1.7 (NRI) and runc from tools/install-node-runtime.sh.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -55,6 +56,7 @@ log "installing tacker-hwaffinity (editable) with test extras (first run: a few 
 with_progress "installing Python packages" "${venv}/bin/python" -m pip install -q -e ".[test]"
 
 with_progress "installing Debian packages" bash tools/install-test-packages.sh
+with_progress "installing containerd 1.7 with NRI (tests/realnode)" bash tools/install-node-runtime.sh
 
 case " $* " in
     *"not controlplane"*) log "control-plane tests excluded: not building Kubernetes" ;;

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from .test_runtime_harness import REPORT, Pod, log_lines, status_fields, wait_for
+from .test_runtime_harness import Pod, log_lines, status_fields, wait_for
 
 pytestmark = pytest.mark.realnode
 
