@@ -34,7 +34,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, ".."))
 sys.path.insert(0, os.path.join(here, "..", "tests"))
 
-from bench_agent import CR  # noqa: E402
+from bench_agent import CR, _p99  # noqa: E402
 from bench_numa import machine  # noqa: E402
 
 from agent.nri_runtime import Runtime, container, sandbox  # noqa: E402
@@ -140,11 +140,6 @@ def main(argv=None):
     print("agent peak RSS %.0f MiB (goal < %.0f MiB): %s"
           % (peak, GOAL_RSS_MIB, "met" if peak < GOAL_RSS_MIB else "NOT met"))
     return 0
-
-
-def _p99(ms):
-    s = sorted(ms)
-    return s[min(len(s) - 1, int(round(0.99 * (len(s) - 1))))]
 
 
 if __name__ == "__main__":

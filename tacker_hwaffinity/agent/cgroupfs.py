@@ -216,8 +216,8 @@ class Writer:
         module docstring for the write order. Returns an Applied. KNOWN: the
         (cpus, mems) this writer read back from PATH last time (``Applied.after``),
         which saves reading them again; None reads them."""
-        target = (self._map(cpus, self.cpu_map, "CPU", "cpu_map"),
-                  self._map(mems, self.mem_map, "memory node", "mem_map"))
+        target = (map_ids(cpus, self.cpu_map, "CPU", "cpu_map"),
+                  map_ids(mems, self.mem_map, "memory node", "mem_map"))
         before = known if known is not None else self.read(path)
         plan = self._plan(path, before, target)
         if not plan:
@@ -267,19 +267,6 @@ class Writer:
                 plan.append((os.path.join(path, (cpus_file, mems_file)[i]), target[i]))
         return plan
 
-    @staticmethod
-    def _map(ids, mapping, what, name):
-        ids = frozenset(ids)
-        if not ids:
-            raise ValueError("an empty %s set would leave the container nowhere to run" % what)
-        if mapping is None:
-            return ids
-        missing = sorted(i for i in ids if i not in mapping)
-        if missing:
-            raise MapError("%s %s not in %s (it maps %s)" % (
-                what, format_list(missing), name, format_list(mapping) or "nothing"))
-        return frozenset(mapping[i] for i in ids)
-
     def _read(self, file, owner):
         try:
             with open(file) as f:
@@ -303,6 +290,21 @@ class Writer:
                 os.close(fd)
         except OSError as e:
             raise _failure(e, file, text, owner) from None
+
+
+def map_ids(ids, mapping, what, name):
+    """IDS (placement ids) as this machine's, through MAPPING ({int: int}; None: as
+    they are); WHAT and NAME word the errors. Raises ValueError/MapError."""
+    ids = frozenset(ids)
+    if not ids:
+        raise ValueError("an empty %s set would leave the container nowhere to run" % what)
+    if mapping is None:
+        return ids
+    missing = sorted(i for i in ids if i not in mapping)
+    if missing:
+        raise MapError("%s %s not in %s (it maps %s)" % (
+            what, format_list(missing), name, format_list(mapping) or "nothing"))
+    return frozenset(mapping[i] for i in ids)
 
 
 def _levels_between(base, path):

@@ -172,6 +172,10 @@ class NodeState:
         uid = _uid(obj)
         return self._forget(uid) if uid else set()
 
+    def forget(self, uid):
+        """NRI: pod UID's sandbox is gone: its grants are released."""
+        return self._forget(uid)
+
     def admit(self, pod, container):
         """NRI: CONTAINER (a subject, its ID set) of POD (a subject) is being created.
         Placed, or given its grant back when it restarts (same pod and name, new ID) or

@@ -31,7 +31,7 @@ import threading
 import time
 
 from tacker_hwaffinity.agent import nri_subjects
-from tacker_hwaffinity.agent.cgroupfs import Writer
+from tacker_hwaffinity.agent.cgroupfs import map_ids
 from tacker_hwaffinity.agent.node import ANNOTATION
 from tacker_hwaffinity.agent.runner import REASON_PLACEMENT, REASON_RESTORE, set_gauges
 from tacker_hwaffinity.kube.client import KubeError
@@ -315,7 +315,7 @@ class NriAgent:
                 updates = self._release(pod, container)
             elif event == api.REMOVE_POD_SANDBOX:
                 uid = pod.get("uid") or pod.get("id")
-                self.state._forget(uid)
+                self.state.forget(uid)
                 self.records.pop(uid, None)
                 self.recorder.forget(uid)
                 self._reported = {r for r in self._reported if r[0] != uid}
@@ -359,7 +359,8 @@ class NriAgent:
         uid = sandbox.get("uid") or sandbox.get("id")
         record = self.records.get(uid)
         pod = nri_subjects.pod(sandbox, json.dumps(record, sort_keys=True) if record else None)
-        if pod.forged is not None and (uid, container.get("name")) not in self.state.ids:
+        forged = ANNOTATION in (sandbox.get("annotations") or {})
+        if forged and (uid, container.get("name")) not in self.state.ids:
             self._event(pod, REASON_FORGED, "container %s: the pod was created with %s; the "
                         "agent's own checkpoint is the record in NRI mode, so it is ignored"
                         % (container.get("name"), ANNOTATION))
@@ -406,7 +407,7 @@ class NriAgent:
     def _text(self, ids, mapping, what):
         text = self._formatted.get(ids)
         if text is None:
-            mapped = Writer._map(ids, mapping, what, "cpu_map" if what == "CPU" else "mem_map")
+            mapped = map_ids(ids, mapping, what, "cpu_map" if what == "CPU" else "mem_map")
             if len(self._formatted) > 4096:
                 self._formatted.clear()
             text = self._formatted[ids] = format_list(mapped)

@@ -40,16 +40,14 @@ def pod(sandbox, record=None):
     """A numa.subjects.Pod of the NRI PodSandbox SANDBOX, its annotation record RECORD
     (the agent's checkpoint for that pod, or None)."""
     annotations = dict(sandbox.get("annotations") or {})
-    forged = annotations.pop(NUMA_ANNOTATION, None)
+    annotations.pop(NUMA_ANNOTATION, None)      # the creator's text: never a record here
     if record is not None:
         annotations[NUMA_ANNOTATION] = record
-    subject = Pod(sandbox.get("name") or sandbox.get("id", "?"),
+    return Pod(sandbox.get("name") or sandbox.get("id", "?"),
                   sandbox.get("namespace") or "default",
                   sandbox.get("uid") or sandbox.get("id"), qos_class(sandbox),
                   labels=sandbox.get("labels"), annotations=annotations,
                   source="nri sandbox %s" % sandbox.get("id", "?"))
-    subject.forged = forged
-    return subject
 
 
 def shares_to_milli(shares):

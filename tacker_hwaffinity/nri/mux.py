@@ -84,12 +84,9 @@ class Mux:
                     sink(data)
         except Exception as e:      # noqa: BLE001 -- reported through on_close, once
             error = e
+        closed_by_us = self._closed.is_set() and isinstance(error, OSError)
         self.close()
-        self.on_close(None if error is None or self._closed_by_us(error) else error)
-
-    def _closed_by_us(self, error):
-        return isinstance(error, OSError) and self._closed.is_set() and not isinstance(
-            error, MuxError)
+        self.on_close(None if closed_by_us else error)
 
     def _exactly(self, n):
         parts, left = [], n

@@ -52,8 +52,6 @@ class Plugin:
         self.name, self.index = name, index
         self.log = log
         self.call_timeout = call_timeout
-        self.runtime = None                 # (name, version) from Configure
-        self.request_timeout = None         # seconds, from Configure
         self.mux = None
         self.closed = threading.Event()
         self.close_error = None
@@ -160,16 +158,10 @@ class Plugin:
             item = self._requests.get()
             if item is None:
                 return
-            sid, req = item
             try:
-                reply = self._answer(sid, req)
+                self.mux.send(PLUGIN_CONN, self._answer(*item))
             except MuxError:
                 return
-            if reply is not None:
-                try:
-                    self.mux.send(PLUGIN_CONN, reply)
-                except MuxError:
-                    return
 
     def _answer(self, sid, req):
         method = req.get("method", "")
@@ -192,8 +184,6 @@ class Plugin:
         return ttrpc.response_frame(sid, response.encode(out or {}))
 
     def _on_Configure(self, msg):
-        self.runtime = (msg.get("runtime_name", ""), msg.get("runtime_version", ""))
-        self.request_timeout = msg.get("request_timeout", 0) / 1000.0 or None
         return {"events": self.handler.configure(msg)}
 
     def _on_Synchronize(self, msg):
