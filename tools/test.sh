@@ -13,7 +13,9 @@
 #   - the OpenStack (Nova, Placement, Heat) venv (tools/openstack-venv.sh, from
 #     PyPI), unless the run excludes the openstack tests.
 # Debian packages the tests run (sshd) come from tools/install-test-packages.sh; the
-# real-node tests' containerd 1.7 (NRI) and runc from tools/install-node-runtime.sh.
+# real-node tests' containerd 1.7 (NRI) and runc from tools/install-node-runtime.sh; the
+# cgroup v2 test VM's image (QEMU, trixie, systemd, containerd 1.7) from
+# tools/build-vm-image.sh, unless the run excludes the vm tests.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -58,6 +60,11 @@ with_progress "installing Python packages" "${venv}/bin/python" -m pip install -
 with_progress "installing Debian packages" bash tools/install-test-packages.sh
 with_progress "installing containerd 1.7 with NRI (tests/realnode)" bash tools/install-node-runtime.sh
 
+case " $* " in
+    *"not vm"*) log "VM tests excluded: not building the test VM's image" ;;
+    *) with_progress "building the cgroup v2 test VM's image (first run: about 2-4 minutes)" \
+           bash tools/build-vm-image.sh ;;
+esac
 case " $* " in
     *"not controlplane"*) log "control-plane tests excluded: not building Kubernetes" ;;
     *) with_progress "building Kubernetes (first run: about 10 minutes)" bash tools/build-kube.sh ;;

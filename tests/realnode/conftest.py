@@ -24,6 +24,27 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "%s: runs a private containerd 1.7 with NRI and real containers through the "
                    "CRI (root; tools/install-node-runtime.sh)" % MARKER)
+    config.addinivalue_line(
+        "markers", "vm: boots the QEMU test VM (cgroup v2, systemd, containerd 1.7 with NRI; "
+                   "tools/build-vm-image.sh); deselect with -m 'not vm'")
+
+
+_LAST_VM_TEST = pytest.StashKey[str]()
+
+
+def pytest_collection_modifyitems(session, config, items):
+    vm_tests = [item.nodeid for item in items if item.get_closest_marker("vm")]
+    config.stash[_LAST_VM_TEST] = vm_tests[-1] if vm_tests else ""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """Power the test VM off after the last test that uses it: an idle TCG guest still
+    takes host CPU, which the timing-sensitive tests after it would feel."""
+    yield
+    if item.nodeid == item.config.stash.get(_LAST_VM_TEST, None):
+        from .vmfixture import close_shared_vm
+        close_shared_vm()
 
 
 def require_node_runtime():

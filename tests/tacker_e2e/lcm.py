@@ -7,24 +7,14 @@ import time
 
 from osharness import free_port
 
+from sshkeys import ed25519_keypair
+
 from .packages import ROOT
 
 SAMPLES = os.path.join(ROOT, "samples", "requests", "k8s-cluster")
 
 
-def _keypair():
-    """(OpenSSH private key text, its public key line): the sample's Nova keypair."""
-    from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric import ed25519
-    key = ed25519.Ed25519PrivateKey.generate()
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                                serialization.NoEncryption()).decode()
-    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH,
-                                           serialization.PublicFormat.OpenSSH).decode()
-    return private, public
-
-
-PRIVATE_KEY, PUBLIC_KEY = _keypair()
+PRIVATE_KEY, PUBLIC_KEY = ed25519_keypair()  # the sample's Nova keypair
 
 
 def ensure_keypair(cloud):
