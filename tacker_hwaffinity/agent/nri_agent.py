@@ -222,8 +222,10 @@ class NriAgent:
     # -- NRI handler -----------------------------------------------------
     def configure(self, msg):
         self.runtime = (msg.get("runtime_name", ""), msg.get("runtime_version", ""))
-        self.log.info("configured by %s %s (request timeout %.1f s)", *self.runtime,
-                      msg.get("request_timeout", 0) / 1000.0)
+        timeout = msg.get("request_timeout", 0)
+        self.log.info("configured by %s %s (%s)", *self.runtime,
+                      "request timeout %.1f s" % (timeout / 1000.0) if timeout else
+                      "its request timeout not told: containerd's default is 2 s")
         return EVENTS
 
     def synchronize(self, pods, containers):

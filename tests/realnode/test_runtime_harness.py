@@ -67,9 +67,10 @@ def status_fields(pid):
 class Pod:
     """One host-network pod in a Containerd, with helpers to add containers."""
 
-    def __init__(self, runtime, name, annotations=None, labels=None, qos="guaranteed"):
+    def __init__(self, runtime, name, annotations=None, labels=None, qos="guaranteed",
+                 namespace="default", uid=None):
         self.runtime, self.cri = runtime, runtime.cri
-        self.name, self.namespace, self.uid = name, "default", str(uuid.uuid4())
+        self.name, self.namespace, self.uid = name, namespace, uid or str(uuid.uuid4())
         self.cgroup_parent = runtime.cgroup_parent(self.uid, qos)
         self.config = self.cri.sandbox_config(
             name, self.namespace, self.uid, annotations=annotations, labels=labels,
