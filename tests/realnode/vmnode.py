@@ -109,7 +109,9 @@ class GuestAgent:
         self.vm.run("systemctl reset-failed %s 2>/dev/null" % UNIT)
         self.vm.check(
             "systemd-run --unit=%s --collect -p StandardOutput=append:%s/agent.log "
-            "-p StandardError=append:%s/agent.log -E PYTHONPATH=%s -E PYTHONDONTWRITEBYTECODE=1 "
+            "-p StandardError=append:%s/agent.log -E PYTHONPATH=%s "
+            # the source share is read-only: bytecode goes to the guest's disk, once per boot
+            "-E PYTHONPYCACHEPREFIX=/var/cache/hwaffinity-pyc "
             "%s" % (UNIT, GUEST_OUT, GUEST_OUT, GUEST_SRC,
                     " ".join(shlex.quote(a) for a in self.argv)))
         if wait_for_line:
