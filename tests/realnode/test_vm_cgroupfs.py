@@ -19,7 +19,6 @@ import yaml
 from realnode.test_runtime_harness import log_lines, wait_for
 from realnode.vmfixture import guest_images, guest_vm  # noqa: F401  (fixtures)
 from realnode.vmnode import GuestAgent, VMPod, VMRuntime
-from tacker_hwaffinity.numa.cpuset import parse_list
 
 pytestmark = [pytest.mark.vm, pytest.mark.controlplane]
 
@@ -95,11 +94,6 @@ def vm_node(control_plane, guest_vm, guest_images):  # noqa: F811  (the imported
     runtime.close()
 
 
-def pinned(runtime, cid):
-    cpus, mems = runtime.allowed(cid)
-    return len(parse_list(cpus)) == 1 and len(parse_list(mems)) == 1 and (cpus, mems)
-
-
 def test_scopes_are_written_and_survive_daemon_reload(control_plane, vm_node, namespace):
     runtime, kubelet, agent = vm_node
     assert "mode cgroupfs (--mode cgroupfs)" in agent.text()
@@ -118,7 +112,7 @@ def test_scopes_are_written_and_survive_daemon_reload(control_plane, vm_node, na
     # the agent writes after the start (cgroupfs mode): the first process began unpinned
     started = dict(text.split(":\t", 1) for _, text in log_lines(vmpod.log_path("c"), 2, 60))
     assert started["Cpus_allowed_list"] == "0-3"
-    cpus, mems = wait_for(lambda: pinned(runtime, cid), 60, "the agent to pin the container")
+    cpus, mems = wait_for(lambda: runtime.pinned(cid), 60, "the agent to pin the container")
     scope = runtime.scope(vmpod, cid)
     assert runtime.vm.get(scope + "/cpuset.cpus").strip() == cpus
     assert runtime.vm.get(scope + "/cpuset.mems").strip() == mems
@@ -132,7 +126,7 @@ def test_scopes_are_written_and_survive_daemon_reload(control_plane, vm_node, na
     # systemd 257 keeps the scope's cpuset through a daemon-reload (it sets no AllowedCPUs
     # of its own there); were it reset, the next resync (3 s) would write it again
     runtime.vm.check("systemctl daemon-reload", timeout=120)
-    wait_for(lambda: pinned(runtime, cid) == (cpus, mems), 30, "the cpuset after daemon-reload")
+    wait_for(lambda: runtime.pinned(cid) == (cpus, mems), 30, "the cpuset after daemon-reload")
     assert runtime.vm.get(scope + "/cpuset.cpus").strip() == cpus
     assert runtime.vm.check("systemctl show -P ActiveState cri-containerd-%s.scope"
                             % cid).strip() == "active"

@@ -146,8 +146,7 @@ def test_a_killed_agent_never_stops_a_start_and_a_restart_changes_nothing(node, 
     agent.start()
     assert "1 container(s)" in agent.text() and "1 cpuset(s) corrected" in agent.text()
     # the runtime applies the Synchronize reply's updates after the agent logged them
-    pinned = wait_for(lambda: (lambda got: len(parse_list(got[0])) == 1 and got)(
-        node.allowed(cid)), 30, "the resync to pin the container")
+    pinned = wait_for(lambda: node.pinned(cid), 30, "the resync to pin the container")
     assert pinned[1] == str(numa_node(parse_list(pinned[0]))), pinned
     agent.stop()
     agent.start()

@@ -19,6 +19,7 @@ import time
 from realnode.cri import CRI
 from realnode.test_runtime_harness import Pod, wait_for
 from realnode.vm import GUEST_OUT, GUEST_SRC
+from tacker_hwaffinity.numa.cpuset import parse_list
 
 CRI_TIMEOUT = 90            # one CRI call under TCG takes seconds: 3x headroom
 UNIT = "hwaffinity-agent"
@@ -63,6 +64,12 @@ class VMRuntime:
         """(Cpus_allowed_list, Mems_allowed_list) of container CID's first process now."""
         fields = self.proc_status(self.cri.pid(cid))
         return fields["Cpus_allowed_list"], fields["Mems_allowed_list"]
+
+    def pinned(self, cid):
+        """(Cpus_allowed_list, Mems_allowed_list) of CID's first process when it is on one
+        CPU and one memory node now; False otherwise."""
+        cpus, mems = self.allowed(cid)
+        return len(parse_list(cpus)) == 1 and len(parse_list(mems)) == 1 and (cpus, mems)
 
     def scope(self, pod, cid):
         """The container's cgroup directory (a systemd scope) in the guest."""
