@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Build (once) the Kubernetes control-plane binaries the control-plane test
-# harness needs, from Debian bookworm's own `kubernetes` source package, and
-# install the runtime Debian packages (etcd-server, openssl).
+# Build (once) the Kubernetes binaries the test harnesses need, from Debian
+# bookworm's own `kubernetes` source package: the control plane (tests/controlplane)
+# and the kubelet and kube-proxy of the real node (tests/realnode/kubenode.py); install
+# the runtime Debian packages (etcd-server, openssl) and kubectl.
 #
 # Everything comes from Debian's package archive: no other download happens.
 # The binaries land OUTSIDE the checkout, keyed by version AND by this
@@ -10,7 +11,12 @@
 # built the old way:
 #
 #   ${HWAFFINITY_CACHE:-$HOME/.cache/tacker-hwaffinity}/kubernetes-<version>-<recipe>/bin/
-#       kube-apiserver kube-scheduler kube-controller-manager kubectl
+#       kube-apiserver kube-scheduler kube-controller-manager kubelet kube-proxy kubectl
+#
+# kubectl is Debian trixie's binary package (1.32, kustomize v5: `kubectl apply -k`
+# with directories as resources, as the README says), unpacked into the cache only;
+# bookworm's kubectl 1.20 embeds kustomize v2, which refuses deploy/'s kustomization.
+# The trixie apt source comes from tools/install-node-runtime.sh (run it first).
 #
 # A cache hit (all binaries present and reporting the expected version) skips
 # the source download and the build. Safe to run again at any time.
@@ -43,7 +49,7 @@ RECIPE_KEY="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)"
 PREFIX="${CACHE_ROOT}/kubernetes-${KUBE_VERSION}-${RECIPE_KEY}"
 BIN_DIR="${PREFIX}/bin"
 JOBS="${HWAFFINITY_BUILD_JOBS:-2}"
-BINARIES=(kube-apiserver kube-scheduler kube-controller-manager)
+BINARIES=(kube-apiserver kube-scheduler kube-controller-manager kubelet kube-proxy)
 RUNTIME_PACKAGES=(etcd-server openssl)
 REFLECT2_PACKAGE="golang-github-modern-go-reflect2-dev"
 REFLECT2_VERSION="1.0.2"         # upstream release inside Debian's package
@@ -95,12 +101,13 @@ install_kubectl() {
     tmp="$(mktemp -d "${CACHE_ROOT}/kubectl.XXXXXX")"
     chmod 0755 "${tmp}"   # lets APT's _apt user write the download
     apt_update_once
-    log "apt-get download kubernetes-client (unpacked into the cache only)"
-    (cd "${tmp}" && apt-get download -qq kubernetes-client)
-    dpkg-deb -x "${tmp}"/kubernetes-client_*.deb "${tmp}/root"
+    log "apt-get download kubectl/trixie (unpacked into the cache only)"
+    (cd "${tmp}" && apt-get download -qq kubectl/trixie) ||
+        die "cannot download trixie's kubectl: run tools/install-node-runtime.sh first (it adds the pinned trixie source)"
+    dpkg-deb -x "${tmp}"/kubectl_*.deb "${tmp}/root"
     install -m 0755 "${tmp}/root/usr/bin/kubectl" "${BIN_DIR}/kubectl"
     rm -rf "${tmp}"
-    log "kubectl: $("${BIN_DIR}/kubectl" version --client --short 2>/dev/null || echo unknown)"
+    log "kubectl: $("${BIN_DIR}/kubectl" version --client 2>/dev/null | head -n 1 || echo unknown)"
 }
 
 # Make sure APT knows a deb-src entry for bookworm main.

@@ -76,7 +76,7 @@ write_if_changed "${prefs}" "${prefs_text}"
 
 # Missing packages (containerd among them on a fresh host) are installed with
 # the pin in place: apt's candidate for containerd is then trixie's.
-bash "${here}/apt-install.sh" containerd runc busybox-static socat
+bash "${here}/apt-install.sh" containerd runc busybox-static socat iptables conntrack containernetworking-plugins
 
 # containerd installed earlier from bookworm (1.6): ask for trixie's by name.
 if ! containerd_is_17; then
