@@ -70,6 +70,11 @@ case " $* " in
     *) with_progress "building Kubernetes (first run: about 10 minutes)" bash tools/build-kube.sh ;;
 esac
 case " $* " in
+    *"not realnode"*) log "real-node tests excluded: not building the image (deploy/Dockerfile)" ;;
+    *) with_progress "building the image from deploy/Dockerfile (first run: about 3 minutes)" \
+           bash tools/build-image.sh ;;
+esac
+case " $* " in
     *"not openstack"*) log "OpenStack tests excluded: not building the OpenStack venv" ;;
     *) with_progress "making the OpenStack venv (first run: a few minutes)" \
            bash tools/openstack-venv.sh ;;

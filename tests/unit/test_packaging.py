@@ -1,4 +1,4 @@
-"""The in-cluster image (deploy/agent/Dockerfile: ``pip install ".[controller]"``) carries
+"""The in-cluster image (deploy/Dockerfile: ``pip install ".[controller]"``) carries
 every third-party module the agent, the controller and the webhook import at run time."""
 import ast
 import configparser
@@ -61,5 +61,5 @@ def test_the_image_installs_what_the_in_cluster_commands_import():
             if PROVIDED_BY.get(name) not in have:
                 missing.setdefault(name, []).append(rel)
     assert missing == {}, "imported in the cluster but not installed by the image: %s" % missing
-    docker = open(os.path.join(ROOT, "deploy", "agent", "Dockerfile")).read()
+    docker = open(os.path.join(ROOT, "deploy", "Dockerfile")).read()
     assert 'pip install --no-cache-dir ".[controller]"' in docker
