@@ -34,7 +34,8 @@ from tacker_hwaffinity.cli.main import build_parser
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEPLOY = os.path.join(ROOT, "deploy")
 NAMESPACE = "hwaffinity-system"
-IMAGE = "registry.example.com/tacker-hwaffinity/agent:latest"
+IMAGE = "registry.example.com/tacker-hwaffinity:latest"   # deploy/kustomization.yaml images:
+IMAGE_NAME = "tacker-hwaffinity"          # what every manifest names, set once by images:
 NOT_APPLIED = {  # in deploy/, deliberately outside `kubectl apply -k deploy/`
     "controller/secret.example.yaml", "webhook/webhooks.yaml",
     "webhook/scheduler-config.yaml", "webhook/scheduler-config-v1beta1.yaml",
@@ -54,7 +55,7 @@ def kustomize(directory):
     kustomization). Any other kustomization field fails: this reading would not apply it."""
     with open(os.path.join(directory, "kustomization.yaml")) as f:
         k = yaml.safe_load(f)
-    assert set(k) <= {"apiVersion", "kind", "resources"}, \
+    assert set(k) <= {"apiVersion", "kind", "resources", "images"}, \
         "%s uses fields this test does not model: %s" % (directory, sorted(k))
     assert (k["apiVersion"], k["kind"]) == ("kustomize.config.k8s.io/v1beta1", "Kustomization")
     out = []
@@ -67,7 +68,17 @@ def kustomize(directory):
         else:
             with open(path) as f:
                 out += [(os.path.relpath(path, DEPLOY), d) for d in yaml.safe_load_all(f) if d]
+    for image in k.get("images", []):       # kustomize's images transformer: name -> newName:newTag
+        for _, d in out:
+            for c in _containers(d):
+                if c["image"] == image["name"]:
+                    c["image"] = "%s:%s" % (image["newName"], image["newTag"])
     return out
+
+
+def _containers(obj):
+    spec = obj.get("spec", {}).get("template", {}).get("spec", {})
+    return spec.get("containers", []) + spec.get("initContainers", [])
 
 
 @pytest.fixture(scope="module")
@@ -131,12 +142,12 @@ def _ids(objects):
 
 
 def test_kubectl_kustomize_renders_what_the_expansion_reads(applied):
-    """Each component with the built kubectl 1.20 (its kustomize v2 takes files only); the
-    top level (directories as resources: kustomize v3+) with a newer kubectl when the
-    machine has one."""
+    """Each component and the top level (directories as resources, the images: override)
+    with the cached kubectl (Debian trixie's 1.32, kustomize v5; tools/build-kube.sh), and
+    with the machine's kubectl too when it has one."""
     kubectl = os.path.join(harness.kube_bin_dir(), "kubectl")
     if not os.access(kubectl, os.X_OK):
-        unavailable("no kubectl 1.20 (tools/build-kube.sh): " + kubectl)
+        unavailable("no kubectl (tools/build-kube.sh): " + kubectl)
     for component in ("agent", "controller", "webhook"):
         directory = os.path.join(DEPLOY, component)
         status, out = _kubectl_kustomize(kubectl, directory)
@@ -157,8 +168,11 @@ def test_kubectl_kustomize_renders_what_the_expansion_reads(applied):
             assert "must be a file" in out, out
             continue
         assert _ids(out) == _ids(_objects(applied))
+        images = {c["image"] for d in out for c in _containers(d)}
+        assert images == {IMAGE}, images            # set once, in every workload
         rendered += 1
     print("deploy/ rendered whole by %d of %d kubectl(s)" % (rendered, len(candidates)))
+    assert rendered >= 1
 
 
 # -- one namespace ------------------------------------------------------------------------
@@ -281,7 +295,7 @@ def test_controller_and_webhook_pass_the_restricted_level(applied):
 
 
 def test_the_image_runs_as_the_manifests_non_root_user(applied):
-    with open(os.path.join(DEPLOY, "agent", "Dockerfile")) as f:
+    with open(os.path.join(DEPLOY, "Dockerfile")) as f:
         users = [line.split()[1] for line in f if line.startswith("USER ")]
     assert users == ["65534:65534"]           # numeric: the kubelet can verify runAsNonRoot
     for name in ("hwaffinity-controller", "hwaffinity-webhook"):
