@@ -9,6 +9,7 @@ files into this project; the installed ``tacker`` distribution ships them
 import importlib.util
 import os
 
+from tacker_hwaffinity import extras
 from tacker_hwaffinity.errors import InputError
 
 FILES = ("etsi_nfv_sol001_common_types.yaml", "etsi_nfv_sol001_vnfd_types.yaml")
@@ -20,8 +21,8 @@ def definitions_dir():
     spec = importlib.util.find_spec("tacker")
     if spec is None or not spec.submodule_search_locations:
         raise InputError("the ETSI SOL001 type files come from the installed 'tacker' "
-                         "distribution, which is not installed (pip install "
-                         "'tacker-hwaffinity[tacker]')")
+                         "distribution, which is not installed: the tacker extra (%s)"
+                         % extras.install_hint("tacker"))
     for base in spec.submodule_search_locations:
         path = os.path.join(base, *_IN_TACKER)
         if all(os.path.isfile(os.path.join(path, f)) for f in FILES):

@@ -16,7 +16,9 @@ def main():
         from tacker_hwaffinity.mgmt import tacker_v2
     except ImportError as e:
         sys.stderr.write("tacker-hwaffinity is not installed in the conductor's Python "
-                         "(%s): pip install tacker-hwaffinity\n" % e)
+                         "(%s): install it there from its checkout (pip install "
+                         "'.[tacker]') or a wheel built there (pip install "
+                         "'dist/tacker_hwaffinity-VERSION-py3-none-any.whl[tacker]')\n" % e)
         return 1
     return tacker_v2.main(sys.stdin.buffer, sys.stdout.buffer, sys.stderr)
 

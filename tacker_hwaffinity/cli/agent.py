@@ -67,8 +67,11 @@ def register(sub):
     p.add_argument("--reserved-cpus", metavar="LIST",
                    help="CPUs of the reserved class (default: the kubelet's "
                         "reservedSystemCPUs from --kubelet-config, if any)")
-    p.add_argument("--metrics-address", default="0.0.0.0:%d" % DEFAULT_PORT,
-                   metavar="HOST:PORT", help="where /metrics and /healthz are served")
+    p.add_argument("--metrics-address", default="127.0.0.1:%d" % DEFAULT_PORT,
+                   metavar="HOST:PORT",
+                   help="where /metrics and the probes (/healthz, /readyz, /livez) are "
+                        "served; loopback unless given (the DaemonSet passes "
+                        "0.0.0.0:%d for the kubelet's probes and Prometheus)" % DEFAULT_PORT)
     p.add_argument("--resync", type=float, default=60.0, metavar="SECONDS",
                    help="full reconcile interval: cgroups re-read and corrected")
     p.add_argument("--dry-run", action="store_true",

@@ -68,7 +68,6 @@ def register(sub):
                         "long as Nova allows it, else the project's, decided from Nova's "
                         "answer to the first poll")
     p.add_argument("--notifications-url", metavar="TRANSPORT_URL",
-                   default=os.environ.get("NOVA_NOTIFICATIONS_URL"),
                    help="also listen to Nova's versioned notifications on this message bus "
                         "(oslo.messaging URL, e.g. rabbit://user:pass@host:5672/; default "
                         "$NOVA_NOTIFICATIONS_URL, so that the password stays out of the "
@@ -91,8 +90,11 @@ def register(sub):
     p.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS",
                    help="leader election: lease duration (renew deadline and retry period "
                         "follow client-go's 15/10/2 proportions)")
-    p.add_argument("--metrics-address", default="0.0.0.0:%d" % DEFAULT_PORT,
-                   metavar="HOST:PORT")
+    p.add_argument("--metrics-address", default="127.0.0.1:%d" % DEFAULT_PORT,
+                   metavar="HOST:PORT",
+                   help="where /metrics and the probes (/healthz, /readyz, /livez) are "
+                        "served; loopback unless given (the Deployment passes "
+                        "0.0.0.0:%d for the kubelet's probes and Prometheus)" % DEFAULT_PORT)
     p.add_argument("--exposure-max-workloads", type=int, default=500, metavar="N",
                    help="export the exposure gauges of at most N workloads (the worst; "
                         "four series each), counting the others in "
@@ -256,9 +258,11 @@ def run(args):
              "(--nova-scope %s)", args.identity, access["username"], access["project_name"],
              poll.describe(access["project_name"]), args.nova_scope)
     listener = None
-    if args.notifications_url:
+    # read here, not as the flag's default: --help must not print the URL's password
+    notifications_url = args.notifications_url or os.environ.get("NOVA_NOTIFICATIONS_URL")
+    if notifications_url:
         from tacker_hwaffinity.openstack.notifications import NotificationListener
-        listener = NotificationListener(args.notifications_url, controller.notified, log=log)
+        listener = NotificationListener(notifications_url, controller.notified, log=log)
     try:
         while not stop.wait(1.0):
             leading = elector.is_leader.is_set()

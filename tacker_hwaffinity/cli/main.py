@@ -2,13 +2,17 @@
 
 Each subcommand module exposes ``register(subparsers)``; the parser it adds
 sets ``func`` to a callable taking the parsed arguments and returning the
-exit status. Bad input (``InputError``) is one line on stderr and exit 2.
+exit status. Bad input (``InputError``) is one line on stderr and exit 2, and so
+is a module that an extra provides and that is not installed (``extras.missing``:
+the message names the extra and how to install it). Every parser shows its
+options' defaults in ``--help`` (``HelpFormatter``).
 """
 import argparse
+import copy
 import importlib
 import sys
 
-from tacker_hwaffinity import __version__
+from tacker_hwaffinity import __version__, extras
 from tacker_hwaffinity.errors import InputError
 
 # Subcommand modules under tacker_hwaffinity.cli, in help order.
@@ -18,7 +22,34 @@ COMMAND_MODULES = ("explain", "plan", "audit", "numa", "translate", "relabel", "
 EXIT_BAD_INPUT = 2
 
 
+class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """argparse's defaults formatter, also for options given without a help text.
+
+    Defaults that say nothing (None, False of a flag, an empty list) are not shown."""
+
+    def _format_action(self, action):
+        if not action.help and _shows_default(action):
+            action = copy.copy(action)
+            action.help = "(default: %(default)s)"
+        return super()._format_action(action)
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if "%(default)" in text or not _shows_default(action):
+            return text
+        return text + " (default: %(default)s)"
+
+
+def _shows_default(action):
+    return (bool(action.option_strings) and action.default is not argparse.SUPPRESS
+            and action.default not in (None, False, [], ()))
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message):
         self.print_usage(sys.stderr)
         self.exit(EXIT_BAD_INPUT, "%s: error: %s\n" % (self.prog, message))
@@ -40,12 +71,20 @@ def build_parser(command=None):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(argv[0] if argv else None)
-    args = parser.parse_args(argv)
+    command = argv[0] if argv else None
     try:
+        parser = build_parser(command)
+        args = parser.parse_args(argv)
+        command = args.command
         return args.func(args)
     except InputError as e:
-        sys.stderr.write("hwaffinity %s: error: %s\n" % (args.command, e))
+        sys.stderr.write("hwaffinity %s: error: %s\n" % (command, e))
+        return EXIT_BAD_INPUT
+    except ModuleNotFoundError as e:
+        message = extras.missing(e, command)
+        if message is None:
+            raise
+        sys.stderr.write("hwaffinity %s: error: %s\n" % (command, message))
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return 0

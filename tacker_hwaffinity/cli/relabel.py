@@ -123,8 +123,8 @@ def run(args):
     try:
         plan = lifecycle.relabel(job, args.dry_run, log)
     except Exception as e:  # noqa: BLE001 - one line, no traceback
-        if isinstance(e, InputError):
-            raise
+        if isinstance(e, (InputError, ModuleNotFoundError)):
+            raise                   # cli.main: exit 2; a missing extra is named there
         sys.stderr.write("hwaffinity relabel: %s\n" % lifecycle.reason(e))
         return 1
     changes = plan.changes()

@@ -9,6 +9,7 @@ Exit status: 0 written; 2 bad input (one line naming file, policy and field).
 import os
 import sys
 
+from tacker_hwaffinity import extras
 from tacker_hwaffinity.errors import InputError
 
 
@@ -69,13 +70,13 @@ def run(args):
         from tacker_hwaffinity import translator
         from tacker_hwaffinity.translator import loader, rules as rules_mod, run as runmod
     except ImportError as e:    # pragma: no cover - the translator extra is missing
-        raise InputError("needs the translator extra (pip install tacker-hwaffinity"
-                         "[translator]): %s" % e)
+        raise InputError("needs the translator extra (%s): %s"
+                         % (extras.install_hint("translator"), e))
     try:
         translator.register()
     except ImportError as e:
-        raise InputError("needs heat-translator and tosca-parser (pip install "
-                         "tacker-hwaffinity[translator]): %s" % e)
+        raise InputError("needs heat-translator and tosca-parser, the translator extra "
+                         "(%s): %s" % (extras.install_hint("translator"), e))
     runmod.quiet_libraries()
     with loader.open_vnfd(args.vnfd, args.flavour) as vnfd:
         tosca = runmod.parse(vnfd)

@@ -48,7 +48,10 @@ def register(sub):
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
     s = verbs.add_parser("serve", help="serve the extender and the webhooks over HTTPS")
-    s.add_argument("--address", default="0.0.0.0:%d" % DEFAULT_PORT, metavar="HOST:PORT")
+    s.add_argument("--address", default="127.0.0.1:%d" % DEFAULT_PORT, metavar="HOST:PORT",
+                   help="where the HTTPS routes are served; loopback unless given (the "
+                        "Deployment passes 0.0.0.0:%d: the API server, kube-scheduler and "
+                        "the kubelet's probes reach the pod IP)" % DEFAULT_PORT)
     s.add_argument("--cert", help="serving certificate (PEM), e.g. the Secret's tls.crt")
     s.add_argument("--key", help="its private key (PEM)")
     s.add_argument("--insecure-for-tests", action="store_true",
@@ -93,14 +96,23 @@ def register(sub):
                         "this (default %(default)s)")
     s.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING"))
     s.set_defaults(func=serve)
-    c = verbs.add_parser("certs", help="make a CA and a serving certificate")
-    c.add_argument("--service", default="hwaffinity-webhook")
-    c.add_argument("--namespace", default="hwaffinity-system")
+    c = verbs.add_parser("certs", help="make a CA and a serving certificate",
+                         description="Write a new CA (ca.crt) and a serving certificate "
+                                     "signed by it (tls.crt, tls.key; ECDSA P-256) for the "
+                                     "Service's DNS names (SERVICE, SERVICE.NAMESPACE, "
+                                     "SERVICE.NAMESPACE.svc, SERVICE.NAMESPACE.svc."
+                                     "cluster.local) and the --dns/--ip given, then print "
+                                     "'caBundle: ' and the CA in base64, for the webhook "
+                                     "configurations' caBundle and the extender's caData. "
+                                     "The CA's key is not kept.")
+    c.add_argument("--service", default="hwaffinity-webhook",
+                   help="the webhook's Service (deploy/webhook/service.yaml)")
+    c.add_argument("--namespace", default="hwaffinity-system", help="the Service's namespace")
     c.add_argument("--dns", action="append", default=[], metavar="NAME",
                    help="one more DNS name (repeatable)")
     c.add_argument("--ip", action="append", default=[], metavar="ADDRESS",
                    help="an IP address SAN (repeatable), e.g. 127.0.0.1 for tests")
-    c.add_argument("--days", type=int, default=365)
+    c.add_argument("--days", type=int, default=365, help="validity of both certificates")
     c.add_argument("--out", required=True, metavar="DIR",
                    help="writes ca.crt, tls.crt, tls.key (0600) there")
     c.set_defaults(func=certs)

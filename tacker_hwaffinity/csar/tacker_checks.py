@@ -27,6 +27,7 @@ import uuid
 import warnings
 import zipfile
 
+from tacker_hwaffinity import extras
 from tacker_hwaffinity.errors import InputError
 
 _LOGGERS = ("tacker", "tosca", "oslo_utils", "oslo_config", "stevedore")
@@ -55,8 +56,8 @@ def _import(name):
             warnings.simplefilter("ignore")      # eventlet's deprecation warning
             return importlib.import_module(name)
     except ImportError as e:
-        raise InputError("needs the installed tacker (pip install tacker-hwaffinity[tacker]):"
-                         " %s" % e)
+        raise InputError("needs the installed tacker, the tacker extra (%s): %s"
+                         % (extras.install_hint("tacker"), e))
 
 
 @contextlib.contextmanager

@@ -73,7 +73,7 @@ class HealthServer:
     once :meth:`start` returned. POSTS: path -> :class:`Route` (or a bare handler,
     taking at most DEFAULT_MAX_BODY bytes)."""
 
-    def __init__(self, port, host="0.0.0.0", registry=None, health=None, posts=None,
+    def __init__(self, port, host="127.0.0.1", registry=None, health=None, posts=None,
                  tls=None, live=None, client_ca=None, client_names=(),
                  max_connections=MAX_CONNECTIONS, read_timeout=READ_TIMEOUT,
                  idle_timeout=IDLE_TIMEOUT, log=None):

@@ -16,6 +16,8 @@ never logged (``redacted``).
 import logging
 import re
 
+from tacker_hwaffinity.extras import install_hint
+
 MOVE_EVENTS = (
     "instance.live_migration_post_dest.end",   # the only one naming the new host
     "instance.live_migration_rollback.end",
@@ -91,8 +93,8 @@ class NotificationListener:
             import oslo_messaging as messaging
             from oslo_config import cfg
         except ImportError as e:
-            self.log.warning("Nova notifications: not listening: %s (install "
-                             "tacker-hwaffinity[controller])", e)
+            self.log.warning("Nova notifications: not listening: %s (the controller "
+                             "extra: %s)", e, install_hint("controller"))
             return
         try:
             conf = cfg.ConfigOpts()

@@ -15,7 +15,8 @@ from tacker_hwaffinity.scheduling.model import parse_preferred_node_terms
 from tacker_hwaffinity.scheduling.plugin_args import check_fields
 from tacker_hwaffinity.scheduling.plugins import noderesources
 
-API_VERSION = "kubescheduler.config.k8s.io/v1"
+_GROUP = "kubescheduler.config.k8s.io/"
+API_VERSION = _GROUP + "v1"
 # kube-scheduler's v1 default plugins, in order, with their score weights.
 DEFAULT_MULTIPOINT = (
     ("SchedulingGates", 0), ("PrioritySort", 0), ("NodeUnschedulable", 0), ("NodeName", 0),
@@ -116,8 +117,17 @@ class Profile:
 
     def _parse_top(self, raw):
         check_fields(raw, _TOP_FIELDS, "")
-        if raw.get("apiVersion") != API_VERSION:
-            raise InputError("expected %s, got %r" % (API_VERSION, raw.get("apiVersion")),
+        version = raw.get("apiVersion")
+        if isinstance(version, str) and version.startswith(_GROUP + "v1beta"):
+            # not read as v1: the beta versions default other plugins and weights
+            # (kube-scheduler 1.19-1.24), which the engine does not model
+            raise InputError("expected %s, got %r: the beta versions are kube-scheduler "
+                             "1.19-1.24's, whose default plugins and weights differ from "
+                             "v1's (1.25+), the only ones modelled; give the same profile "
+                             "and extenders as %s" % (API_VERSION, version, API_VERSION),
+                             field="apiVersion")
+        if version != API_VERSION:
+            raise InputError("expected %s, got %r" % (API_VERSION, version),
                              field="apiVersion")
         if raw.get("kind") != "KubeSchedulerConfiguration":
             raise InputError("expected KubeSchedulerConfiguration", field="kind")

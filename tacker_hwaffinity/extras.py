@@ -1,0 +1,70 @@
+"""The optional dependencies (setup.cfg's extras) and how to install them.
+
+tacker-hwaffinity is not on PyPI: it is installed from a checkout
+(``pip install '.[EXTRA]'`` in its root) or from a wheel built there once
+(``pip wheel --no-deps -w dist .``, then ``pip install 'dist/...whl[EXTRA]'``).
+A command that needs a module an extra provides says which extra, and how,
+in one line (``missing``); ``cli.main`` does that for every command.
+Standard library only: the hints must work whatever is missing.
+"""
+from tacker_hwaffinity import __version__
+
+# Top-level module -> the extras (setup.cfg [options.extras_require]) that install it.
+# tests/unit/test_cli_extras.py checks this table against setup.cfg.
+MODULE_EXTRAS = {
+    "cryptography": ("webhook",),
+    "paramiko": ("ssh", "tacker"),
+    "keystoneauth1": ("openstack", "controller", "tacker"),
+    "heatclient": ("openstack",),
+    "novaclient": ("openstack",),
+    "oslo_messaging": ("controller",),
+    "toscaparser": ("translator",),
+    "translator": ("translator",),
+    "tacker": ("tacker",),
+}
+# Distribution (as setup.cfg names it) -> its top-level module, for that check.
+DISTRIBUTION_MODULES = {
+    "cryptography": "cryptography", "paramiko": "paramiko", "keystoneauth1": "keystoneauth1",
+    "python-heatclient": "heatclient", "python-novaclient": "novaclient",
+    "oslo.messaging": "oslo_messaging", "tosca-parser": "toscaparser",
+    "heat-translator": "translator", "tacker": "tacker",
+}
+# The extras each subcommand's documentation names (README "Install").
+COMMAND_EXTRAS = {
+    "translate": ("translator",),
+    "csar": ("tacker",),
+    "relabel": ("ssh", "openstack"),
+    "controller": ("controller",),
+    "webhook": ("webhook",),
+}
+
+
+def install_hint(extras):
+    """How to install EXTRAS (a name or a sequence of names) into this Python."""
+    names = ",".join((extras,) if isinstance(extras, str) else extras)
+    return ("pip install '.[%s]' in the tacker-hwaffinity checkout, or pip install "
+            "'dist/tacker_hwaffinity-%s-py3-none-any.whl[%s]' from a wheel built there "
+            "(pip wheel --no-deps -w dist .)" % (names, __version__, names))
+
+
+def extras_for(module, command=None):
+    """The extras to install for a missing MODULE (a dotted name) under COMMAND, or ()."""
+    provided = MODULE_EXTRAS.get((module or "").split(".")[0], ())
+    if not provided:
+        return ()
+    wanted = COMMAND_EXTRAS.get(command, ())
+    if any(e in provided for e in wanted):
+        return wanted               # e.g. relabel: ssh and openstack together
+    return provided[:1]
+
+
+def missing(error, command=None):
+    """The one-line message for ModuleNotFoundError ERROR, or None when no extra
+    provides the module (a broken installation, not a missing extra)."""
+    module = getattr(error, "name", None) or ""
+    extras = extras_for(module, command)
+    if not extras:
+        return None
+    return "needs the %s extra%s: the Python module '%s' is not installed; %s" % (
+        ",".join(extras), "s" if len(extras) > 1 else "", module.split(".")[0],
+        install_hint(extras))

@@ -1,0 +1,123 @@
+"""A command whose extra is missing names the extra and how to install it, in one
+line, exit 2, no traceback (cli.main + extras.missing, one place for every command).
+
+Each case runs the real ``hwaffinity`` entry point in a subprocess whose import
+system refuses the module (a meta path finder raising ModuleNotFoundError, as a
+Python without the extra does), so nothing else about the environment changes."""
+import configparser
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tacker_hwaffinity import extras
+from tacker_hwaffinity.cli import main as cli_main
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+_RUN = textwrap.dedent("""
+    import sys
+    blocked = set(sys.argv[1].split(","))
+
+    class Refuse:
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] in blocked:
+                raise ModuleNotFoundError("No module named %r" % name, name=name)
+            return None
+
+    for name in list(sys.modules):
+        if name.split(".")[0] in blocked:
+            del sys.modules[name]
+    sys.meta_path.insert(0, Refuse())
+    from tacker_hwaffinity.cli.main import main
+    sys.exit(main(sys.argv[2:]))
+""")
+# OpenStack credentials pointing nowhere: the commands get as far as the session
+_OS_ENV = {"OS_AUTH_URL": "http://127.0.0.1:9/v3", "OS_USERNAME": "u", "OS_PASSWORD": "p",
+           "OS_PROJECT_NAME": "k8s", "OS_USER_DOMAIN_NAME": "Default",
+           "OS_PROJECT_DOMAIN_NAME": "Default"}
+
+
+def _hwaffinity_without(modules, argv, tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
+    env.update(_OS_ENV)
+    return subprocess.run([sys.executable, "-c", _RUN, ",".join(modules)] + argv,
+                          capture_output=True, text=True, cwd=str(tmp_path), env=env,
+                          timeout=120)
+
+
+@pytest.mark.parametrize("modules,argv,command,extra", [
+    (["cryptography"], ["webhook", "certs", "--out", "certs"], "webhook", "webhook"),
+    (["keystoneauth1"], ["controller", "--stack", "s", "--aspect", "worker_instance"],
+     "controller", "controller"),
+    (["keystoneauth1"], ["relabel", "--stack", "s", "--worker-aspect", "worker_instance"],
+     "relabel", "ssh,openstack"),
+    (["toscaparser", "translator"], ["translate", "csar/k8s-cluster"], "translate",
+     "translator"),
+])
+def test_a_missing_extra_is_one_line_naming_it(modules, argv, command, extra, tmp_path):
+    r = _hwaffinity_without(modules, argv, tmp_path)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and "unexpected" not in r.stderr, r.stderr
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("hwaffinity %s: error: " % command), line
+    assert "%s extra" % extra in line, line
+    assert "pip install '.[%s]'" % extra in line, line
+    assert ("dist/tacker_hwaffinity-%s-py3-none-any.whl[%s]" % (cli_main.__version__, extra)
+            in line), line
+    assert "pip install tacker-hwaffinity" not in line       # not on PyPI
+
+
+def test_a_module_no_extra_provides_is_not_disguised_as_one(tmp_path):
+    """A broken installation (a base requirement missing) keeps its traceback: it is
+    not an extra to install."""
+    r = _hwaffinity_without(["yaml"], ["plan", "--cluster", "c.yaml", "w.yaml"], tmp_path)
+    assert r.returncode != 0 and "ModuleNotFoundError" in r.stderr
+
+
+def _setup_cfg_extras():
+    cfg = configparser.ConfigParser()
+    cfg.read(os.path.join(ROOT, "setup.cfg"))
+    out = {}
+    for extra, text in cfg["options.extras_require"].items():
+        out[extra] = {re.split(r"[<>=!~ \[;]", line.strip(), 1)[0]
+                      for line in text.splitlines() if line.strip()}
+    return out
+
+
+def test_the_module_table_is_setup_cfg_s_extras():
+    declared = _setup_cfg_extras()
+    for extra, distributions in declared.items():
+        if extra == "test":
+            continue
+        for dist in distributions:
+            module = extras.DISTRIBUTION_MODULES[dist]    # every extra's distribution known
+            assert extra in extras.MODULE_EXTRAS[module], (dist, extra)
+    for module, names in extras.MODULE_EXTRAS.items():
+        for extra in names:
+            assert module in {extras.DISTRIBUTION_MODULES[d] for d in declared[extra]}, (
+                module, extra)
+    for command, names in extras.COMMAND_EXTRAS.items():
+        assert command in cli_main.COMMAND_MODULES
+        assert set(names) <= set(declared), command
+
+
+def test_no_message_names_the_package_on_pypi():
+    """tacker-hwaffinity is not on PyPI: no hint may say `pip install tacker-hwaffinity`."""
+    offenders = []
+    for base in ("tacker_hwaffinity", "doc", "samples", "csar", "etc"):
+        for dirpath, _, files in os.walk(os.path.join(ROOT, base)):
+            for name in files:
+                if not name.endswith((".py", ".md", ".yaml", ".sample", ".sh", ".txt")):
+                    continue
+                path = os.path.join(dirpath, name)
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    if re.search(r"pip install ['\"]?tacker-hwaffinity", f.read()):
+                        offenders.append(os.path.relpath(path, ROOT))
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        if re.search(r"pip install ['\"]?tacker-hwaffinity", f.read()):
+            offenders.append("README.md")
+    assert offenders == []
