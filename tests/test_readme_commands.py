@@ -1,0 +1,205 @@
+"""Every command the README shows runs as shown (doc/testing.md, "The README's commands").
+
+Convention: in a ```console block (and a plain ``` block), a line starting with `$ ` is a
+command (a line ending in a backslash continues it) and the lines after it, up to the next
+command, are output the README shows: each of them (but `...`) must be a line of the real
+output. In a ```sh or ```bash block every line that is not a comment is a command. A block
+right after `<!-- needs: REASON -->` holds commands that need what no test run has (a
+cluster, a registry, a cloud, an installation); they are listed below, each with its
+reason, and the list must match the README both ways. The two Quick start commands are
+what CI runs: they must be in the README word for word, and are not run here.
+
+The others run in a fresh copy of the checkout, in README order, through bash (globs and
+quoting as a user's shell does them), with this Python's `hwaffinity` first on PATH, and
+must exit 0 (or the status listed in EXIT_STATUS).
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+README = os.path.join(ROOT, "README.md")
+
+SETUP = (
+    "python3 -m venv .venv && . .venv/bin/activate && pip install . && "
+    "hwaffinity plan --cluster samples/cluster.yaml samples/cnf/*.yaml",
+    "bash tools/test.sh",
+)
+# Reviewed: the commands a test run cannot carry out, and why. The real-node and
+# control-plane tests are where the cluster ones are checked.
+NEEDS = {
+    "pip install '.[translator,tacker]'": "install",
+    "pip wheel --no-deps -w dist .": "install",
+    "pip install 'dist/tacker_hwaffinity-0.1.0-py3-none-any.whl[ssh,openstack]'": "install",
+    "hwaffinity relabel --stack STACK --worker-aspect worker_instance --kubeconfig admin.conf "
+    "--dry-run": "openstack",
+    "docker build -f deploy/Dockerfile -t registry.example.com/tacker-hwaffinity:0.1.0 .":
+        "registry",
+    "docker push registry.example.com/tacker-hwaffinity:0.1.0": "registry",
+    "cd deploy && kustomize edit set image "
+    "tacker-hwaffinity=registry.example.com/tacker-hwaffinity:0.1.0": "kustomize",
+    "kubectl apply -k deploy/": "cluster",
+    "kubectl -n hwaffinity-system create secret generic hwaffinity-controller-vim \\\n"
+    "    --from-literal=OS_AUTH_URL=https://keystone.example.com:5000/v3 \\\n"
+    "    --from-literal=OS_USERNAME=hwaffinity --from-literal=OS_PASSWORD=\"$OS_PASSWORD\" \\\n"
+    "    --from-literal=OS_PROJECT_NAME=k8s --from-literal=OS_USER_DOMAIN_NAME=Default \\\n"
+    "    --from-literal=OS_PROJECT_DOMAIN_NAME=Default \\\n"
+    "    --from-literal=HWAFFINITY_STACK=0b8d4a4c-7e9f-4f0e-9d55-2f1c3b5a6e7d": "cluster",
+    "CLUSTER_IP=$(kubectl -n hwaffinity-system get svc hwaffinity-webhook -o "
+    "jsonpath='{.spec.clusterIP}')": "cluster",
+    "hwaffinity webhook certs --ip \"$CLUSTER_IP\" --out certs/": "cluster",
+    "kubectl -n hwaffinity-system create secret tls hwaffinity-webhook-tls --cert "
+    "certs/tls.crt --key certs/tls.key": "cluster",
+    "kubectl -n hwaffinity-system rollout status deployment/hwaffinity-webhook": "cluster",
+    "sed \"s|CA_BUNDLE|$(base64 -w0 certs/ca.crt)|\" deploy/webhook/webhooks.yaml | "
+    "kubectl apply -f -": "cluster",
+    "kubectl -n hwaffinity-system get pods": "cluster",
+    "kubectl -n hwaffinity-system logs daemonset/hwaffinity-agent | head -3": "cluster",
+    "kubectl -n hwaffinity-system logs deployment/hwaffinity-controller | head -3": "cluster",
+    "kubectl -n hwaffinity-system logs deployment/hwaffinity-webhook | head -3": "cluster",
+    "kubectl -n hwaffinity-system port-forward deployment/hwaffinity-controller 9465 & "
+    "sleep 2":
+        "cluster",
+    "curl -s http://127.0.0.1:9465/metrics | grep '^hwaffinity_controller'": "cluster",
+}
+# Commands whose documented exit status is not 0.
+EXIT_STATUS = {"hwaffinity audit --cluster samples/audit/cluster.yaml --max-loss 40%": 1}
+
+_FENCE = re.compile(r"^```(\w*)\s*$")
+_NEEDS = re.compile(r"^<!-- needs: ([a-z-]+) -->$")
+
+
+class Command:
+    def __init__(self, text, lang, needs, line):
+        self.text, self.lang, self.needs, self.line = text, lang, needs, line
+        self.output = []
+
+    def __repr__(self):
+        return "README.md:%d: %s" % (self.line, self.text)
+
+
+def commands(text):
+    """[Command] of a README's TEXT, in order (see the module's docstring)."""
+    out = []
+    lines = text.split("\n")
+    i, needs = 0, None
+    while i < len(lines):
+        m = _NEEDS.match(lines[i].strip())
+        if m:
+            needs = m.group(1)
+            i += 1
+            continue
+        fence = _FENCE.match(lines[i])
+        if not fence:
+            if lines[i].strip():
+                needs = None                # a marker belongs to the very next block
+            i += 1
+            continue
+        lang, i = fence.group(1), i + 1
+        start = i
+        while i < len(lines) and not lines[i].startswith("```"):
+            i += 1
+        block, i = lines[start:i], i + 1
+        _parse_block(block, lang, needs, start + 1, out)
+        needs = None
+    return out
+
+
+def _parse_block(block, lang, needs, first_line, out):
+    if lang not in ("console", "sh", "bash", ""):
+        return
+    j, current = 0, None
+    while j < len(block):
+        line, number = block[j], first_line + j
+        prompted = line.startswith("$ ")
+        if lang in ("sh", "bash"):
+            is_command = bool(line.strip()) and not line.lstrip().startswith("#")
+        else:
+            is_command = prompted
+        if not is_command:
+            if current is not None and line.strip():
+                current.output.append(line.rstrip())
+            j += 1
+            continue
+        text = [line[2:] if prompted else line]
+        while text[-1].endswith("\\") and j + 1 < len(block):
+            j += 1
+            text.append(block[j])
+        current = Command("\n".join(text), lang, needs, number)
+        out.append(current)
+        j += 1
+
+
+def _readme_commands():
+    with open(README, encoding="utf-8") as f:
+        return commands(f.read())
+
+
+def test_the_set_up_commands_are_in_the_readme_word_for_word():
+    shown = [c.text for c in _readme_commands() if c.lang in ("sh", "bash")]
+    for command in SETUP:
+        assert command in shown, command
+
+
+def test_the_list_of_commands_not_run_matches_the_readme():
+    found = _readme_commands()
+    marked = {c.text: c.needs for c in found if c.needs}
+    assert marked == NEEDS, "README <!-- needs: --> markers and NEEDS disagree"
+    texts = [c.text for c in found]
+    for command in list(NEEDS) + list(EXIT_STATUS):
+        assert command in texts, "stale: the README no longer shows %r" % command
+
+
+def test_the_parser_finds_commands_output_and_markers():
+    text = ("x\n<!-- needs: cluster -->\n```console\n$ kubectl get pods\n```\n\n"
+            "```console\n$ hwaffinity a \\\n  --b\nline 1\n...\n$ echo 2\n2\n```\n"
+            "```sh\n# comment\nbash tools/test.sh\n```\n```json\n$ not a command\n```\n")
+    found = commands(text)
+    assert [(c.text, c.needs, c.output) for c in found] == [
+        ("kubectl get pods", "cluster", []),
+        ("hwaffinity a \\\n  --b", None, ["line 1", "..."]),
+        ("echo 2", None, ["2"]),
+        ("bash tools/test.sh", None, []),
+    ]
+
+
+def _copy_checkout(dest):
+    ignore = shutil.ignore_patterns(".git", ".venv", ".tox", "*.egg-info", "__pycache__",
+                                    "dist", "build", ".pytest_cache")
+    for name in os.listdir(ROOT):
+        src = os.path.join(ROOT, name)
+        if name in (".git", ".venv", ".tox", "dist", "build") or name.endswith(".egg-info"):
+            continue
+        if os.path.isdir(src):
+            shutil.copytree(src, os.path.join(dest, name), ignore=ignore, symlinks=True)
+        else:
+            shutil.copy2(src, os.path.join(dest, name))
+
+
+def test_every_readme_command_that_needs_no_cluster_runs_as_shown(tmp_path):
+    runnable = [c for c in _readme_commands()
+                if c.text not in SETUP and c.text not in NEEDS]
+    assert len(runnable) >= 6                         # plan, explain, audit, numa, csar...
+    work = tmp_path / "checkout"
+    work.mkdir()
+    _copy_checkout(str(work))
+    env = dict(os.environ)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    env.pop("HWAFFINITY_TIMING", None)
+    failures = []
+    for c in runnable:
+        r = subprocess.run(["bash", "-c", c.text], cwd=str(work), env=env,
+                           capture_output=True, text=True, timeout=120)
+        if r.returncode != EXIT_STATUS.get(c.text, 0):
+            failures.append("%r: exit %d\n%s%s" % (c, r.returncode, r.stdout[-2000:],
+                                                   r.stderr[-2000:]))
+            continue
+        real = {line.rstrip() for line in (r.stdout + r.stderr).splitlines()}
+        missing = [line for line in c.output if line != "..." and line not in real]
+        if missing:
+            failures.append("%r: shown but not printed:\n%s\n--- printed:\n%s%s" % (
+                c, "\n".join(missing), r.stdout, r.stderr))
+    assert not failures, "\n\n".join(failures)
