@@ -20,6 +20,7 @@ import atexit
 import datetime
 import hashlib
 import http.client
+import ipaddress
 import json
 import os
 import re
@@ -148,8 +149,10 @@ class Pki:
                   "-addext", "basicConstraints=critical,CA:TRUE",
                   "-addext", "keyUsage=critical,keyCertSign,cRLSign")
 
-    def issue(self, name, subject, server=False):
-        """Issue a client (or server) certificate; return (crt, key) paths."""
+    def issue(self, name, subject, server=False, service_ip="127.96.0.1"):
+        """Issue a client (or server) certificate; return (crt, key) paths. A server
+        certificate names loopback, the ``kubernetes`` Service's DNS names and SERVICE_IP
+        (its ClusterIP: what pods dial)."""
         key, csr, crt, ext = (self.path(name + s) for s in (".key", ".csr", ".crt", ".ext"))
         self._key(key)
         self._run("req", "-new", "-key", key, "-subj", subject, "-out", csr)
@@ -158,7 +161,7 @@ class Pki:
                 f.write("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
                         "extendedKeyUsage=serverAuth\n"
                         "subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes,"
-                        "DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:127.96.0.1\n")
+                        "DNS:kubernetes.default,DNS:kubernetes.default.svc,IP:%s\n" % service_ip)
             else:
                 f.write("basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\n"
                         "extendedKeyUsage=clientAuth\n")
@@ -557,14 +560,21 @@ SNAPSHOT_KINDS = "nodes,pods,namespaces,services,replicationcontrollers,replicas
 
 
 class ControlPlane:
-    def __init__(self, binaries, run_dir=None, log=print, node_lifecycle=True, api_qps=None):
-        """NODE_LIFECYCLE False starts the controller manager without the
+    def __init__(self, binaries, run_dir=None, log=print, node_lifecycle=True, api_qps=None,
+                 service_cidr=SERVICE_CIDR):
+        """SERVICE_CIDR: the Services' ClusterIP range; the default is never routed
+        (loopback, no kube-proxy); a real node (tests/realnode/kubenode.py) passes a private
+        range its kube-proxy serves. The API server always has a kubelet client
+        certificate (``.kubelet_client``: logs, exec on a real kubelet).
+
+        NODE_LIFECYCLE False starts the controller manager without the
         node-lifecycle controller, so nodes made by :meth:`add_static_nodes`
         stay schedulable without heartbeats (benchmarks with thousands of
         nodes); the fake kubelet is for the tests. API_QPS raises the client
         rate limits of the scheduler and the controller manager (defaults 50
         and 20 requests/s), so that a benchmark measures scheduling, not them."""
         self.bin = binaries
+        self.service_cidr = service_cidr
         self.node_lifecycle = node_lifecycle
         self.qps_args = ([] if api_qps is None else
                          ["--kube-api-qps", str(api_qps), "--kube-api-burst", str(api_qps)])
@@ -676,7 +686,13 @@ class ControlPlane:
         self.pki = Pki(self.secret_dir, self.bin["openssl"])
         pki = self.pki
         pki.make_ca()
-        api_crt, api_key = pki.issue("apiserver", "/CN=kube-apiserver", server=True)
+        network = ipaddress.ip_network(self.service_cidr)
+        self.kubernetes_service_ip = str(network.network_address + 1)
+        api_crt, api_key = pki.issue("apiserver", "/CN=kube-apiserver", server=True,
+                                     service_ip=self.kubernetes_service_ip)
+        # what kube-apiserver shows a kubelet (logs, exec): a client in system:masters
+        self.kubelet_client = pki.issue("apiserver-kubelet-client",
+                                        "/O=system:masters/CN=kube-apiserver-kubelet-client")
         admin_crt, admin_key = pki.issue("admin", "/O=system:masters/CN=hwaffinity-admin")
         sched_crt, sched_key = pki.issue("scheduler", "/CN=system:kube-scheduler")
         kcm_crt, kcm_key = pki.issue("controller-manager", "/CN=system:kube-controller-manager")
@@ -730,7 +746,10 @@ class ControlPlane:
             "--service-account-signing-key-file", sa_key,
             "--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
             "--api-audiences", "https://kubernetes.default.svc.cluster.local",
-            "--service-cluster-ip-range", SERVICE_CIDR,
+            "--service-cluster-ip-range", self.service_cidr,
+            "--kubelet-client-certificate", self.kubelet_client[0],
+            "--kubelet-client-key", self.kubelet_client[1],
+            "--kubelet-preferred-address-types", "InternalIP",
             "--endpoint-reconciler-type", "none",
             "--enable-priority-and-fairness=false",
             "--profiling=false", "--logtostderr=true", "--v=1"])
@@ -758,7 +777,7 @@ class ControlPlane:
             "--bind-address", "127.0.0.1", "--secure-port", str(kcm_port),
             "--use-service-account-credentials=true",
             "--service-account-private-key-file", sa_key, "--root-ca-file", pki.ca_crt,
-            "--service-cluster-ip-range", SERVICE_CIDR,
+            "--service-cluster-ip-range", self.service_cidr,
             "--node-monitor-period", "2s", "--node-monitor-grace-period", "40s",
             "--controllers", "*,-nodeipam,-cloud-node-lifecycle,-service,-route,"
                              "-persistentvolume-binder,-attachdetach,-pvc-protection,"

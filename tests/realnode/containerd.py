@@ -148,7 +148,14 @@ class Containerd:
     def __init__(self, binary=CONTAINERD, ctr=CTR, image_cache=None, base_dir=None,
                  plugin_request_timeout="2s", plugin_registration_timeout="5s",
                  snapshotter=None, systemd_cgroup=False, log_level="info", nri=True,
-                 cri_timeout=30.0, restrict_oom_score_adj=None):
+                 cri_timeout=30.0, restrict_oom_score_adj=None, nri_socket=None,
+                 spawn_prefix=(), cgroup_prefix=None, nri_socket_seen_at=None):
+        """NRI_SOCKET: where the NRI socket goes (default: in the temp dir), and
+        NRI_SOCKET_SEEN_AT where this process sees it (another path when containerd runs
+        in another mount namespace). SPAWN_PREFIX:
+        argv put before containerd's (a real node runs it in its mount namespace with
+        nsenter). CGROUP_PREFIX: the top cgroup directory the containers go below (a
+        kubelet's --cgroup-root), removed on stop like the default one."""
         self.binary, self.ctr = binary, ctr
         self.image_cache = image_cache or DEFAULT_IMAGE_CACHE
         self.plugin_request_timeout = plugin_request_timeout
@@ -163,9 +170,11 @@ class Containerd:
         self.config_path = os.path.join(self.dir, "config.toml")
         self.log_path = os.path.join(self.dir, "containerd.log")
         self.cri_socket = os.path.join(self.dir, "containerd.sock")
-        self.nri_socket = os.path.join(self.dir, "nri.sock")
+        self.nri_socket = nri_socket or os.path.join(self.dir, "nri.sock")
+        self.nri_socket_seen_at = nri_socket_seen_at or self.nri_socket
+        self.spawn_prefix = list(spawn_prefix)
         self.pods_dir = os.path.join(self.dir, "pods")
-        self.cgroup_prefix = CGROUP_PREFIX + secrets.token_hex(6)
+        self.cgroup_prefix = cgroup_prefix or CGROUP_PREFIX + secrets.token_hex(6)
         self.snapshotter = snapshotter or ("overlayfs" if overlay_works(self.dir) else "native")
         if restrict_oom_score_adj is None:
             restrict_oom_score_adj = not has_capability(CAP_SYS_RESOURCE)
@@ -236,8 +245,8 @@ class Containerd:
 
     def _spawn(self, timeout):
         self._log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen([self.binary, "--config", self.config_path],
-                                     stdin=subprocess.DEVNULL, stdout=self._log,
+        argv = self.spawn_prefix + [self.binary, "--config", self.config_path]
+        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=self._log,
                                      stderr=subprocess.STDOUT, start_new_session=True)
         self._stopped = False
         self.cri = CRI(self.cri_socket, timeout=self.cri_timeout)
@@ -245,7 +254,7 @@ class Containerd:
             self.cri.wait_ready(timeout=timeout, alive=lambda: self.proc.poll() is None)
             if self.nri:
                 deadline = time.monotonic() + timeout
-                while not os.path.exists(self.nri_socket):
+                while not os.path.exists(self.nri_socket_seen_at):
                     if time.monotonic() > deadline or self.proc.poll() is not None:
                         raise ContainerdError("no NRI socket at %s" % self.nri_socket)
                     time.sleep(0.05)

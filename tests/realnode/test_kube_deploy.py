@@ -1,0 +1,393 @@
+"""Deploy as a user does, on a real node: the image built from deploy/Dockerfile
+(tools/build-image.sh), imported into the node's containerd (no registry), then the
+README's steps with kubectl: ``kubectl apply -k deploy/`` (the image set once in
+deploy/kustomization.yaml's ``images:``), the controller's Secret, the webhook's
+certificate with ``hwaffinity webhook certs``, webhooks.yaml, and a second kube-scheduler
+with the shipped extender configuration. The pods run under a real kubelet with
+containerd 1.7 (NRI), runc, CNI and kube-proxy (tests/realnode/kubenode.py), joined to a
+test control plane of its own (its Services are routed here, the shared one's are not).
+
+The control plane is Kubernetes 1.20 (the newest that builds here from Debian); deploy/
+targets 1.30+. The one difference shows on apply: 1.20 serves neither policy/v1
+(PodDisruptionBudget, 1.21+) nor ValidatingAdmissionPolicy (1.30+), so kubectl reports
+those objects and applies everything else; the test asserts that exactly those fail.
+"""
+import base64
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+import pytest
+import yaml
+
+from ci_policy import unavailable
+import test_readme_commands as readme
+from controlplane import harness
+
+from . import kubenode
+from .conftest import require_node_runtime
+from .hwimage import image_archive
+from .images import image_ref
+
+pytestmark = [pytest.mark.realnode, pytest.mark.controlplane]
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NS = "hwaffinity-system"
+NODE = "realnode-1"
+HOST = "compute-1"                 # the node's CIS-node label, as the MgmtDriver sets it
+SCHEDULER = "hwaffinity-scheduler"
+TOO_NEW = {"PodDisruptionBudget": "policy/v1",
+           "ValidatingAdmissionPolicy": "admissionregistration.k8s.io/v1",
+           "ValidatingAdmissionPolicyBinding": "admissionregistration.k8s.io/v1"}
+
+
+def wait(predicate, timeout, what):
+    return harness.wait_until(predicate, timeout, interval=0.5, what=what)
+
+
+class Cluster:
+    """The control plane, the node and the user's kubectl, with the deploy/ copy."""
+
+    def __init__(self, cp, node, workdir, image):
+        self.cp, self.node, self.workdir, self.image = cp, node, workdir, image
+        self.kubectl_bin = harness.find_binaries()["kubectl"]
+
+    def kubectl(self, *args, check=True, timeout=90, stdin=None):
+        r = subprocess.run([self.kubectl_bin, "--kubeconfig", self.cp.kubeconfig] + list(args),
+                           capture_output=True, text=True, timeout=timeout, input=stdin,
+                           cwd=self.workdir)
+        if check and r.returncode != 0:
+            raise AssertionError("kubectl %s: %s%s" % (" ".join(args), r.stdout, r.stderr))
+        return r
+
+    def shell(self, commands, check=True, env=None, timeout=300):
+        """Run README commands in one bash (variables carry over), as a user's shell does,
+        with the cached kubectl and this Python's hwaffinity first on PATH; whatever
+        they leave running in the background is stopped afterwards."""
+        path = [os.path.dirname(self.kubectl_bin), os.path.dirname(sys.executable)]
+        environ = dict(os.environ, KUBECONFIG=self.cp.kubeconfig,
+                       PATH=os.pathsep.join(path + [os.environ.get("PATH", "")]), **(env or {}))
+        with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+            proc = subprocess.Popen(["bash", "-c", "set -eo pipefail\n" + "\n".join(commands)],
+                                    cwd=self.workdir, env=environ, stdout=out, stderr=err,
+                                    text=True, start_new_session=True)
+            try:
+                proc.wait(timeout=timeout)
+            finally:        # files, not pipes: a background command may keep them open
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(10)
+            out.seek(0)
+            err.seek(0)
+            out, err = out.read(), err.read()
+        r = subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+        if check and r.returncode != 0:
+            raise AssertionError("%s\nexit %d\n%s%s" % ("\n".join(commands), r.returncode,
+                                                       out, err))
+        return r
+
+    def pods(self, selector):
+        return self.cp.admin.get("/api/v1/namespaces/%s/pods" % NS,
+                                 labelSelector=selector)["items"]
+
+    def ready_pods(self, selector, count):
+        def ready():
+            found = [p for p in self.pods(selector) if p["status"].get("phase") == "Running"
+                     and any(c["type"] == "Ready" and c["status"] == "True"
+                             for c in p["status"].get("conditions") or [])]
+            return found if len(found) >= count else None
+        return wait(ready, 180, "%d Ready pod(s) %s (kubelet log %s)"
+                    % (count, selector, self.node.kubelet_log))
+
+
+def readme_steps():
+    """The README's cluster commands ("Deploy to a cluster"), in its order, as
+    {step: [command text]}: apply, secret, webhook, check."""
+    with open(os.path.join(ROOT, "README.md")) as f:
+        found = [c.text for c in readme.commands(f.read()) if c.needs == "cluster"]
+    steps, i = {}, 0
+    for name, last in (("apply", "kubectl apply -k deploy/"),
+                       ("secret", "create secret generic hwaffinity-controller-vim"),
+                       ("webhook", "deploy/webhook/webhooks.yaml"),
+                       ("check", "curl -s http://127.0.0.1:9465/metrics")):
+        j = next(k for k in range(i, len(found)) if last in found[k])
+        steps[name], i = found[i:j + 1], j + 1
+    assert i == len(found), found[i:]
+    return steps
+
+
+def _user_steps(cluster, image_reference):
+    """The README's steps 2-4, as a user runs them, on a copy of deploy/."""
+    deploy = os.path.join(cluster.workdir, "deploy")
+    kustomization = os.path.join(deploy, "kustomization.yaml")
+    with open(kustomization) as f:
+        text = f.read()
+    name, _, tag = image_reference.rpartition(":")
+    # the user's one edit: newName/newTag of the images: entry
+    text = re.sub(r"newName: .*", "newName: " + name, text)
+    text = re.sub(r"newTag: .*", "newTag: " + json.dumps(tag), text)
+    with open(kustomization, "w") as f:
+        f.write(text)
+    steps = readme_steps()
+    applied = cluster.shell(steps["apply"], check=False)
+    failed = [line for line in applied.stderr.splitlines() if line.strip()
+              and not line.startswith("Warning:")]
+    # the controller's Secret, the README's command with this test's values: a Keystone
+    # where nothing listens, so its polls fail and say so in its metrics
+    (secret,) = steps["secret"]
+    secret = secret.replace("https://keystone.example.com:5000/v3",
+                            "http://%s:5000/v3" % kubenode.NODE_IP)
+    cluster.shell([secret], env={"OS_PASSWORD": "not-a-password"})
+    return applied, failed
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    require_node_runtime()
+    missing = kubenode.missing_capabilities()
+    if missing:
+        unavailable("a real node needs: " + ", ".join(missing))
+    binaries = harness.find_binaries()
+    if binaries is None:
+        unavailable(harness.BUILD_HINT)
+    archive = image_archive()
+    if archive is None:
+        unavailable("the hwaffinity image is not built (tools/build-image.sh)")
+    path, reference = archive
+    workdir = str(tmp_path_factory.mktemp("user"))
+    shutil.copytree(os.path.join(ROOT, "deploy"), os.path.join(workdir, "deploy"))
+    cp = harness.ControlPlane(binaries, service_cidr=kubenode.SERVICE_CIDR)
+    node = None
+    try:
+        cp.start(timeout=90)
+        started = time.monotonic()
+        node = kubenode.KubeNode(cp, NODE, images=[path]).start(timeout=180)
+        node_seconds = time.monotonic() - started
+        cp.admin.patch("/api/v1/nodes/" + NODE, {"metadata": {"labels": {"CIS-node": HOST}}})
+        c = Cluster(cp, node, workdir, reference)
+        c.node_seconds = node_seconds
+        c.applied, c.apply_failed = _user_steps(c, reference)
+        yield c
+    finally:
+        if node is not None:
+            node.stop()
+            left = node.leftovers()
+        cp.stop(keep_logs=False)
+        if node is not None:
+            assert left == [], "the node left %s" % left
+
+
+def test_apply_k_deploy_creates_everything_the_server_serves(cluster):
+    """Only the objects whose API the 1.20 test server lacks fail; the rest is created."""
+    print("kubectl apply -k deploy/ said on stderr:\n" + cluster.applied.stderr)
+    assert cluster.apply_failed, "1.20 serves policy/v1? the docstring is stale"
+    for line in cluster.apply_failed:
+        assert any(kind in line or version in line for kind, version in TOO_NEW.items()) \
+            or "no matches for kind" in line or "ensure CRDs are installed" in line, \
+            cluster.applied.stderr
+    kinds = {m.group(1) for m in re.finditer(r'kind "(\w+)"', cluster.applied.stderr)}
+    assert kinds <= set(TOO_NEW), cluster.applied.stderr
+    out = cluster.applied.stdout
+    for obj in ("namespace/hwaffinity-system", "daemonset.apps/hwaffinity-agent",
+                "deployment.apps/hwaffinity-controller", "deployment.apps/hwaffinity-webhook",
+                "service/hwaffinity-webhook", "serviceaccount/hwaffinity-agent"):
+        assert obj in out, out
+    ds = cluster.cp.admin.get("/apis/apps/v1/namespaces/%s/daemonsets/hwaffinity-agent" % NS)
+    assert ds["spec"]["template"]["spec"]["containers"][0]["image"] == cluster.image
+
+
+def test_the_agent_pod_runs_ready_and_pins_the_cnf_in_the_kernel(cluster):
+    agent = cluster.ready_pods("app.kubernetes.io/name=hwaffinity-agent", 1)[0]
+    assert agent["spec"]["nodeName"] == NODE
+    log = cluster.kubectl("-n", NS, "logs", agent["metadata"]["name"]).stdout
+    assert "registered with the runtime as NRI plugin" in log, log
+    assert "synchronized with the runtime" in log, log
+    # the VNF-B sample, with a tiny local image: 3 replicas, never two on one host
+    with open(os.path.join(ROOT, "samples", "cnf", "upf-required.yaml")) as f:
+        upf = yaml.safe_load(f)
+    box = upf["spec"]["template"]["spec"]["containers"][0]
+    box.update(image=image_ref("busybox"), command=["sleep", "3600"])
+    box["resources"] = {"requests": {"cpu": "1", "memory": "64Mi"},
+                        "limits": {"cpu": "1", "memory": "64Mi"}}
+    cluster.kubectl("create", "namespace", "cnf")
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(upf))
+
+    def running():
+        pods = cluster.cp.admin.get("/api/v1/namespaces/cnf/pods",
+                                    labelSelector="app=upf")["items"]
+        up = [p for p in pods if p["status"].get("phase") == "Running"]
+        return (up, pods) if up and len(pods) == 3 else None
+    up, pods = wait(running, 120, "an upf replica Running")
+    assert len(up) == 1, "one host: one replica (CIS-node anti-affinity)"
+    pending = [p for p in pods if p["status"].get("phase") == "Pending"]
+    assert len(pending) == 2
+    pod = up[0]
+    cid = pod["status"]["containerStatuses"][0]["containerID"].split("//", 1)[1]
+    pid = cluster.node.container_pid(cid)
+    with open("/proc/%d/status" % pid) as f:
+        status = dict(line.split(":", 1) for line in f if ":" in line)
+    cpus = status["Cpus_allowed_list"].strip()
+    # 2 CPUs, one NUMA node: the Guaranteed 1-CPU container gets one CPU to itself
+    assert cpus in ("0", "1"), cpus
+
+    def annotated():
+        p = cluster.cp.admin.get("/api/v1/namespaces/cnf/pods/" + pod["metadata"]["name"])
+        return p["metadata"].get("annotations", {}).get("hwaffinity.io/numa")
+    placed = json.loads(wait(annotated, 60, "the agent's hwaffinity.io/numa annotation"))
+    assert placed["upf"]["exclusiveCpus"] == cpus, placed
+    print("upf container (pid %d): Cpus_allowed_list %s; the agent's annotation %s"
+          % (pid, cpus, placed))
+    cluster.kubectl("delete", "namespace", "cnf", "--wait=false")
+
+
+def test_the_controller_leads_and_hands_over(cluster):
+    pods = cluster.ready_pods("app.kubernetes.io/name=hwaffinity-controller", 2)
+    names = {p["metadata"]["name"] for p in pods}
+
+    def holder():
+        status, lease = cluster.cp.admin.request(
+            "GET", "/apis/coordination.k8s.io/v1/namespaces/%s/leases/hwaffinity-controller"
+            % NS, ok=None)
+        return lease["spec"].get("holderIdentity") if status == 200 else None
+    leader = wait(lambda: holder() in names and holder(), 60, "a controller leads")
+    for p in pods:
+        log = cluster.kubectl("-n", NS, "logs", p["metadata"]["name"]).stdout
+        assert "controller %s: workers are" % p["metadata"]["name"] in log, log
+    cluster.kubectl("-n", NS, "delete", "pod", leader, "--wait=false")
+    wait(lambda: holder() not in (None, leader) and holder(), 90,
+         "the Lease handed over from %s" % leader)
+
+
+def _pod_get(url, tls=False):
+    ctx = None
+    if tls:
+        ctx = ssl.create_default_context()
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE     # the metrics port: the pod's own serving cert
+    with urllib.request.urlopen(url, timeout=10, context=ctx) as r:
+        return r.read().decode()
+
+
+@pytest.fixture(scope="module")
+def webhook(cluster):
+    """The README's step 5 as shown: certificate, Secret, rollout, webhooks.yaml."""
+    cluster.shell(readme_steps()["webhook"])
+    svc = cluster.kubectl("-n", NS, "get", "svc", "hwaffinity-webhook", "-o",
+                          "jsonpath={.spec.clusterIP}").stdout.strip()
+    with open(os.path.join(cluster.workdir, "certs", "ca.crt"), "rb") as f:
+        bundle = base64.b64encode(f.read()).decode()
+    return {"ip": svc, "bundle": bundle}
+
+
+def test_the_readme_checks_show_every_start_line_and_the_metrics(cluster, webhook):
+    cluster.ready_pods("app.kubernetes.io/name=hwaffinity-controller", 2)
+    out = cluster.shell(readme_steps()["check"]).stdout
+    assert "mode nri" in out, out                          # the agent's start line
+    assert re.search(r"controller hwaffinity-controller-\S+: workers are", out), out
+    assert "webhook on https://0.0.0.0:8443" in out, out
+    assert re.search(r"^hwaffinity_controller_poll_errors_total [1-9]", out, re.M), out
+
+
+def test_admission_refuses_the_seed_dos_pod_through_the_service(cluster, webhook):
+    cluster.kubectl("create", "namespace", "tenant")
+    term = {"topologyKey": "CIS-node", "namespaceSelector": {},
+            "labelSelector": {"matchLabels": {"app": "x"}}}
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "greedy", "namespace": "tenant", "labels": {"app": "x"},
+                        "annotations": {"hwaffinity.io/pod-affinity": json.dumps(
+                            {"podAntiAffinity": {
+                                "requiredDuringSchedulingIgnoredDuringExecution": [term]}})}},
+           "spec": {"containers": [{"name": "c", "image": image_ref("busybox")}]}}
+    deadline = time.monotonic() + 60
+    while True:             # the API server's Service route may need a kube-proxy sync
+        r = cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(pod), check=False)
+        if "denied the request" in r.stderr or time.monotonic() > deadline:
+            break
+        time.sleep(2)
+    assert r.returncode != 0
+    assert 'admission webhook "validate.hwaffinity.io" denied the request' in r.stderr, r.stderr
+
+
+def test_a_scheduler_with_the_shipped_extender_config_calls_the_webhook(cluster, webhook):
+    with open(os.path.join(ROOT, "deploy", "webhook", "scheduler-config-v1beta1.yaml")) as f:
+        shipped = yaml.safe_load(f)
+    extenders = json.loads(json.dumps(shipped["extenders"]).replace(
+        "CLUSTER_IP", webhook["ip"]).replace("CA_BUNDLE", webhook["bundle"]))
+    cluster.cp.start_scheduler(SCHEDULER, extenders=extenders)
+    cluster.kubectl("create", "namespace", "extended")
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "via-extender", "namespace": "extended"},
+           "spec": {"schedulerName": SCHEDULER,
+                    "containers": [{"name": "c", "image": image_ref("busybox"),
+                                    "command": ["sleep", "3600"]}]}}
+    cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(pod))
+
+    def bound():
+        p = cluster.cp.admin.get("/api/v1/namespaces/extended/pods/via-extender")
+        return p["spec"].get("nodeName")
+    assert wait(bound, 90, "the extender-scheduled pod bound") == NODE
+    served = 0
+    for p in cluster.ready_pods("app.kubernetes.io/name=hwaffinity-webhook", 2):
+        text = _pod_get("https://%s:8443/metrics" % p["status"]["podIP"], tls=True)
+        served += sum(float(v) for v in re.findall(
+            r'hwaffinity_webhook_requests_total\{[^}]*path="/filter"[^}]*\} (\S+)', text))
+    assert served >= 1
+
+
+def test_every_component_serves_metrics_on_its_pod_address(cluster, webhook):
+    agent = cluster.ready_pods("app.kubernetes.io/name=hwaffinity-agent", 1)[0]
+    text = _pod_get("http://%s:9464/metrics" % agent["status"]["podIP"])
+    assert "hwaffinity_agent_decisions_total" in text
+    for p in cluster.ready_pods("app.kubernetes.io/name=hwaffinity-controller", 2):
+        text = _pod_get("http://%s:9465/metrics" % p["status"]["podIP"])
+        assert "hwaffinity_controller_poll_errors_total" in text
+    for p in cluster.ready_pods("app.kubernetes.io/name=hwaffinity-webhook", 2):
+        text = _pod_get("https://%s:8443/metrics" % p["status"]["podIP"], tls=True)
+        assert "hwaffinity_webhook_requests_total" in text
+        log = cluster.kubectl("-n", NS, "logs", p["metadata"]["name"]).stdout
+        assert "webhook on https://" in log, log
+
+
+def test_nothing_runs_with_more_rbac_than_the_shipped_roles(cluster):
+    """Every binding whose subject is one of our ServiceAccounts comes from deploy/, and
+    no component logged a refusal (403) from the API server."""
+    shipped = set()
+    for dirpath, _dirs, files in os.walk(os.path.join(ROOT, "deploy")):
+        for name in files:
+            if name.endswith(".yaml"):
+                with open(os.path.join(dirpath, name)) as f:
+                    for doc in yaml.safe_load_all(f):
+                        if doc and doc.get("kind") in ("RoleBinding", "ClusterRoleBinding"):
+                            shipped.add((doc["kind"], doc["metadata"]["name"]))
+    ours = set()
+    for kind, path in (("ClusterRoleBinding",
+                        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
+                       ("RoleBinding", "/apis/rbac.authorization.k8s.io/v1/rolebindings")):
+        for b in cluster.cp.admin.get(path)["items"]:
+            if any(s.get("kind") == "ServiceAccount" and s.get("namespace") == NS
+                   for s in b.get("subjects") or []):
+                ours.add((kind, b["metadata"]["name"]))
+    assert ours and ours <= shipped, ours - shipped
+    for selector in ("app.kubernetes.io/name=hwaffinity-agent",
+                     "app.kubernetes.io/name=hwaffinity-controller",
+                     "app.kubernetes.io/name=hwaffinity-webhook"):
+        for p in cluster.pods(selector):
+            if p["status"].get("phase") != "Running":
+                continue
+            log = cluster.kubectl("-n", NS, "logs", p["metadata"]["name"]).stdout
+            assert "forbidden" not in log.lower(), log
+
+
+def test_the_node_figures(cluster):
+    """How long the node took to join (printed; the real-node tests must stay < 6 min)."""
+    print("real node: kubelet + containerd + kube-proxy Ready in %.1f s" % cluster.node_seconds)
+    assert cluster.node_seconds < 120
