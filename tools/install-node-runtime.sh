@@ -15,7 +15,12 @@
 #   runc            from bookworm (trixie's needs glibc 2.38)
 #   busybox-static  the one binary the test images are built from
 #                   (tests/realnode/images.py)
-#   socat           forwards a containerd socket over TCP (the VM tests)
+#   socat           forwards a containerd socket over TCP (the VM tests) and the
+#                   API server to the real node's pods (tests/realnode/kubenode.py)
+#   iptables, conntrack
+#                   kube-proxy's Service rules on the real node (removed after it)
+#   containernetworking-plugins
+#                   the CNI plugins (bridge, host-local, loopback) of its pods
 #
 # The packaged containerd service is never used: the tests start a private
 # containerd with their own config, sockets and state under a temp dir

@@ -495,11 +495,13 @@ class FakeKubelet(threading.Thread):
         path = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/" + name
         status, lease = client.request("GET", path, ok=(200, 404))
         if status == 404:
-            client.create("/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases", {
-                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                "metadata": {"name": name, "namespace": "kube-node-lease"},
-                "spec": {"holderIdentity": name, "leaseDurationSeconds": 40,
-                         "renewTime": now_micro()}})
+            # 409: the loop's tick and add()'s first tick raced, and the other one made it
+            client.request("POST", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/"
+                           "leases", {
+                               "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                               "metadata": {"name": name, "namespace": "kube-node-lease"},
+                               "spec": {"holderIdentity": name, "leaseDurationSeconds": 40,
+                                        "renewTime": now_micro()}}, ok=(201, 409))
         else:
             lease["spec"]["renewTime"] = now_micro()
             lease["spec"]["holderIdentity"] = name

@@ -31,6 +31,7 @@ import contextlib
 import json
 import os
 import secrets
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -113,7 +114,7 @@ def remove_kube_chains():
     for table in IPTABLES_TABLES:
         rules = _run("iptables", "-t", table, "-S", check=False).stdout.splitlines()
         for rule in rules:
-            words = rule.split()
+            words = shlex.split(rule)       # comments are quoted: "-m comment --comment ..."
             if (words[:1] == ["-A"] and not words[1].startswith("KUBE-")
                     and "-j" in words and words[words.index("-j") + 1].startswith("KUBE-")):
                 _run("iptables", "-t", table, "-D", *words[1:], check=False)
@@ -125,8 +126,8 @@ def remove_kube_chains():
 
 
 class KubeNode:
-    """``KubeNode(control_plane, name).start()``; ``.stop()``; ``.runtime`` is the
-    :class:`Containerd`, ``.import_image(path)`` loads an OCI archive for its pods."""
+    """``KubeNode(control_plane, name, images=[OCI archive, ...]).start()``; ``.stop()``;
+    ``.runtime`` is its :class:`Containerd` (the archives imported for its pods)."""
 
     def __init__(self, control_plane, name="realnode-1", images=()):
         if control_plane.service_cidr != SERVICE_CIDR:
