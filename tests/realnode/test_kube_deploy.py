@@ -101,9 +101,7 @@ class Cluster:
         def done():
             pods = self.pods(selector)
             return len(pods) == count and all(
-                not p["metadata"].get("deletionTimestamp") and any(
-                    c["type"] == "Ready" and c["status"] == "True"
-                    for c in p["status"].get("conditions") or []) for p in pods)
+                not p["metadata"].get("deletionTimestamp") and _ready(p) for p in pods)
         wait(done, 180, "%d settled pod(s) %s" % (count, selector))
 
     def pods(self, selector):
@@ -112,12 +110,17 @@ class Cluster:
 
     def ready_pods(self, selector, count):
         def ready():
-            found = [p for p in self.pods(selector) if p["status"].get("phase") == "Running"
-                     and any(c["type"] == "Ready" and c["status"] == "True"
-                             for c in p["status"].get("conditions") or [])]
+            found = [p for p in self.pods(selector)
+                     if p["status"].get("phase") == "Running" and _ready(p)]
             return found if len(found) >= count else None
         return wait(ready, 180, "%d Ready pod(s) %s (kubelet log %s)"
                     % (count, selector, self.node.kubelet_log))
+
+
+def _ready(obj):
+    """True when a pod's (or node's) Ready condition is True."""
+    return any(c["type"] == "Ready" and c["status"] == "True"
+               for c in obj.get("status", {}).get("conditions") or [])
 
 
 def readme_steps():
