@@ -10,8 +10,21 @@ live here too, so that the MgmtDriver tests (tests/mgmt) and the package
 tests (tests/packages) reach the same master the way the driver does.
 """
 import atexit
+import os
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# How many inputs each property draws (tests/fuzzing.py): "ci" unless
+# HYPOTHESIS_PROFILE names another; "dev" for the quick loop, "long" for minutes of
+# fuzzing on demand (doc/testing.md). A test's own @settings(max_examples=...) wins.
+settings.register_profile("ci", max_examples=200, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=20, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("long", max_examples=20000, deadline=None,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 pytest.register_assert_rewrite("ci_policy")
 
