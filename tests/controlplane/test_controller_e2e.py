@@ -191,12 +191,15 @@ def test_a_live_migration_relabels_and_evicts_the_replica_on_the_moved_node(
     after = placed()
     survivor = next(p for p, n in before.items() if n == staying_node)
     assert survivor in after and after[survivor] == staying_node     # exactly one evicted
-    events = cp.events(namespace, "EvictedDuringExecution", victim)
-    assert events and "anti-affinity" in events[0]["message"]
-    moved = cp.admin.get("/api/v1/namespaces/kube-system/events", fieldSelector=(
-        "involvedObject.kind=Node,reason=HostLabelChanged,involvedObject.name=" + moving_node)
-    )["items"]
-    assert any("to %s" % target_host in e["message"] for e in moved)
+    # Events are recorded after the eviction and the label patch return: wait for them
+    events = harness.wait_until(
+        lambda: cp.events(namespace, "EvictedDuringExecution", victim), 30,
+        what="the EvictedDuringExecution Event")
+    assert "anti-affinity" in events[0]["message"]
+    harness.wait_until(lambda: any("to %s" % target_host in e["message"] for e in cp.admin.get(
+        "/api/v1/namespaces/kube-system/events", fieldSelector=(
+            "involvedObject.kind=Node,reason=HostLabelChanged,involvedObject.name="
+            + moving_node))["items"]), 30, what="the HostLabelChanged Event")
     assert proc.poll() is None
 
 
@@ -311,6 +314,9 @@ def test_affinity_broken_briefly_is_forgiven_and_for_longer_is_not(
     cp.admin.delete(path + "/db")                     # db gone for good
     harness.wait_until(lambda: "front" not in _placed(cp, namespace), 30,
                        what="front evicted once the grace ran out")
+    # the controller records the Event after the eviction returns: wait for it
+    harness.wait_until(lambda: cp.events(namespace, "EvictedDuringExecution", "front"), 30,
+                       what="the EvictedDuringExecution Event")
     (event,) = cp.events(namespace, "EvictedDuringExecution", "front")
     assert "affinity term podAffinity[0]" in event["message"]
 

@@ -90,13 +90,16 @@ def test_a_member_controller_follows_a_live_migration_by_host_id_and_evicts(
         after = _placed(cp, namespace)
         survivor = next(p for p, n in before.items() if n == staying)
         assert after.get(survivor) == staying                   # exactly one evicted
+        # Events are recorded after the eviction and the label patch return: wait for them
+        harness.wait_until(lambda: cp.events(namespace, "EvictedDuringExecution", victim), 30,
+                           what="the EvictedDuringExecution Event")
         (event,) = cp.events(namespace, "EvictedDuringExecution", victim)
         assert "anti-affinity" in event["message"]
-        moved = cp.admin.get("/api/v1/namespaces/kube-system/events", fieldSelector=(
-            "involvedObject.kind=Node,reason=HostLabelChanged,involvedObject.name=" + moving)
-        )["items"]
-        assert any("moved from host %s to %s" % (ids[moving], ids[staying]) in e["message"]
-                   for e in moved)
+        moved_text = "moved from host %s to %s" % (ids[moving], ids[staying])
+        harness.wait_until(lambda: any(moved_text in e["message"] for e in cp.admin.get(
+            "/api/v1/namespaces/kube-system/events", fieldSelector=(
+                "involvedObject.kind=Node,reason=HostLabelChanged,involvedObject.name="
+                + moving))["items"]), 30, what="the HostLabelChanged Event")
         text = log.read_text()
         assert text.count(LOG) == 1 and "Nova poll failed" not in text    # no 403 loop
         assert text.count("HTTP 403") == 1 and proc.poll() is None
