@@ -12,6 +12,7 @@ How many inputs a run draws is the hypothesis profile's (``tests/conftest.py``):
 on demand (``HYPOTHESIS_PROFILE=long pytest -m fuzz``; doc/testing.md). An input
 that failed once is kept as an ``@example`` beside the test.
 """
+import gc
 import time
 import tracemalloc
 
@@ -32,10 +33,19 @@ def bounded(call, *args, errors=(InputError,), seconds=SECONDS, mib=MIB, **kwarg
     CPU time or allocated more than MIB at its peak.
 
     Time and memory are measured on two calls, the first untraced (tracemalloc slows
-    Python several times), so the parser must be deterministic for its input."""
-    start = time.thread_time()
-    result = _outcome(call, args, kwargs, errors)
-    spent = time.thread_time() - start
+    Python several times) and without garbage collection, so the parser must be
+    deterministic for its input."""
+    # the collector is off while timed: a full collection walks the whole test session's
+    # heap (tens of ms late in a run), which is not the parser's cost
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        start = time.thread_time()
+        result = _outcome(call, args, kwargs, errors)
+        spent = time.thread_time() - start
+    finally:
+        if collecting:
+            gc.enable()
     if spent > seconds:
         raise Unbounded("%s took %.0f ms of CPU, over its %.0f ms bound"
                         % (_name(call), spent * 1000, seconds * 1000))
