@@ -11,7 +11,17 @@ handshake runs in the connection's own thread, so a slow client never holds up
 the others, and the pair is loaded again when the files change
 (:mod:`kube.tlsreload`).
 
-What a client can make it hold is bounded:
+Requests are read by h11 (python-hyper's HTTP/1.1 implementation), one
+:class:`h11.Connection` per connection in the connection's thread, with stricter
+framing on top, so that nothing in front of the server can read a request
+otherwise than it does: exactly one ``Content-Length``, no transfer coding
+(chunked: 411; any other, or an empty one: 501), no header folded over lines,
+ASCII digits only (400 for the others); the request line and headers together
+at most :data:`HEADER_BYTES` (431), refused as soon as more has arrived.
+
+What a client can make it hold is bounded (:data:`CONNECTION_BYTES` a connection,
+with ``tests/unit/test_serve_memory_budget.py`` checking the sum against the
+Deployment's memory limit):
 
 * a body only where a :class:`Route` takes one, of at most the route's
   ``max_body`` bytes, declared by ``Content-Length`` and refused (413) before a
@@ -31,21 +41,35 @@ What a client can make it hold is bounded:
   names): 403 otherwise. Other routes need none.
 """
 import collections
-import http.server
+import http
 import logging
+import re
 import socket
+import socketserver
 import ssl
+import sys
 import threading
 import time
 import urllib.parse
+
+import h11
 
 from tacker_hwaffinity.kube import jsondepth
 from tacker_hwaffinity.kube.connections import Connections
 from tacker_hwaffinity.kube.tlsreload import ServerTLS, verified_name
 
 DEFAULT_MAX_BODY = 1 << 20       # a POST route given as a bare callable
-BIG_BODY = 1 << 20               # larger bodies are read and handled one at a time
-MAX_CONNECTIONS = 256
+BIG_BODY = 64 << 10              # larger bodies are read and handled one at a time
+# a request's line and headers, all together: the API server's, kube-scheduler's,
+# the kubelet's and Prometheus's requests carry a few hundred bytes (a bearer token
+# a few KB); nginx's default (4 buffers of 8 KiB) and Node's (16 KiB) are as small
+HEADER_BYTES = 32 << 10
+READ_CHUNK = 64 << 10            # one read from a socket
+# what one connection's reading may hold at most: h11's buffer and our copy of the
+# request's head (each the cap and one read), its body (the buffer and the bytes
+# handed over); bodies above BIG_BODY count once for the whole server
+CONNECTION_BYTES = 2 * (HEADER_BYTES + READ_CHUNK) + 2 * BIG_BODY
+MAX_CONNECTIONS = 128
 READ_TIMEOUT = 10.0              # TLS handshake; one request's headers and body
 IDLE_TIMEOUT = 60.0              # a kept-alive connection between requests
 GETS = ("/metrics", "/healthz", "/readyz", "/livez")
@@ -93,6 +117,8 @@ class HealthServer:
         self.log = log or LOG
         self.refused = collections.Counter()       # reason -> answers refused
         self._refused_lock = threading.Lock()
+        self.connections = Connections(max_connections)
+        self._big = threading.Semaphore(1)         # a body over BIG_BODY being handled
         self._tls = None
         self._server = None
         self._thread = None
@@ -105,9 +131,7 @@ class HealthServer:
             self._tls = ServerTLS(*self.tls, client_ca=self.client_ca, log=self.log)
         elif self.client_ca:
             raise ValueError("a client CA needs TLS")
-        self.connections = Connections(self.max_connections)
-        self._big = threading.Semaphore(1)
-        self._server = _Server((self.host, self.port), _handler(self))
+        self._server = _Server((self.host, self.port), None)
         self._server.owner = self
         self._server.daemon_threads = True
         self._server.timeout = 0.2          # handle_request() returns to check _stopping
@@ -141,6 +165,11 @@ class HealthServer:
         self.connections.shut_all()
         self._server = None
 
+    def serve_connection(self, sock):
+        """Answer the requests on SOCK (accepted, and added to :attr:`connections`)
+        until the client or the server closes it; the caller closes SOCK."""
+        _Connection(self, sock).serve()
+
     def count_refused(self, reason):
         with self._refused_lock:
             self.refused[reason] += 1
@@ -171,7 +200,8 @@ class HealthServer:
             return 500, TEXT, ("internal error: %s\n" % type(e).__name__).encode()
 
 
-class _Server(http.server.ThreadingHTTPServer):
+class _Server(socketserver.ThreadingTCPServer):
+    allow_reuse_address = True
     request_queue_size = 128            # a burst of connections is not dropped at SYN
 
     def get_request(self):
@@ -189,12 +219,20 @@ class _Server(http.server.ThreadingHTTPServer):
             raise OSError("at the connection cap")
         return sock, addr
 
+    def finish_request(self, request, client_address):
+        self.owner.serve_connection(request)
+
     def shutdown_request(self, request):
         self.owner.connections.remove(request)
         super().shutdown_request(request)
 
-    def handle_error(self, request, client_address):   # quiet: a client went away
-        LOG.debug("connection from %s ended", client_address, exc_info=True)
+    def handle_error(self, request, client_address):
+        error = sys.exc_info()[1]
+        if isinstance(error, OSError):          # quiet: a client went away
+            LOG.debug("connection from %s ended", client_address, exc_info=True)
+            return
+        self.owner.count_refused("error")       # a bug: this connection ends, not others
+        self.owner.log.error("connection from %s failed", client_address, exc_info=True)
 
 
 def _register(registry, collector):
@@ -214,8 +252,8 @@ class _Collector:
         refused = CounterMetricFamily(
             "hwaffinity_http_refused", "Requests and connections refused before a handler, "
             "by reason", labels=["reason"])
-        for reason in ("too_large", "no_length", "too_deep", "forbidden", "connections",
-                       "busy"):
+        for reason in ("too_large", "no_length", "malformed", "too_deep", "forbidden",
+                       "connections", "busy", "error"):
             refused.add_metric([reason], s.refused[reason])
         yield refused
         yield GaugeMetricFamily("hwaffinity_http_connections", "Open connections",
@@ -236,151 +274,230 @@ class _Collector:
             yield reloads
 
 
-def _handler(server):
-    class Handler(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        rbufsize = 256 * 1024   # an extender request (5000 node names) in a few TLS reads
-        timeout = server.read_timeout   # per socket operation; Connections has the deadlines
+class _Connection:
+    """One accepted connection of SERVER (a :class:`HealthServer`): its requests,
+    read by h11 with our limits on top, answered in order until either side closes."""
 
-        def setup(self):
-            super().setup()
-            if isinstance(self.connection, ssl.SSLSocket):
-                try:
-                    self.connection.do_handshake()
-                except (ssl.SSLError, OSError):
-                    self.close_connection = True
-                    self.rfile = self.wfile = None
+    def __init__(self, server, sock):
+        self.server = server
+        self.sock = sock
+        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=HEADER_BYTES)
 
-        def handle(self):
-            if self.rfile is None:
-                return
-            conns, sock = server.connections, self.connection
-            wait = server.read_timeout          # a new connection's first request
+    def serve(self):
+        server, sock = self.server, self.sock
+        sock.settimeout(server.read_timeout)
+        if isinstance(sock, ssl.SSLSocket):
             try:
-                while True:
-                    conns.waiting(sock, wait)
-                    sock.settimeout(wait)
-                    wait = server.idle_timeout
-                    if not self.rfile.peek(1):
-                        return                          # the client closed
-                    conns.waiting(sock, server.read_timeout)
+                sock.do_handshake()
+            except (ssl.SSLError, OSError):
+                return
+        wait = server.read_timeout              # a new connection's first request
+        try:
+            while self._exchange(wait):
+                self.h11.start_next_cycle()
+                wait = server.idle_timeout
+        except (OSError, h11.RemoteProtocolError):  # timed out, cut, reset, or sent
+            return                                  # no more than part of a body
+
+    def _exchange(self, wait):
+        """Read one request (its first byte within WAIT seconds, the rest within the
+        read timeout) and answer it; whether the connection goes on."""
+        server, sock = self.server, self.sock
+        head = bytearray(self.h11.trailing_data[0])     # bytes of it already read
+        if head:
+            wait = server.read_timeout
+        server.connections.waiting(sock, wait)
+        sock.settimeout(wait)
+        try:
+            while True:
+                event = self.h11.next_event()
+                if event is not h11.NEED_DATA:
+                    break
+                data = sock.recv(READ_CHUNK)
+                if data and not head:               # the request began: the read timeout
+                    server.connections.waiting(sock, server.read_timeout)
                     sock.settimeout(server.read_timeout)
-                    self.close_connection = True
-                    self.handle_one_request()
-                    if self.close_connection:
-                        return
-            except (OSError, ValueError):       # timed out, cut, reset: the client is gone
-                return
+                if len(head) <= HEADER_BYTES:
+                    head += data
+                self.h11.receive_data(data)
+        except h11.RemoteProtocolError as e:
+            if e.error_status_hint == 431:
+                return self._refuse(431, "too_large", "the request's headers take more than "
+                                    "%d bytes" % HEADER_BYTES)
+            return self._refuse(e.error_status_hint, "malformed", "malformed request: %s"
+                                % str(e)[:200])
+        if not isinstance(event, h11.Request):
+            return False                            # closed between requests
+        problem = _ambiguous(head)
+        if problem:
+            return self._refuse(*problem)
+        path = urllib.parse.urlsplit(event.target.decode("ascii", "replace")).path
+        headers = {name.decode("ascii"): value.decode("latin-1")
+                   for name, value in event.headers}
+        if event.method == b"GET":
+            return self._get(path, headers)
+        if event.method == b"POST":
+            return self._post(path, headers)
+        return self._refuse(501, None, "%s is not served" % event.method.decode("ascii"))
 
-        def finish(self):
-            if self.rfile is not None:
-                super().finish()
+    def _get(self, path, headers):
+        server = self.server
+        if "transfer-encoding" in headers or headers.get("content-length", "0") != "0":
+            return self._refuse(413, "too_large", "a GET carries no body")
+        if not isinstance(self._next(), h11.EndOfMessage):
+            return False
+        if path in server.posts:
+            return self._send(405, TEXT, b"%s takes a POST\n" % path.encode())
+        return self._send(*server.answer(path, headers.get("accept")))
 
-        def handle_expect_100(self):
-            return True         # do_POST sends 100 Continue once it takes the body
+    def _post(self, path, headers):
+        server = self.server
+        route = server.posts.get(path)
+        if route is None:
+            if path in GETS:
+                return self._refuse(405, None, "%s takes a GET" % path)
+            return self._refuse(404, None, "not found")
+        if route.client_cert and server.client_ca and not self._authorised():
+            return self._refuse(403, "forbidden", "%s answers only a client certificate "
+                                "signed by the configured client CA%s" % (
+                                    path, " with common name " + ", ".join(
+                                        sorted(server.client_names))
+                                    if server.client_names else ""))
+        if "transfer-encoding" in headers:
+            return self._refuse(411, "no_length", "a POST to %s needs a Content-Length "
+                                "(a chunked body is refused)" % path)
+        if "content-length" not in headers:
+            return self._refuse(411, "no_length", "a POST to %s needs a Content-Length"
+                                % path)
+        length = int(headers["content-length"])     # h11 took only ASCII digits
+        if length > route.max_body:
+            return self._refuse(413, "too_large", "a POST to %s takes at most %d bytes, "
+                                "this one declares %d" % (path, route.max_body, length))
+        big = length > BIG_BODY
+        if big and not server._big.acquire(timeout=server.read_timeout):
+            return self._refuse(503, "busy", "another large body is being handled, try "
+                                "again")
+        try:
+            if self.h11.they_are_waiting_for_100_continue:
+                self.sock.sendall(self.h11.send(h11.InformationalResponse(
+                    status_code=100, headers=[], reason=b"Continue")))
+            body = self._body(length)
+            if body is None:
+                return False                    # cut short: nothing to answer
+            deep = route.max_depth and jsondepth.nesting(body, route.max_depth)
+            if deep:
+                return self._send(400, TEXT, b"the JSON body nests %d levels deep; a POST "
+                                  b"to %s takes at most %d\n" % (
+                                      deep, path.encode(), route.max_depth),
+                                  reason="too_deep")
+            server.connections.busy(self.sock)
+            answer = server.answer_post(path, body)
+            del body
+            return self._send(*answer)
+        finally:
+            if big:
+                server._big.release()
 
-        def do_GET(self):
-            path = urllib.parse.urlsplit(self.path).path
-            if self.headers.get("Transfer-Encoding") or \
-                    self.headers.get("Content-Length", "0").strip() != "0":
-                return self._refuse(413, "too_large", "a GET carries no body")
-            if path in server.posts:
-                return self._refuse(405, None, "%s takes a POST" % path, keep=True)
-            self._send(*server.answer(path, self.headers.get("Accept")))
-
-        def do_POST(self):
-            path = urllib.parse.urlsplit(self.path).path
-            route = server.posts.get(path)
-            if route is None:
-                if path in GETS:
-                    return self._refuse(405, None, "%s takes a GET" % path)
-                return self._refuse(404, None, "not found")
-            if route.client_cert and server.client_ca and not self._authorised():
-                return self._refuse(403, "forbidden", "%s answers only a client certificate "
-                                    "signed by the configured client CA%s" % (
-                                        path, " with common name " + ", ".join(
-                                            sorted(server.client_names))
-                                        if server.client_names else ""))
-            if self.headers.get("Transfer-Encoding"):
-                return self._refuse(411, "no_length", "a POST to %s needs a Content-Length "
-                                    "(a chunked body is refused)" % path)
-            declared = self.headers.get("Content-Length")
-            if declared is None:
-                return self._refuse(411, "no_length", "a POST to %s needs a Content-Length"
-                                    % path)
-            if not declared.strip().isdigit():
-                return self._refuse(400, "no_length", "Content-Length %r is not a number"
-                                    % declared[:40])
-            length = int(declared)
-            if length > route.max_body:
-                return self._refuse(413, "too_large", "a POST to %s takes at most %d bytes, "
-                                    "this one declares %d" % (path, route.max_body, length))
-            big = length > BIG_BODY
-            if big and not server._big.acquire(timeout=server.read_timeout):
-                return self._refuse(503, "busy", "another large body is being handled, "
-                                    "try again")
+    def _body(self, length):
+        """The LENGTH bytes of the request's body, or None when the client stopped
+        sending them."""
+        body = bytearray(length)
+        view = memoryview(body)
+        filled = 0
+        while True:
             try:
-                if self.headers.get("Expect", "").lower() == "100-continue":
-                    self.wfile.write(b"HTTP/1.1 100 Continue\r\n\r\n")
-                body = self.rfile.read(length)
-                if len(body) != length:
-                    self.close_connection = True        # cut short: nothing to answer
-                    return
-                deep = route.max_depth and jsondepth.nesting(body, route.max_depth)
-                if deep:
-                    return self._refuse(400, "too_deep", "the JSON body nests %d levels "
-                                        "deep; a POST to %s takes at most %d" % (
-                                            deep, path, route.max_depth), keep=True)
-                server.connections.busy(self.connection)
-                answer = server.answer_post(path, body)
-                del body
-                self._send(*answer)
-            finally:
-                if big:
-                    server._big.release()
+                event = self._next()
+            except h11.RemoteProtocolError:
+                return None
+            if isinstance(event, h11.EndOfMessage):
+                view.release()
+                return bytes(body)
+            if not isinstance(event, h11.Data):
+                return None
+            view[filled:filled + len(event.data)] = event.data
+            filled += len(event.data)
 
-        def _authorised(self):
-            name = verified_name(self.connection)
-            if name is None:
-                return False
-            return not server.client_names or name in server.client_names
+    def _next(self):
+        """The next h11 event of the request being read, reading as needed."""
+        while True:
+            event = self.h11.next_event()
+            if event is not h11.NEED_DATA:
+                return event
+            self.h11.receive_data(self.sock.recv(READ_CHUNK))
 
-        def _refuse(self, status, reason, message, keep=False):
-            """Answer STATUS with MESSAGE (one line) without reading the body; KEEP:
-            the body was read, the connection may go on."""
-            if reason:
-                server.count_refused(reason)
-            self._send(status, TEXT, (message + "\n").encode("utf-8"), close=not keep)
-            if not keep:
-                self._linger()
+    def _authorised(self):
+        name = verified_name(self.sock)
+        if name is None:
+            return False
+        return not self.server.client_names or name in self.server.client_names
 
-        def _linger(self):
-            # the client may still be sending the body we refused: read and drop it for
-            # a moment, so that it sees our answer rather than a reset
-            try:
-                socket.socket.shutdown(self.connection, socket.SHUT_WR)
-                self.connection.settimeout(0.25)
-                end = time.monotonic() + 1.0
-                while time.monotonic() < end:
-                    if not socket.socket.recv(self.connection, 65536):
-                        break
-            except OSError:
-                pass
+    def _refuse(self, status, reason, message):
+        """Answer STATUS with MESSAGE (one line) without reading the body, count it
+        under REASON (None: not counted), and close."""
+        self._send(status, TEXT, (message + "\n").encode("utf-8"), reason=reason,
+                   close=True)
+        self._linger()
+        return False
 
-        def _send(self, status, content_type, body, close=False):
-            if close:
-                self.close_connection = True
-            server.connections.busy(self.connection)
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            if close:
-                self.send_header("Connection", "close")
-            self._headers_buffer.append(b"\r\n")        # end_headers() without its flush:
-            self.wfile.write(b"".join(self._headers_buffer) + body)   # one write, one segment
-            self._headers_buffer = []
-
-        def log_message(self, format, *args):   # quiet: no line per probe or scrape
+    def _linger(self):
+        # the client may still be sending the body we refused: read and drop it for
+        # a moment, so that it sees our answer rather than a reset
+        try:
+            self._raw("shutdown", socket.SHUT_WR)
+            self.sock.settimeout(0.25)
+            end = time.monotonic() + 1.0
+            while time.monotonic() < end:
+                if not self._raw("recv", READ_CHUNK):
+                    break
+        except OSError:
             pass
 
-    return Handler
+    def _raw(self, method, *args):
+        """socket.socket's METHOD on the connection, also for an SSLSocket (whose TLS
+        records are then dropped unread); the socket's own where it is none (eventlet's
+        GreenSocket, in a patched process)."""
+        try:
+            return getattr(socket.socket, method)(self.sock, *args)
+        except TypeError:
+            return getattr(self.sock, method)(*args)
+
+    def _send(self, status, content_type, body, reason=None, close=False):
+        """Answer in one write; whether the connection goes on (the request was
+        read whole, and neither side asked to close)."""
+        if reason:
+            self.server.count_refused(reason)
+        self.server.connections.busy(self.sock)
+        headers = [("Content-Type", content_type), ("Content-Length", str(len(body)))]
+        if close:
+            headers.append(("Connection", "close"))
+        phrase = http.HTTPStatus(status).phrase.encode("ascii")
+        self.sock.sendall(self.h11.send(h11.Response(status_code=status, headers=headers,
+                                                     reason=phrase))
+                          + self.h11.send(h11.Data(data=body))
+                          + self.h11.send(h11.EndOfMessage()))
+        return self.h11.our_state is h11.DONE and self.h11.their_state is h11.DONE
+
+
+_HEAD_END = re.compile(rb"\n\r?\n")
+
+
+def _ambiguous(head):
+    """(status, reason, message) refusing the request whose bytes start with HEAD
+    (h11 parsed its request line and headers), or None: its headers over
+    :data:`HEADER_BYTES`, a header folded over lines, more than one Content-Length
+    or a list of them. h11 reads each of those one way; an intermediary may read it
+    another."""
+    end = _HEAD_END.search(head)
+    if end is None or end.end() > HEADER_BYTES:
+        return 431, "too_large", "the request's headers take more than %d bytes" % \
+            HEADER_BYTES
+    lengths = 0
+    for line in bytes(head[:end.start()]).split(b"\n")[1:]:
+        if line[:1] in (b" ", b"\t"):
+            return 400, "malformed", "a header is folded over lines (obs-fold)"
+        name, _, value = line.partition(b":")
+        if name.lower() == b"content-length":
+            lengths += 1
+            if lengths > 1 or b"," in value:
+                return 400, "malformed", "more than one Content-Length"
+    return None

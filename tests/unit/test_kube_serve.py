@@ -7,11 +7,16 @@ tests import it), which no component ever has.
 import http.client
 import json
 import os
+import re
 import subprocess
 import sys
 import time
 
 import pytest
+from hypothesis import example, given
+from hypothesis import strategies as st
+
+import fuzzing
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHILD = r"""
@@ -252,3 +257,219 @@ def test_slow_and_idle_clients_are_cut_and_do_not_keep_a_real_one_out(guarded):
     finally:
         for s in idle + slow:
             s.close()
+
+
+# --- framing: one reading of every request (issue #36 item 4) ---
+
+def _answers(port, data, timeout=5):
+    """Send DATA on a new connection and read until the server closes it: the status
+    codes of every answer, in order."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        received = b""
+        try:
+            while True:
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                received += chunk
+        except ConnectionResetError:
+            pass
+    return [int(code) for code in re.findall(rb"HTTP/1\.1 (\d{3}) ", received)]
+
+
+SMUGGLED = b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+
+
+@pytest.mark.parametrize("head,body", [
+    # two lengths: the old server took the first and read the rest as a second request
+    (b"Content-Length: 2\r\nContent-Length: %d\r\n" % (2 + len(SMUGGLED)), b"[]" + SMUGGLED),
+    (b"Content-Length: 2\r\nContent-Length: 2\r\n", b"[]"),
+    (b"Content-Length: 2, 2\r\n", b"[]"),
+    # a folded (obs-fold) header line
+    (b"Content-Length: 2\r\nX-Note: a\r\n b\r\n", b"[]"),
+    # a digit that is not ASCII (str.isdigit() took it, int() then raised)
+    (b"Content-Length: \xb2\r\n", b"[]"),
+    (b"Content-Length: \xd9\xa2\r\n", b"[]"),
+])
+def test_ambiguous_framing_is_one_400_and_the_connection_closes(guarded, head, body):
+    port = guarded()
+    request = b"POST /small HTTP/1.1\r\nHost: x\r\n" + head + b"\r\n" + body
+    assert _answers(port, request + SMUGGLED) == [400]
+
+
+@pytest.mark.parametrize("coding", [b"", b"chunked", b"gzip", b"chunked, identity"])
+def test_any_transfer_coding_is_refused(guarded, coding):
+    """An empty Transfer-Encoding was ignored by the old server, which then read the
+    Content-Length body: a proxy that takes the coding would frame it otherwise."""
+    port = guarded()
+    request = (b"POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+               b"Transfer-Encoding: " + coding + b"\r\n\r\n[]")
+    statuses = _answers(port, request + SMUGGLED)
+    assert len(statuses) == 1 and statuses[0] in (411, 501), statuses
+
+
+def test_headers_over_the_cap_are_431_before_they_are_all_read(guarded):
+    from tacker_hwaffinity.kube.serve import HEADER_BYTES
+    port = guarded()
+    padding = b"".join(b"X-Pad-%d: %s\r\n" % (i, b"a" * 8000)
+                       for i in range(HEADER_BYTES // 8000 + 1))
+    status, text = _exchange(port, b"POST /small HTTP/1.1\r\nHost: x\r\n" + padding +
+                             b"Content-Length: 2\r\n\r\n", b"[]")
+    assert status == 431
+    assert text == "the request's headers take more than %d bytes\n" % HEADER_BYTES
+    # just under it: answered
+    fits = b"X-Pad: %s\r\n" % (b"a" * (HEADER_BYTES - 200))
+    assert _exchange(port, b"POST /small HTTP/1.1\r\nHost: x\r\n" + fits +
+                     b"Content-Length: 2\r\n\r\n", b"[]") == (200, '{"items": 0}')
+
+
+def test_keep_alive_and_100_continue(guarded):
+    port = guarded()
+    one = b"POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n[]"
+    get = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    assert _answers(port, one + get + one + SMUGGLED) == [200, 200, 200, 200]
+    assert _answers(port, b"POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                          b"Expect: 100-continue\r\n\r\n[]" + SMUGGLED) == [100, 200, 200]
+
+
+# --- the request reader, fuzzed in this process over a socket pair (issue #36 item 2) ---
+
+VALID_REQUESTS = [
+    b"POST /small HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    b"Content-Length: 2\r\n\r\n[]",
+    b"GET /healthz HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n\r\n",
+    b"POST /small HTTP/1.1\r\nHost: x\r\nExpect: 100-continue\r\nContent-Length: 7\r\n\r\n"
+    b"[[[1]]]GET /metrics HTTP/1.0\r\n\r\n",
+    b"POST /deep HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n[[[[]]]]]",
+    b"POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}",
+]
+
+
+def _mutated(draw_data, st):
+    """A valid request (or two of them) with random edits: bytes replaced, inserted
+    or cut, at random places."""
+    data = bytearray(b"".join(draw_data(st.lists(st.sampled_from(VALID_REQUESTS),
+                                                 min_size=1, max_size=2))))
+    for _ in range(draw_data(st.integers(0, 4))):
+        at = draw_data(st.integers(0, len(data)))
+        edit = draw_data(st.sampled_from(["replace", "insert", "cut"]))
+        piece = draw_data(st.binary(min_size=1, max_size=8) | st.sampled_from(
+            [b"\r\n", b"\r\n ", b": ", b"0", b"\xb2", b",", b"Content-Length: 5\r\n",
+             b"Transfer-Encoding: chunked\r\n", b"\n\n", b"\x00", b" HTTP/1.1"]))
+        if edit == "replace":
+            data[at:at + len(piece)] = piece
+        elif edit == "insert":
+            data[at:at] = piece
+        else:
+            del data[at:at + len(piece)]
+    return bytes(data)
+
+
+class Fuzzed:
+    """A HealthServer that is not started, whose connection reader runs in the
+    calling thread on one end of a socket pair."""
+
+    def __init__(self):
+        from prometheus_client import CollectorRegistry
+
+        from tacker_hwaffinity.kube.serve import HealthServer, Route
+
+        def echo(body):                 # as the real handlers: bad JSON is a 400
+            try:
+                return 200, "application/json", b'{"items": %d}' % len(json.loads(body))
+            except (ValueError, TypeError) as e:
+                return 400, "text/plain", str(e).encode()
+        self.server = HealthServer(0, registry=CollectorRegistry(), posts={
+            "/small": Route(echo, 100), "/deep": Route(echo, 100, max_depth=3)},
+            read_timeout=1.0, idle_timeout=1.0)
+        for request in VALID_REQUESTS:      # lazy imports (numpy, the exposition)
+            self.answers(request)
+
+    def answers(self, data):
+        """The bytes the server wrote for DATA, sent whole and then end of file."""
+        import socket
+        ours, theirs = socket.socketpair()
+        with ours, theirs:
+            theirs.sendall(data)
+            theirs.shutdown(socket.SHUT_WR)
+            self.server.connections.add(ours, 1.0)
+            try:
+                self.server.serve_connection(ours)
+            finally:
+                self.server.connections.remove(ours)
+            ours.close()
+            received = b""
+            while True:
+                chunk = theirs.recv(65536)
+                if not chunk:
+                    return received
+                received += chunk
+
+
+def _statuses(received):
+    """The status codes of the HTTP/1.1 answers in RECEIVED, read by h11 as a client
+    reads them: each must parse whole, and nothing may follow the last."""
+    import h11
+    client = h11.Connection(h11.CLIENT)
+
+    def ask():
+        client.send(h11.Request(method="GET", target="/", headers=[("Host", "x")]))
+        client.send(h11.EndOfMessage())
+    ask()
+    client.receive_data(received)
+    client.receive_data(b"")
+    statuses, answering = [], False
+    while True:
+        try:
+            event = client.next_event()
+        except h11.RemoteProtocolError as e:        # closed where an answer may come
+            assert not answering and not client.trailing_data[0], (e, received[-300:])
+            return statuses
+        if isinstance(event, h11.InformationalResponse):
+            statuses.append(event.status_code)
+        elif isinstance(event, h11.Response):
+            statuses.append(event.status_code)
+            answering = True
+        elif isinstance(event, h11.EndOfMessage):
+            answering = False
+            if client.their_state is not h11.DONE:
+                continue                            # MUST_CLOSE: ConnectionClosed next
+            client.start_next_cycle()
+            ask()
+        elif isinstance(event, h11.ConnectionClosed):
+            return statuses
+        elif not isinstance(event, h11.Data):
+            raise AssertionError("%r after %r" % (event, received[-300:]))
+
+
+FUZZED = None
+
+
+def _fuzzed():
+    global FUZZED
+    if FUZZED is None:
+        FUZZED = Fuzzed()
+    return FUZZED
+
+
+@given(st.data())
+@example(None)
+def test_fuzz_the_request_reader(data):
+    """Random bytes, and valid requests with random edits: every answer is a whole
+    HTTP/1.1 response (a 4xx/5xx for what is not a valid request), the connection
+    ends at the client's end of file, nothing raises out of the connection's
+    thread, within 50 ms of CPU and 16 MiB."""
+    if data is None:                    # the defects: smuggled and ambiguous lengths
+        request = (b"POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n"
+                   b"Content-Length: 40\r\n\r\n[]" + VALID_REQUESTS[1])
+    elif data.draw(st.booleans()):
+        request = data.draw(st.binary(max_size=512))
+    else:
+        request = _mutated(data.draw, st)
+    received = fuzzing.bounded(_fuzzed().answers, request)
+    statuses = _statuses(received)
+    if data is None:
+        assert statuses == [400]
+    assert set(statuses) <= {100, 200, 400, 404, 405, 411, 413, 431, 501}, statuses

@@ -251,6 +251,112 @@ def test_200_slow_and_idle_connections_do_not_keep_out_a_real_validate(webhook):
     assert webhook.request("POST", "/validate", review)[0] == 200
 
 
+class RssPeak:
+    """The highest RSS of a webhook, sampled every 10 ms while in the block."""
+
+    def __init__(self, webhook):
+        self.webhook = webhook
+        self.peak = webhook.rss()
+
+    def __enter__(self):
+        import threading
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def _sample(self):
+        while not self.done.wait(0.01):
+            self.peak = max(self.peak, self.webhook.rss())
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+
+
+HEADER_ATTACK = 80              # connections, as in the issue's reproduction
+
+
+def _timed_validate(webhook):
+    t0 = time.monotonic()
+    status, text = webhook.request("POST", "/validate", _review(_pod()))
+    assert status == 200 and json.loads(text)["response"]["allowed"] is True
+    return time.monotonic() - t0
+
+
+def test_80_connections_of_huge_headers_do_not_grow_the_webhook(tmp_path):
+    """80 TLS connections each send 99 headers of 64 KB and stall (the issue's
+    reproduction: the old server held them all, 79 -> 666 MiB of RSS, and a
+    /validate then took 4.5 s; 256 of them, the default cap, 1.6 GB). Now each is
+    answered 431 once its headers pass the cap and closed; then 80 that stall just
+    under the cap are held, at a few hundred KiB each. The webhook runs with its
+    default connection flags."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from tacker_hwaffinity.kube.serve import HEADER_BYTES
+    w = Webhook(tmp_path, "--no-extender")
+    try:
+        _timed_validate(w)                              # warm: the review code loaded
+        idle = w.rss()
+        pad = b"a" * 65000
+
+        def huge(i):
+            s = w.context.wrap_socket(
+                socket.create_connection(("127.0.0.1", w.port), timeout=30),
+                server_hostname="127.0.0.1")
+            try:
+                s.sendall(b"POST /validate HTTP/1.1\r\nHost: x\r\n")
+                for n in range(99):
+                    s.sendall(b"X-Pad-%d: %s\r\n" % (n, pad))
+            except OSError:
+                pass                # answered and cut: what the new server does
+            return s
+
+        with RssPeak(w) as rss, ThreadPoolExecutor(HEADER_ATTACK) as pool:
+            attack = [pool.submit(huge, i) for i in range(HEADER_ATTACK)]
+            took = _timed_validate(w)
+            socks = [f.result() for f in attack]
+            during = w.rss()
+        try:
+            answers = []
+            for s in socks:
+                s.settimeout(5)
+                try:
+                    answers.append(s.recv(4096).split(b"\r\n", 1)[0])
+                except (OSError, ssl.SSLError):
+                    answers.append(b"")         # cut before the answer was read
+            took = max(took, _timed_validate(w))
+        finally:
+            for s in socks:
+                s.close()
+        assert rss.peak - idle < 48 * MiB, (idle, rss.peak, during)
+        assert took < 2, took
+        assert answers.count(b"HTTP/1.1 431 Request Header Fields Too Large") >= \
+            HEADER_ATTACK // 2, answers
+
+        # just under the cap: held until the read timeout, bounded by the cap
+        near = b"X-Pad: %s\r\n" % (b"a" * (HEADER_BYTES - 1024))
+        held = []
+        with RssPeak(w) as rss:
+            for _ in range(HEADER_ATTACK):
+                s = w.context.wrap_socket(
+                    socket.create_connection(("127.0.0.1", w.port), timeout=10),
+                    server_hostname="127.0.0.1")
+                s.sendall(b"POST /validate HTTP/1.1\r\nHost: x\r\n" + near)
+                held.append(s)
+            try:
+                harness.wait_until(lambda: w.metric("hwaffinity_http_connections")[""] >=
+                                   HEADER_ATTACK, 10, what="the stalled connections held")
+                took = _timed_validate(w)
+            finally:
+                for s in held:
+                    s.close()
+        assert rss.peak - idle < 48 * MiB, (idle, rss.peak)
+        assert took < 2, took
+    finally:
+        w.stop()
+
+
 def test_a_renewed_certificate_is_served_without_a_restart_and_a_bad_one_is_not(
         webhook, tmp_path):
     def served_by(ca_pem):
