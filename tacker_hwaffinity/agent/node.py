@@ -16,11 +16,18 @@ A container keeps its grant across restarts (a new container ID only moves
 the cgroup to write); a deleted pod gives its CPUs back, and the shared sets
 of every pool grow again.
 
+One bad object is that object's problem: a pod whose object, annotations or
+decision raise anything at all (an InputError, a cap or the time budget of its
+affinities exceeded, or a bug) is recorded as that pod's or container's failure
+with a reason (``reason``: ``REASONS``), which the caller turns into a log line,
+an Event and a count; the other pods are placed as if it were not there.
+
 ``targets()`` is what every placed container's cgroup should hold: exclusive
 grants keep their CPUs, shared ones follow their pool's shared set (which
 shrinks and grows as exclusive CPUs are taken and released, as upstream).
 """
 import json
+import logging
 
 from tacker_hwaffinity.constants import NUMA_ANNOTATION, TERMINAL_PHASES
 from tacker_hwaffinity.errors import InputError
@@ -30,6 +37,12 @@ from tacker_hwaffinity.numa.placement import Placer
 from tacker_hwaffinity.numa.subjects import pod_from_object
 
 ANNOTATION = NUMA_ANNOTATION
+# seconds one container's affinities may take to evaluate against the node's containers
+AFFINITY_BUDGET = 0.25
+# why a pod or container is not pinned (the reason label of the agent's refusal counter)
+BAD_POD, BAD_ANNOTATION, OVER_BUDGET = "pod", "annotation", "budget"
+NO_ROOM, INTERNAL = "placement", "internal"
+REASONS = (BAD_POD, BAD_ANNOTATION, OVER_BUDGET, NO_ROOM, INTERNAL)
 MAX_CPUS = 8192        # CPUs a recorded grant may name (far beyond any node)
 _RECORD_KEYS = frozenset({"pool", "mems", "exclusiveCpus", "sharedMilliCpu", "cpuType",
                           "error"})
@@ -110,17 +123,22 @@ def _running(obj):
         and not (obj.get("metadata") or {}).get("deletionTimestamp")
 
 
-class NodeState:
-    """Placement of the containers of the pods bound to one node."""
+_LOG = logging.getLogger("hwaffinity.agent")
 
-    def __init__(self, machine, **placer_opts):
-        self.placer = Placer(machine, **placer_opts)
+
+class NodeState:
+    """Placement of the containers of the pods bound to one node. AFFINITY_BUDGET: the
+    seconds one container's affinities may take (None: no limit)."""
+
+    def __init__(self, machine, affinity_budget=AFFINITY_BUDGET, **placer_opts):
+        self.placer = Placer(machine, affinity_budget=affinity_budget, **placer_opts)
         self.pods = {}          # pod uid -> numa.subjects.Pod (the first view with IDs)
         self.placed = {}        # (pod uid, container name) -> numa.subjects.Container
         self.ids = {}           # (pod uid, container name) -> (container id, runtime)
         self.errors = {}        # (pod uid, container name) -> message
         self.pod_errors = {}    # pod uid -> message (the pod object itself is unusable)
         self.warnings = {}      # (pod uid, container name) -> why its recorded grant was refused
+        self.reasons = {}       # (pod uid, container name or "") -> REASONS entry of its error
 
     # -- events -------------------------------------------------------
     def sync(self, objects):
@@ -133,23 +151,34 @@ class NodeState:
             changed |= self._forget(uid)
         for uid in [u for u in self.pod_errors if u not in keep]:
             self.pod_errors.pop(uid)
+            self.reasons.pop((uid, ""), None)
         for obj in sorted(live, key=_order_key):
             changed |= self.update(obj)
         return changed
 
     def update(self, obj):
-        """A pod was added or changed. Returns the pod uids whose decisions changed."""
+        """A pod was added or changed. Returns the pod uids whose decisions changed.
+        Whatever goes wrong with the pod is its failure (``failures``), never raised."""
         uid = _uid(obj)
-        if not uid:
+        if not uid or not isinstance(uid, str):
             return set()
+        try:
+            return self._update(uid, obj)
+        except Exception as e:  # noqa: BLE001 - one pod's bug is that pod's failure
+            _LOG.exception("pod %s: not placed: internal error", uid)
+            self._pod_error(uid, "internal error: %s: %s" % (type(e).__name__, e), INTERNAL)
+            return {uid}
+
+    def _update(self, uid, obj):
         if not _running(obj):
             return self._forget(uid)
         try:
             pod = pod_from_object(obj)
         except InputError as e:
-            self.pod_errors[uid] = str(e)
+            self._pod_error(uid, str(e), BAD_POD)
             return {uid}
         self.pod_errors.pop(uid, None)
+        self.reasons.pop((uid, ""), None)
         known = self.pods.get(uid)
         if known is None:
             known = self.pods[uid] = pod
@@ -203,6 +232,7 @@ class NodeState:
         grant is released and it is placed again (its recorded grant is not used)."""
         container = self.placed.pop(key, None)
         self.errors.pop(key, None)
+        self.reasons.pop(key, None)
         if container is not None:
             self.placer.release(container)
         pod = self.pods.get(key[0])
@@ -230,30 +260,45 @@ class NodeState:
         container = self.placed.pop(key, None)
         self.ids.pop(key, None)
         self.errors.pop(key, None)
+        self.reasons.pop(key, None)
         self.warnings.pop(key, None)
         if container is not None:
             self.placer.release(container)
 
     # -- internals ----------------------------------------------------
+    def _pod_error(self, uid, message, reason):
+        self.pod_errors[uid] = message
+        self.reasons[(uid, "")] = reason
+
+    def _fail(self, key, message, reason):
+        self.errors[key] = message
+        self.reasons[key] = reason
+
     def _place(self, pod, name, key):
+        """Place container NAME of POD; whatever goes wrong is its failure (``errors``)."""
         container = next((c for c in pod.containers if c.name == name), None)
         if container is None:
             return
         try:
-            affs = affmod.pod_affinities(pod).get(name, [])
+            self._decide(pod, container, key)
+        except affmod.OverBudget as e:
+            self._fail(key, str(e), OVER_BUDGET)
         except InputError as e:
-            self.errors[key] = "bad annotation: %s" % e
-            return
+            self._fail(key, "bad annotation: %s" % e, BAD_ANNOTATION)
+        except Exception as e:  # noqa: BLE001 - one container's bug is its failure
+            _LOG.exception("container %s of pod %s: not placed: internal error", name,
+                           pod.ref)
+            self.placer.release(container)
+            self._fail(key, "internal error: %s: %s" % (type(e).__name__, e), INTERNAL)
+
+    def _decide(self, pod, container, key):
+        affs = affmod.pod_affinities(pod).get(container.name, [])
         self.placer.set_affinities(container, affs)
         if self._restore(pod, container, key):
             return
-        try:
-            decision = self.placer.place(container)
-        except InputError as e:
-            self.errors[key] = "bad annotation: %s" % e
-            return
+        decision = self.placer.place(container)
         if decision.error:
-            self.errors[key] = decision.error
+            self._fail(key, decision.error, NO_ROOM)
         else:
             self.placed[key] = container
 
@@ -281,11 +326,13 @@ class NodeState:
     def _forget(self, uid):
         pod = self.pods.pop(uid, None)
         self.pod_errors.pop(uid, None)
+        self.reasons.pop((uid, ""), None)
         if pod is None:
             return set()
         for c in pod.containers:
             key = (uid, c.name)
             self.errors.pop(key, None)
+            self.reasons.pop(key, None)
             self.warnings.pop(key, None)
             self.ids.pop(key, None)
             container = self.placed.pop(key, None)
@@ -338,6 +385,10 @@ class NodeState:
         """The value of the pod's ``hwaffinity.io/numa`` annotation (None: nothing to say)."""
         d = self.decisions(uid)
         return json.dumps(d, sort_keys=True, separators=(",", ":")) if d else None
+
+    def reason(self, uid, name=""):
+        """The REASONS entry of the failure of container NAME of pod UID ("": the pod's)."""
+        return self.reasons.get((uid, name), INTERNAL)
 
     def failures(self, uid):
         """[(container name, message)] of one pod's containers the engine could not place."""

@@ -19,6 +19,13 @@ with pods and containers built from the NRI messages (``agent.nri_subjects``):
   ``RemoveContainer``/``RemovePodSandbox`` (state changes, answered at once):
   the grown pools are sent with ``UpdateContainers`` from another thread.
 
+One container is one container's problem: a request that names no container id,
+a pod whose annotations ask more than the caps, affinities that take longer than
+their budget, or any exception while one container is handled, leaves that
+container unpinned (it runs as the kubelet asked), logs it, counts it in
+``hwaffinity_agent_refused_total`` by reason and, where the pod is known, sends an
+Event; the other containers of the batch are answered, and so are later requests.
+
 No cgroup file is written in this mode, and nothing on a container's start path
 waits for the API server: the ``hwaffinity.io/numa`` annotation and Events are
 queued for ``Recorder``, which retries with backoff while the server is down.
@@ -32,8 +39,9 @@ import time
 
 from tacker_hwaffinity.agent import nri_subjects
 from tacker_hwaffinity.agent.cgroupfs import map_ids
-from tacker_hwaffinity.agent.node import ANNOTATION
+from tacker_hwaffinity.agent.node import ANNOTATION, INTERNAL, OVER_BUDGET
 from tacker_hwaffinity.agent.runner import REASON_PLACEMENT, REASON_RESTORE, set_gauges
+from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.kube.client import KubeError
 from tacker_hwaffinity.nri import api
 from tacker_hwaffinity.numa.cpuset import format_list
@@ -43,6 +51,11 @@ EVENTS = api.event_mask(api.CREATE_CONTAINER, api.UPDATE_CONTAINER, api.STOP_CON
                         api.REMOVE_CONTAINER, api.REMOVE_POD_SANDBOX)
 CHECKPOINT = "nri-grants.json"
 REASON_FORGED = "NUMAGrantIgnored"
+BAD_REQUEST = "request"         # refusal reason: a message the agent cannot act on
+# Seconds a Synchronize may spend placing containers its checkpoint has no grant for:
+# half of containerd's 2 s request timeout, so that one grant's own budget
+# (node.AFFINITY_BUDGET) past it still answers in time. The rest stay unpinned.
+SYNC_BUDGET = 1.0
 _LIVE = (api.CONTAINER_CREATED, api.CONTAINER_RUNNING, api.CONTAINER_PAUSED)
 
 
@@ -200,11 +213,13 @@ def _ref(pod):
 
 
 class NriAgent:
-    """The NRI handler (see ``nri.plugin``). STATE_FACTORY makes an empty NodeState."""
+    """The NRI handler (see ``nri.plugin``). STATE_FACTORY makes an empty NodeState;
+    SYNC_BUDGET: seconds a Synchronize may spend on containers with no recorded grant."""
 
     def __init__(self, state_factory, checkpoint, recorder, metrics, log=None,
-                 cpu_map=None, mem_map=None):
+                 cpu_map=None, mem_map=None, sync_budget=SYNC_BUDGET):
         self.state_factory = state_factory
+        self.sync_budget = sync_budget
         self.state = state_factory()
         self.checkpoint, self.recorder, self.metrics = checkpoint, recorder, metrics
         self.log = log or logging.getLogger("hwaffinity.agent")
@@ -243,11 +258,20 @@ class NriAgent:
             live.sort(key=lambda c: (
                 (c.get("name") not in self.records.get(
                     sandboxes[c["pod_sandbox_id"]].get("uid"), {})), c.get("id", "")))
+            late = 0
             for c in live:
                 sandbox = sandboxes[c["pod_sandbox_id"]]
-                cpu = (((c.get("linux") or {}).get("resources") or {}).get("cpu") or {})
-                self.sent[c["id"]] = (cpu.get("cpus", ""), cpu.get("mems", ""))
-                self._admit(sandbox, c)
+                restored = c.get("name") in self.records.get(sandbox.get("uid"), {})
+                if not restored and time.monotonic() - t0 > self.sync_budget:
+                    late += 1           # left as the kubelet asked: no time to place it
+                    self.metrics.refused.labels(OVER_BUDGET).inc()
+                    continue
+                try:
+                    self._admit(sandbox, c)
+                    cpu = (((c.get("linux") or {}).get("resources") or {}).get("cpu") or {})
+                    self.sent[c["id"]] = (cpu.get("cpus", ""), cpu.get("mems", ""))
+                except Exception as e:  # noqa: BLE001 - that container's failure, see _refused
+                    self._refused("Synchronize", sandbox, c, e)
             updates = self._updates()
             for uid in self.state.pods:
                 self._merge(uid)
@@ -255,9 +279,13 @@ class NriAgent:
                 self.checkpoint.rewrite(self.records)
             except OSError as e:
                 self._checkpoint_failed(e)
-            for uid in {k[0] for k in self.state.placed} | set(self.state.errors):
+            for uid in {k[0] for k in list(self.state.placed) + list(self.state.errors)}:
                 self._report(uid)
         self.synchronized.set()
+        if late:
+            self.log.warning("Synchronize: %d container(s) without a recorded grant left "
+                             "unpinned: placing took longer than its %.1f s budget",
+                             late, self.sync_budget)
         self.log.info("synchronized with the runtime: %d pod(s), %d container(s) in "
                       "%.1f ms; %d cpuset(s) corrected", len(pods), len(live),
                       (time.monotonic() - t0) * 1e3, len(updates))
@@ -266,7 +294,11 @@ class NriAgent:
     def create_container(self, pod, container):
         t0 = time.monotonic()
         with self.lock:
-            key = self._admit(pod, container)
+            try:
+                key = self._admit(pod, container)
+            except Exception as e:  # noqa: BLE001 - that container's failure, see _refused
+                self._refused("CreateContainer", pod, container, e)
+                return None, []
             self.metrics.decisions.labels(
                 "placed" if key in self.state.placed else "failed").inc()
             adjust = None
@@ -283,50 +315,68 @@ class NriAgent:
 
     def update_container(self, pod, container, resources):
         with self.lock:
-            uid = pod.get("uid") or pod.get("id")
-            key = (uid, container.get("name"))
-            known = self.state.pods.get(uid)
-            subject = next((c for c in known.containers if c.name == key[1]), None) \
-                if known is not None else None
-            if subject is None:
-                self._admit(pod, container)
-            else:
-                fresh = nri_subjects.container(known, container, self._runtime(),
-                                               resources=resources or None)
-                shape = ("cpu_request", "cpu_limit", "mem_request", "mem_limit")
-                if any(getattr(fresh, a) != getattr(subject, a) for a in shape):
-                    for a in shape:
-                        setattr(subject, a, getattr(fresh, a))
-                    self.state.replace(key)
-                    self.log.info("container %s/%s resized: placed again", pod.get("name"),
-                                  key[1])
-            self.sent.pop(container.get("id"), None)    # its own cpuset rides along
-            updates = self._updates()
-            self._save(uid)
-            self._report(uid)
+            try:
+                return self._update_container(pod, container, resources)
+            except Exception as e:  # noqa: BLE001 - that container's failure, see _refused
+                self._refused("UpdateContainer", pod, container, e)
+                return []
+
+    def _update_container(self, pod, container, resources):
+        uid = pod.get("uid") or pod.get("id")
+        key = (uid, container.get("name"))
+        known = self.state.pods.get(uid)
+        subject = next((c for c in known.containers if c.name == key[1]), None) \
+            if known is not None else None
+        if subject is None:
+            self._admit(pod, container)
+        else:
+            fresh = nri_subjects.container(known, container, self._runtime(),
+                                           resources=resources or None)
+            shape = ("cpu_request", "cpu_limit", "mem_request", "mem_limit")
+            if any(getattr(fresh, a) != getattr(subject, a) for a in shape):
+                for a in shape:
+                    setattr(subject, a, getattr(fresh, a))
+                self.state.replace(key)
+                self.log.info("container %s/%s resized: placed again", pod.get("name"),
+                              key[1])
+        self.sent.pop(container.get("id"), None)    # its own cpuset rides along
+        updates = self._updates()
+        self._save(uid)
+        self._report(uid)
         return updates
 
     def stop_container(self, pod, container):
         with self.lock:
-            updates = self._release(pod, container)
-        return updates
+            try:
+                return self._release(pod, container)
+            except Exception as e:  # noqa: BLE001 - that container's failure, see _refused
+                self._refused("StopContainer", pod, container, e)
+                return []
 
     def state_change(self, event, pod, container):
         with self.lock:
-            if event == api.REMOVE_CONTAINER:
-                updates = self._release(pod, container)
-            elif event == api.REMOVE_POD_SANDBOX:
-                uid = pod.get("uid") or pod.get("id")
-                self.state.forget(uid)
-                self.records.pop(uid, None)
-                self.recorder.forget(uid)
-                self._reported = {r for r in self._reported if r[0] != uid}
-                updates = self._updates()
-                self._save(uid, gone=True)
-            else:
+            try:
+                updates = self._state_change(event, pod, container)
+            except Exception as e:  # noqa: BLE001 - that container's failure, see _refused
+                self._refused("StateChange", pod, container, e)
                 return
         if updates:
             self._async.put(updates)
+
+    def _state_change(self, event, pod, container):
+        if event == api.REMOVE_CONTAINER:
+            updates = self._release(pod, container)
+        elif event == api.REMOVE_POD_SANDBOX:
+            uid = pod.get("uid") or pod.get("id")
+            self.state.forget(uid)
+            self.records.pop(uid, None)
+            self.recorder.forget(uid)
+            self._reported = {r for r in self._reported if r[0] != uid}
+            updates = self._updates()
+            self._save(uid, gone=True)
+        else:
+            return []
+        return updates
 
     def shutdown(self):
         self.log.info("the runtime is shutting down")
@@ -357,8 +407,31 @@ class NriAgent:
     def _runtime(self):
         return self.runtime[0] or "containerd"
 
+    def _refused(self, method, sandbox, container, error):
+        """Handling CONTAINER of SANDBOX in METHOD raised ERROR: the container is left as
+        the kubelet asked; logged, counted by reason, and an Event when the pod is known."""
+        reason = BAD_REQUEST if isinstance(error, InputError) else INTERNAL
+        self.metrics.refused.labels(reason).inc()
+        what = "container %s (%s) of pod %s/%s" % (
+            container.get("name") or "?", container.get("id") or "no id",
+            sandbox.get("namespace") or "?", sandbox.get("name") or "?")
+        if reason == BAD_REQUEST:
+            self.log.warning("NRI %s: %s: not pinned: %s", method, what, error)
+            return
+        self.log.exception("NRI %s: %s: not pinned: internal error", method, what)
+        pod = self.state.pods.get(sandbox.get("uid") or sandbox.get("id"))
+        if pod is not None:
+            self._event(pod, REASON_PLACEMENT, "container %s: not pinned: internal error "
+                        "(%s: %s)" % (container.get("name"), type(error).__name__, error))
+
     def _admit(self, sandbox, container):
         uid = sandbox.get("uid") or sandbox.get("id")
+        for field, value in (("container.id", container.get("id")),
+                             ("container.name", container.get("name")),
+                             ("pod.uid", uid)):
+            if not value:
+                raise InputError("the runtime sent no %s" % field, source="NRI request",
+                                 field=field)
         record = self.records.get(uid)
         pod = nri_subjects.pod(sandbox, json.dumps(record, sort_keys=True) if record else None)
         forged = ANNOTATION in (sandbox.get("annotations") or {})
@@ -457,8 +530,9 @@ class NriAgent:
         for name, message in self.state.refused(uid):
             self._event(pod, REASON_RESTORE, "container %s: %s" % (name, message))
         for name, message in self.state.failures(uid):
-            self._event(pod, REASON_PLACEMENT, "container %s: %s" % (name, message)
-                        if name else message)
+            if self._event(pod, REASON_PLACEMENT, "container %s: %s" % (name, message)
+                           if name else message):
+                self.metrics.refused.labels(self.state.reason(uid, name)).inc()
         decided = self.state.decisions(uid)
         set_gauges(self.metrics, self.state)
         value = dict(self.records.get(uid) or {})
@@ -468,9 +542,11 @@ class NriAgent:
                                                    separators=(",", ":")))
 
     def _event(self, pod, reason, message):
+        """Log and queue the Event once; True when it is new."""
         key = (pod.uid, reason, message)
         if key in self._reported:
-            return
+            return False
         self._reported.add(key)
         self.log.warning("pod %s: %s", pod.ref, message)
         self.recorder.event(_ref(pod), reason, message)
+        return True

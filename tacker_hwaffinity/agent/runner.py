@@ -36,6 +36,7 @@ class Metrics:
 
     def __init__(self, registry):
         from prometheus_client import Counter, Gauge, Histogram
+        self.registry = registry
         self.decisions = Counter("hwaffinity_agent_decisions", "Containers placed or refused",
                                  ["result"], registry=registry)
         self.failures = Counter("hwaffinity_agent_failures", "Failures by kind", ["kind"],
@@ -52,6 +53,11 @@ class Metrics:
                           ["pool", "kind"], registry=registry)
         self.containers = Gauge("hwaffinity_agent_containers", "Containers placed",
                                 registry=registry)
+        self.refused = Counter("hwaffinity_agent_refused",
+                               "Containers (or pods) left unpinned, by reason: pod, "
+                               "annotation (a cap or a decoding error), budget (affinities "
+                               "over their time), placement, request (NRI), internal",
+                               ["reason"], registry=registry)
 
 
 class PodApi:
@@ -172,11 +178,12 @@ class Agent:
         with self.metrics.reconcile.time():
             changed = set(changed)
             changed |= self._write(full)
-            for uid in sorted(changed):
-                self._report(uid)
-            if full:
-                for uid in self.pods.uids():
+            for uid in sorted(changed | (set(self.pods.uids()) if full else set())):
+                try:
                     self._report(uid)
+                except Exception:  # noqa: BLE001 - one pod's bug, not the reconcile's
+                    self.metrics.failures.labels("internal").inc()
+                    self.log.exception("pod %s: not reported", self._ref(uid))
             self._gauges()
 
     def _write(self, full):
@@ -210,6 +217,13 @@ class Agent:
                 self.metrics.failures.labels("write").inc()
                 self._event(key[0], key[1], REASON_WRITE, str(e))
                 continue
+            except Exception as e:  # noqa: BLE001 - one container's bug, not the reconcile's
+                self.metrics.failures.labels("internal").inc()
+                self.log.exception("container %s of pod %s: cgroup not written",
+                                   key[1], self._ref(key[0]))
+                self._event(key[0], key[1], REASON_WRITE, "internal error: %s: %s"
+                            % (type(e).__name__, e))
+                continue
             self.applied[key] = want
             self.readback[key] = result.after
             if result.changed and last is not None and last[0] == t.container_id:
@@ -233,7 +247,8 @@ class Agent:
         for name, message in self.state.refused(uid):
             self._event(uid, name, REASON_RESTORE, message)
         for name, message in self.state.failures(uid):
-            self._event(uid, name, REASON_PLACEMENT, message)
+            if self._event(uid, name, REASON_PLACEMENT, message):
+                self.metrics.refused.labels(self.state.reason(uid, name)).inc()
         value = self.state.annotation(uid)
         current = (obj["metadata"].get("annotations") or {}).get(ANNOTATION)
         written = self.recorded.get(uid, current)   # ours, while the watch has not shown it
@@ -259,21 +274,23 @@ class Agent:
         self.recorded[uid] = value
 
     def _event(self, uid, container, reason, message):
+        """Log and send the Event once; True the first time."""
         text = ("container %s: %s" % (container, message)) if container else message
         if (uid, container, text) in self.reported:
-            return
+            return False
         self.log.warning("pod %s: %s", self._ref(uid), text)
         obj = self.pods.get(uid)
         if obj is None or self.dry_run:
             self.reported.add((uid, container, text))
-            return
+            return True
         try:
             self.api.event(obj, reason, text)
         except KubeError as e:
             self.metrics.failures.labels("event").inc()
             self.log.warning("pod %s: event not recorded (%s)", self._ref(uid), e)
-            return
+            return True
         self.reported.add((uid, container, text))
+        return True
 
     def _gauges(self):
         set_gauges(self.metrics, self.state)

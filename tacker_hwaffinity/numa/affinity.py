@@ -12,7 +12,19 @@ Upstream rules (CRI Resource Manager ``cache/affinity.go`` and nri-plugins):
   default (+1 / -1), a given anti-affinity weight is negated, then the weight
   is clamped to [-1000, 1000];
 * any decoding or validation error fails the whole pod's affinities.
+
+What one pod may ask is capped where its annotations are read, by the node agent
+and by the admission webhook alike (one message): besides the text bounds of
+``decode``, at most ``MAX_AFFINITIES`` affinities, ``MAX_VALUES`` values and
+``MAX_CHARS`` characters of keys and values in all of a pod's annotations
+together (after alias expansion and the shorthand's symmetric expansion), at
+most ``MAX_EXPRESSION_VALUES`` values in one expression. So placing one
+container evaluates at most that much against each container on the node: a
+glob's cost grows with its length, a joint key's with its parts (doc/agent.md,
+"Limits").
 """
+import time
+
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.numa import decode
 from tacker_hwaffinity.numa.expression import CRIRM, NRI, Expression, ExpressionError
@@ -22,8 +34,16 @@ PREFIXES = (("cri-resource-manager.intel.com/", CRIRM), ("resource-policy.nri.io
 KINDS = (("affinity", 1), ("anti-affinity", -1))
 WEIGHT_CUTOFF = 1000
 DEFAULT_WEIGHT = 1
+MAX_AFFINITIES = 64          # affinities of one pod, all its annotations together
+MAX_VALUES = 256             # expression values of one pod (scopes and matches)
+MAX_CHARS = 4096             # characters of the keys and values of one pod's expressions
+MAX_EXPRESSION_VALUES = 64   # values of one expression
 _AFFINITY_FIELDS = ("scope", "match", "weight")
 _EXPR_FIELDS = ("key", "operator", "values")
+
+
+class OverBudget(InputError):
+    """A container's affinities took longer to evaluate than the time they were given."""
 
 
 class Affinity:
@@ -47,6 +67,34 @@ class Affinity:
                                              self.scope, self.match, self.weight)
 
 
+class Tally:
+    """What a pod's annotations have asked so far, against the caps."""
+
+    __slots__ = ("affinities", "values", "chars")
+
+    def __init__(self):
+        self.affinities = 0
+        self.values = 0
+        self.chars = 0
+
+    def add(self, expressions, path="", mark=None):
+        """Count one affinity of EXPRESSIONS (those the annotation wrote); DecodeError at
+        PATH when over a cap."""
+        self.affinities += 1
+        if self.affinities > MAX_AFFINITIES:
+            raise decode.DecodeError("more than %d affinities in the pod's annotations"
+                                     % MAX_AFFINITIES, path, mark)
+        for expr in expressions:
+            self.values += len(expr.values)
+            self.chars += len(expr.key) + sum(len(v) for v in expr.values)
+        if self.values > MAX_VALUES:
+            raise decode.DecodeError("more than %d expression values in the pod's annotations"
+                                     % MAX_VALUES, path, mark)
+        if self.chars > MAX_CHARS:
+            raise decode.DecodeError("more than %d characters of expression keys and values "
+                                     "in the pod's annotations" % MAX_CHARS, path, mark)
+
+
 def pod_scope(pod_name, flavor):
     """The implicit scope: containers of pods with the same name (upstream)."""
     if flavor == NRI:
@@ -58,10 +106,11 @@ def clamp(weight):
     return max(-WEIGHT_CUTOFF, min(WEIGHT_CUTOFF, weight))
 
 
-def parse_simple(text, pod_name, sign, flavor, source=""):
-    """Try the shorthand; return {container: [Affinity]} or None if it does not apply."""
+def parse_simple(root, pod_name, sign, flavor, source="", tally=None):
+    """Try the shorthand on ROOT (``decode.parse``'s tree); return {container:
+    [Affinity]} or None if it does not apply. Over a cap (TALLY: what the pod's other
+    annotations asked) is a DecodeError."""
     try:
-        root = decode.parse(text)
         entries = []
         for name, _, value in decode.as_map(root, ""):
             partners = [decode.as_string(v, "") for v in decode.as_list(value, "")]
@@ -74,12 +123,18 @@ def parse_simple(text, pod_name, sign, flavor, source=""):
             symmetric.setdefault(name, {})[other] = None
             symmetric.setdefault(other, {})[name] = None
     key = "name" if flavor == NRI else CONTAINER_NAME_LABEL
+    tally = tally or Tally()
     out = {}
     for name, others in symmetric.items():
         others = list(others)
+        path = "container %r" % name
+        if len(others) > MAX_EXPRESSION_VALUES:
+            raise decode.DecodeError("%d partners (at most %d)"
+                                     % (len(others), MAX_EXPRESSION_VALUES), path)
         op = "Equals" if len(others) == 1 else "In"
-        out[name] = [Affinity(pod_scope(pod_name, flavor), Expression(key, op, others, flavor),
-                              sign * DEFAULT_WEIGHT, source)]
+        scope, match = pod_scope(pod_name, flavor), Expression(key, op, others, flavor)
+        tally.add((match,), path)       # the implicit scope: one comparison
+        out[name] = [Affinity(scope, match, sign * DEFAULT_WEIGHT, source)]
     return out
 
 
@@ -91,14 +146,19 @@ def _expression(node, path, flavor):
     op = decode.as_string(fields["operator"], path + ".operator") if "operator" in fields else ""
     values = []
     if "values" in fields:
-        for i, v in enumerate(decode.as_list(fields["values"], path + ".values")):
+        items = decode.as_list(fields["values"], path + ".values")
+        if len(items) > MAX_EXPRESSION_VALUES:
+            raise decode.DecodeError("%d values (at most %d)" % (
+                len(items), MAX_EXPRESSION_VALUES), path + ".values", fields["values"].mark)
+        for i, v in enumerate(items):
             values.append(decode.as_string(v, "%s.values[%d]" % (path, i)))
     return Expression(key, op, values, flavor)
 
 
-def parse_full(text, pod_name, sign, flavor, source=""):
-    """Decode the full form strictly; raise decode.DecodeError naming the position."""
-    root = decode.parse(text)
+def parse_full(root, pod_name, sign, flavor, source="", tally=None):
+    """Decode the full form of ROOT strictly; raise decode.DecodeError naming the
+    position. TALLY: what the pod's other annotations asked (the caps are the pod's)."""
+    tally = tally or Tally()
     out = {}
     for name, _, value in decode.as_map(root, ""):
         lst = out.setdefault(name, [])
@@ -116,7 +176,8 @@ def parse_full(text, pod_name, sign, flavor, source=""):
             match = _expression(fields["match"], path + ", match", flavor)
             weight = decode.as_int32(fields["weight"], path + ", weight") \
                 if "weight" in fields else 0
-            if scope is None:
+            written = (match,) if scope is None else (scope, match)
+            if scope is None:       # the implicit scope: one comparison, not counted
                 scope = pod_scope(pod_name, flavor)
             weight = sign * DEFAULT_WEIGHT if weight == 0 else weight * sign
             for what, expr in (("scope", scope), ("match", match)):
@@ -125,39 +186,56 @@ def parse_full(text, pod_name, sign, flavor, source=""):
                 except ExpressionError as e:
                     raise decode.DecodeError("invalid affinity %s: %s" % (what, e), path,
                                              fields[what].mark if what in fields else item.mark)
+            tally.add(written, path, item.mark)
             lst.append(Affinity(scope, match, clamp(weight), source))
     return out
 
 
-def parse_annotation(text, pod_name, sign, flavor, source=""):
-    """Shorthand first, then the full form (upstream order)."""
-    simple = parse_simple(text, pod_name, sign, flavor, source)
+def parse_annotation(text, pod_name, sign, flavor, source="", tally=None):
+    """Shorthand first, then the full form (upstream order); TALLY as in parse_full."""
+    tally = tally or Tally()
+    root = decode.parse(text)
+    simple = parse_simple(root, pod_name, sign, flavor, source, tally)
     if simple is not None:
         return simple
-    return parse_full(text, pod_name, sign, flavor, source)
+    return parse_full(root, pod_name, sign, flavor, source, tally)
 
 
 def pod_affinities(pod):
     """All annotated affinities of POD: {container name: [Affinity]}.
 
     Raise InputError (file, pod, annotation, container and position) on any
-    decoding or validation error, which fails the whole pod as upstream does.
-    Both prefixes are read; when both carry the same annotation with identical
-    text it is used once (the ``resource-policy.nri.io/`` copy).
+    decoding or validation error, or a cap exceeded, which fails the whole pod as
+    upstream does for an error.
     """
+    try:
+        return annotation_affinities(pod.annotations, pod.name)
+    except InputError as e:
+        raise e.located(pod.source, "Pod " + pod.ref)
+
+
+def annotation_affinities(annotations, pod_name, field_prefix="metadata.annotations"):
+    """The affinities the ANNOTATIONS (a pod's, a mapping) of pod POD_NAME ask:
+    {container name: [Affinity]}; InputError naming FIELD_PREFIX[key] otherwise. Both
+    prefixes are read; when both carry the same annotation with identical text it is
+    used once (the ``resource-policy.nri.io/`` copy). What the node agent and the
+    admission webhook both call, so that they refuse alike."""
     result = {}
+    tally = Tally()
     for kind, sign in KINDS:
-        texts = [(prefix + kind, flavor, pod.annotations.get(prefix + kind))
+        texts = [(prefix + kind, flavor, annotations.get(prefix + kind))
                  for prefix, flavor in PREFIXES]
         texts = [t for t in texts if t[2] is not None]
         if len(texts) == 2 and texts[0][2] == texts[1][2]:
             texts = texts[1:]
         for key, flavor, text in texts:
+            field = "%s[%s]" % (field_prefix, key)
+            if not isinstance(text, str):
+                raise InputError("expected a string", field=field)
             try:
-                parsed = parse_annotation(text, pod.name, sign, flavor, key)
+                parsed = parse_annotation(text, pod_name, sign, flavor, key, tally)
             except decode.DecodeError as e:
-                raise InputError(str(e), source=pod.source, obj="Pod " + pod.ref,
-                                 field="metadata.annotations[%s]" % key)
+                raise InputError(str(e), field=field)
             for name, affs in parsed.items():
                 result.setdefault(name, []).extend(affs)
     return result
@@ -179,15 +257,24 @@ def implicit_affinities(container, has_explicit, colocate_pods=False,
     return out
 
 
-def evaluate(affinities, container, containers):
+def evaluate(affinities, container, containers, deadline=None):
     """Effective affinity A(container, C2) for every C2 in CONTAINERS: {C2: weight}.
 
     Weights of all in-scope matching affinities add up; the container itself
-    is dropped. Zero sums are kept out of the result.
+    is dropped. Zero sums are kept out of the result. DEADLINE: the
+    ``time.monotonic()`` past which OverBudget is raised instead (None: none).
     """
     result = {}
+    start = time.monotonic()
     for a in affinities:
         for c2 in containers:
+            if deadline is not None and time.monotonic() > deadline:
+                raise OverBudget(
+                    "its %d affinities took more than %.0f ms to evaluate against the %d "
+                    "containers on the node: not pinned (the limits: doc/agent.md)"
+                    % (len(affinities), max(0, deadline - start) * 1000, len(containers)),
+                    source=getattr(container.pod, "source", None),
+                    obj="Pod " + container.pod.ref)
             if a.scope.evaluate(c2) and a.match.evaluate(c2):
                 result[c2] = result.get(c2, 0) + a.weight
     result.pop(container, None)

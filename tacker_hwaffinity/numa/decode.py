@@ -14,6 +14,12 @@ observable rules, all reproduced here:
 
 Errors are :class:`DecodeError` with a path (``c1[0].match.values[1]``) and,
 when known, the line and column inside the annotation value.
+
+What one annotation may ask is bounded here, where it is read (doc/agent.md,
+"Limits"): its text (``MAX_TEXT``), its values after alias expansion
+(``MAX_NODES``), its nesting (``MAX_DEPTH``) and each string (``MAX_STRING``).
+A number outside Go's int64/uint64 range is what ``strconv`` calls a range
+error: go-yaml then reads the plain scalar as a string, and so does this.
 """
 import math
 import re
@@ -28,9 +34,12 @@ _NINF = ("-.inf", "-.Inf", "-.INF")
 _NAN = (".nan", ".NaN", ".NAN")
 _YAML_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$")
 _GO_INT = re.compile(r"^[-+]?(0[xX][0-9a-fA-F]+|0[oO]?[0-7]+|0[bB][01]+|[0-9]+)$")
-_MAX_DEPTH = 64
-_MAX_NODES = 100000       # bounds alias expansion ("billion laughs")
+MAX_TEXT = 8192          # characters of one annotation's text
+MAX_NODES = 4096         # YAML values after alias expansion ("billion laughs")
+MAX_DEPTH = 64           # nesting of mappings and lists
+MAX_STRING = 256         # characters of one scalar (a key, an operator, a value, a pattern)
 INT32 = (-2 ** 31, 2 ** 31 - 1)
+_GO_INT_DIGITS = 66      # a longer integer (sign, 0b prefix, 64 bits) cannot fit uint64
 
 
 class DecodeError(ValueError):
@@ -62,6 +71,9 @@ _RESOLVER = yaml.SafeLoader("")
 
 def parse(text):
     """Parse TEXT into a Node tree with yaml.v2 scalar rules; raise DecodeError."""
+    if len(text) > MAX_TEXT:
+        raise DecodeError("the text is %d characters long; at most %d are read"
+                          % (len(text), MAX_TEXT))
     try:
         docs = list(yaml.compose_all(text, Loader=_LOADER))
     except yaml.YAMLError as e:
@@ -78,14 +90,17 @@ def parse(text):
 
 
 def _convert(node, text, depth, active, count):
-    if depth > _MAX_DEPTH or id(node) in active:
+    if depth > MAX_DEPTH or id(node) in active:
         raise DecodeError("nesting too deep or recursive alias", mark=node.start_mark)
     count[0] += 1
-    if count[0] > _MAX_NODES:
+    if count[0] > MAX_NODES:
         raise DecodeError("document too large (more than %d values after alias expansion)"
-                          % _MAX_NODES, mark=node.start_mark)
+                          % MAX_NODES, mark=node.start_mark)
     mark = node.start_mark
     if isinstance(node, yaml.ScalarNode):
+        if len(node.value) > MAX_STRING:
+            raise DecodeError("a value of %d characters (at most %d)"
+                              % (len(node.value), MAX_STRING), mark=mark)
         return Node(_scalar(node, text), mark)
     active = active | {id(node)}
     if isinstance(node, yaml.SequenceNode):
@@ -156,16 +171,15 @@ def resolve_plain(v):
             if n is not None:
                 return n
         if _YAML_FLOAT.match(plain):
-            try:
-                return float(plain)
-            except (ValueError, OverflowError):
-                return v
+            f = float(plain)
+            return v if math.isinf(f) else f     # ParseFloat's range error: a string
     return v
 
 
 def _go_parse_int(s):
-    """strconv.ParseInt(s, 0, 64) (then uint64, then float), or None when it fails,
-    as for '08': go-yaml then tries the text as a float."""
+    """strconv.ParseInt(s, 0, 64), then ParseUint(s, 0, 64), or None when both fail,
+    as for '08' (a syntax error) or 2**64 (a range error): go-yaml then tries the
+    text as a float, and failing that keeps it as a string."""
     try:
         return _go_parse_int_strict(s)
     except ValueError:
@@ -173,6 +187,10 @@ def _go_parse_int(s):
 
 
 def _go_parse_int_strict(s):
+    """The integer S names, or ValueError: a syntax error, or a range error when it does
+    not fit in int64 or uint64 (counted before converting, so any length is cheap)."""
+    if len(s) > _GO_INT_DIGITS:
+        raise ValueError("value out of range")
     sign = -1 if s[0] == "-" else 1
     s = s.lstrip("+-")
     low = s.lower()
@@ -189,7 +207,7 @@ def _go_parse_int_strict(s):
     n *= sign
     if -2 ** 63 <= n < 2 ** 64:
         return n
-    return float(n)
+    raise ValueError("value out of range")
 
 
 def go_float32_string(f):

@@ -2,7 +2,7 @@
 
 Upstream CRI Resource Manager matches the ``Matches*`` operators with Go's
 ``filepath.Match``. Python's ``fnmatch`` differs in ways that change results,
-so this is a transcription of the Go algorithm's rules:
+so these are the Go algorithm's rules:
 
 * the pattern must match the whole name;
 * ``*`` matches any run of characters except ``/``; ``?`` one character
@@ -12,7 +12,17 @@ so this is a transcription of the Go algorithm's rules:
 * ``\\x`` matches ``x`` literally;
 * a malformed pattern (``[``, ``[]``, ``[a-]``, a trailing ``\\``) is an
   error; :func:`match` reports it as "no match", as upstream ignores it.
+
+Go's algorithm cuts the pattern into chunks, each a run without ``*`` led by
+the stars before it, and matches them left to right, a star chunk at the first
+place it fits (no backtracking into earlier chunks). A pattern is compiled once
+into one regular expression that does the same (``_compiled``), so a match costs
+the regex engine's scan of the name, not a Python loop per character
+(tests/numa/go_glob.py keeps the line-by-line transcription this is checked
+against).
 """
+import functools
+import re
 
 
 class BadPattern(Exception):
@@ -29,36 +39,38 @@ def match(pattern, name):
 
 def match_strict(pattern, name):
     """Like :func:`match` but raise :class:`BadPattern` where Go returns an error."""
-    while pattern:
-        star, chunk, pattern = _scan_chunk(pattern)
-        if star and not chunk:
-            # A trailing star matches the rest of the name unless it has a '/'.
-            return "/" not in name
-        rest, ok = _match_chunk(chunk, name)
-        if ok and (not rest or pattern):
-            name = rest
-            continue
-        if star:
-            found = False
-            i = 0
-            while i < len(name) and name[i] != "/":
-                rest, ok = _match_chunk(chunk, name[i + 1:])
-                if ok:
-                    if not pattern and rest:
-                        i += 1
-                        continue
-                    name = rest
-                    found = True
-                    break
-                i += 1
-            if found:
-                continue
-        # No match: the rest of the pattern must still be well formed.
+    compiled = _compiled(pattern)
+    if compiled is None:
+        raise BadPattern("malformed pattern %r" % pattern)
+    return compiled.match(name) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(pattern):
+    """PATTERN as one regular expression with Go's semantics, None when it is malformed.
+
+    A star chunk that is not the last is matched at the first place it fits after
+    no ``/``, and that choice is final: a lookahead (which the regex engine never
+    re-enters) captures it and a back-reference consumes it. The last chunk must end
+    the name; a trailing star takes the rest of the name unless it has a ``/``."""
+    parts, groups = [], 0
+    try:
         while pattern:
-            _, chunk, pattern = _scan_chunk(pattern)
-            _match_chunk(chunk, "")
-        return False
-    return not name
+            star, chunk, pattern = _scan_chunk(pattern)
+            if star and not chunk:
+                parts.append("[^/]*")
+                break
+            source = _chunk_regex(chunk)
+            if not pattern:
+                parts.append(("[^/]*" if star else "") + source)
+            elif star:
+                groups += 1
+                parts.append("(?=([^/]*?%s))\\%d" % (source, groups))
+            else:
+                parts.append(source)
+    except BadPattern:
+        return None
+    return re.compile("".join(parts) + "\\Z", re.DOTALL)
 
 
 def _scan_chunk(pattern):
@@ -83,56 +95,48 @@ def _scan_chunk(pattern):
     return star, pattern[:i], pattern[i:]
 
 
-def _match_chunk(chunk, s):
-    """Match CHUNK at the start of S: return (rest of S, matched)."""
-    failed = False
+def _chunk_regex(chunk):
+    """The regex source of one chunk (each element one character); BadPattern where Go
+    errs."""
+    parts = []
     while chunk:
-        if not failed and not s:
-            failed = True
         c = chunk[0]
         if c == "[":
-            r = None
-            if not failed:
-                r, s = s[0], s[1:]
             chunk = chunk[1:]
-            negated = False
-            if chunk and chunk[0] == "^":
-                negated = True
+            negated = chunk[:1] == "^"
+            if negated:
                 chunk = chunk[1:]
-            matched = False
-            nrange = 0
+            ranges = []
             while True:
-                if chunk and chunk[0] == "]" and nrange > 0:
+                if chunk[:1] == "]" and ranges:
                     chunk = chunk[1:]
                     break
                 lo, chunk = _get_esc(chunk)
                 hi = lo
                 if chunk[0] == "-":
                     hi, chunk = _get_esc(chunk[1:])
-                if r is not None and lo <= r <= hi:
-                    matched = True
-                nrange += 1
-            if matched == negated:
-                failed = True
+                ranges.append((lo, hi))
+            parts.append(_class(ranges, negated))
         elif c == "?":
-            if not failed:
-                if s[0] == "/":
-                    failed = True
-                s = s[1:]
+            parts.append("[^/]")
             chunk = chunk[1:]
         else:
             if c == "\\":
                 chunk = chunk[1:]
                 if not chunk:
                     raise BadPattern("trailing backslash")
-            if not failed:
-                if chunk[0] != s[0]:
-                    failed = True
-                s = s[1:]
+            parts.append(re.escape(chunk[0]))
             chunk = chunk[1:]
-    if failed:
-        return "", False
-    return s, True
+    return "".join(parts)
+
+
+def _class(ranges, negated):
+    """One character of the class RANGES ([(lo, hi)]; an empty range matches nothing)."""
+    body = "".join(re.escape(lo) if lo == hi else "%s-%s" % (re.escape(lo), re.escape(hi))
+                   for lo, hi in ranges if lo <= hi)
+    if not body:
+        return "[\\s\\S]" if negated else "(?!)"
+    return "[%s%s]" % ("^" if negated else "", body)
 
 
 def _get_esc(chunk):

@@ -16,6 +16,7 @@ container:
    remainder, and its memory nodes.
 """
 import functools
+import time
 
 from tacker_hwaffinity.numa import affinity as affmod
 from tacker_hwaffinity.numa.cpualloc import take_cpus
@@ -94,8 +95,9 @@ class Placer:
     """Placement state of one machine."""
 
     def __init__(self, machine, prefer_isolated=True, reserved_namespaces=("kube-system",),
-                 colocate_pods=False, colocate_namespaces=False):
+                 colocate_pods=False, colocate_namespaces=False, affinity_budget=None):
         self.machine = machine
+        self.affinity_budget = affinity_budget   # seconds for one container's affinities
         self.pools = build_pools(machine)
         self.root = self.pools[-1]
         self.prefer_isolated = prefer_isolated
@@ -210,7 +212,9 @@ class Placer:
     def pool_affinity(self, container):
         affs = self._affinities.get(container, [])
         affs = affs + affmod.implicit_affinities(container, bool(affs), *self.colocate)
-        eff = affmod.evaluate(affs, container, list(self.grants))
+        deadline = None if self.affinity_budget is None else \
+            time.monotonic() + self.affinity_budget
+        eff = affmod.evaluate(affs, container, list(self.grants), deadline)
         pool_aff = {}
         for c2, w in eff.items():
             pid = self.grants[c2].pool.id
@@ -220,7 +224,9 @@ class Placer:
     def place(self, container, replayed=False):
         """Place CONTAINER; return its Decision (with .error when it cannot be placed).
 
-        Raises InputError for a malformed preference annotation."""
+        Raises InputError for a malformed preference annotation, and its subclass
+        ``affinity.OverBudget`` when the container's affinities take longer than
+        ``affinity_budget`` to evaluate."""
         req = request_for(container, self.prefer_isolated, self.reserved_namespaces)
         if req.cpu_type == RESERVED and not self.root.reserved:
             req.cpu_type = NORMAL
