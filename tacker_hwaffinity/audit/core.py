@@ -64,8 +64,12 @@ class Exposure:
 
 
 class Report:
-    def __init__(self, key, workloads, hosts, notes):
+    """The audit's answer; ``failures``: [(what, exception)] of the pods and workloads
+    whose evaluation raised, left out (one object's problem, never the report's)."""
+
+    def __init__(self, key, workloads, hosts, notes, failures=()):
         self.key, self.workloads, self.hosts, self.notes = key, workloads, hosts, notes
+        self.failures = list(failures)
 
     def to_json(self):
         return {"version": VERSION, "topologyKey": self.key,
@@ -107,31 +111,22 @@ def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
     node_objs, pod_objs = list(node_objs), list(pod_objs)
     owner_index = ownersmod.index_owners(owners) if owners is not None else None
     host_of, hosts = host_index(node_objs, key, host_override)
-    found, notes, pending = {}, [], 0
+    found, notes, pending, failures = {}, [], 0, []
     for obj in pod_objs:
-        if not _running(obj):
-            if not (obj.get("spec") or {}).get("nodeName") and \
-                    (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES:
-                pending += 1
-            continue
-        h = host_of.get(obj["spec"]["nodeName"])
-        if h is None:
-            continue
-        meta = obj["metadata"]
-        ns = meta.get("namespace") or "default"
-        kind, name = ownersmod.workload_of(meta, owner_index)
-        w = found.get((ns, kind, name))
-        if w is None:
-            w = found[(ns, kind, name)] = Exposure(ns, kind, name)
-        w.running += 1
-        w.hosts[h] = w.hosts.get(h, 0) + 1
-        w.pods.append(obj)
+        try:
+            pending += _count_pod(obj, found, host_of, owner_index)
+        except Exception as e:  # noqa: BLE001 - that pod is left out and named
+            failures.append(("pod %s" % _pod_name(obj), e))
     if pending:
         notes.append("%d pod(s) are not scheduled yet: not counted on any host" % pending)
-    for w in found.values():
-        w.desired, w.desired_from = ownersmod.desired(owner_index, w.namespace, w.kind,
-                                                      w.name, w.running)
-        w.finish()
+    for k, w in list(found.items()):
+        try:
+            w.desired, w.desired_from = ownersmod.desired(owner_index, w.namespace, w.kind,
+                                                          w.name, w.running)
+            w.finish()
+        except Exception as e:  # noqa: BLE001 - that workload is left out and named
+            failures.append(("workload %s" % "/".join(map(str, k)), e))
+            del found[k]
     _budgets(found.values(), pdbs, host_of)
     _intents(found, _relabelled(node_objs, key, host_override), namespace_objs,
              selector_objs, key, notes)
@@ -143,7 +138,33 @@ def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
         w.intent_met is not False, w.namespace, w.kind, w.name))
     for w in ordered:
         w.pods = []
-    return Report(key, ordered, hosts, notes)
+    return Report(key, ordered, hosts, notes, failures)
+
+
+def _count_pod(obj, found, host_of, owner_index):
+    """Count pod OBJ in its workload of FOUND; 1 when it is not scheduled yet, else 0."""
+    if not _running(obj):
+        return int(not (obj.get("spec") or {}).get("nodeName") and
+                   (obj.get("status") or {}).get("phase") not in TERMINAL_PHASES)
+    h = host_of.get(obj["spec"]["nodeName"])
+    if h is None:
+        return 0
+    meta = obj["metadata"]
+    ns = meta.get("namespace") or "default"
+    kind, name = ownersmod.workload_of(meta, owner_index)
+    w = found.get((ns, kind, name))
+    if w is None:
+        w = found[(ns, kind, name)] = Exposure(ns, kind, name)
+    w.running += 1
+    w.hosts[h] = w.hosts.get(h, 0) + 1
+    w.pods.append(obj)
+    return 0
+
+
+def _pod_name(obj):
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    meta = meta if isinstance(meta, dict) else {}
+    return "%s/%s" % (meta.get("namespace"), meta.get("name"))
 
 
 def _relabelled(node_objs, key, host_override):

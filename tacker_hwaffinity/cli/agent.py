@@ -205,7 +205,7 @@ def _start_cgroupfs(args, machine, layout, cpu_map, mem_map, conn, metrics, work
     from tacker_hwaffinity.agent import cgroupfs
     from tacker_hwaffinity.agent.node import NodeState
     from tacker_hwaffinity.agent.runner import Agent, PodApi, PodsByUid, pod_uid
-    from tacker_hwaffinity.kube.informer import Informer
+    from tacker_hwaffinity.kube.informer import Informer, InformerMetrics
     writer = cgroupfs.Writer(layout, cpu_map=cpu_map, mem_map=mem_map, dry_run=args.dry_run)
     pods = PodsByUid()       # the agent reads its pods from the informer's store
     agent = Agent(PodApi(conn), args.node, NodeState(machine), layout, writer,
@@ -213,7 +213,8 @@ def _start_cgroupfs(args, machine, layout, cpu_map, mem_map, conn, metrics, work
     informer = Informer(conn, conn.core().list_pod_for_all_namespaces, "Pod",
                         "pods on node %s" % args.node, agent.on_event, on_sync=agent.on_sync,
                         field_selector="spec.nodeName=" + args.node, log=log,
-                        fields=POD_FIELDS, indexers={"uid": pod_uid})
+                        fields=POD_FIELDS, indexers={"uid": pod_uid},
+                        metrics=InformerMetrics(metrics.registry))
     pods.informer = informer
 
     def ready():

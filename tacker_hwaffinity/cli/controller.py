@@ -150,13 +150,14 @@ def _params(text):
     return parameters.parse({"hwaffinity_param": raw}, where="--params")["hwaffinity"]
 
 
-def _exposure_caches(conn, log):
+def _exposure_caches(conn, log, counted):
     """Informers of what only the exposure gauges read: the pods' owners (desired
-    counts) and the PodDisruptionBudgets (optional: policy/v1 is served from 1.21)."""
+    counts) and the PodDisruptionBudgets (optional: policy/v1 is served from 1.21);
+    COUNTED: their kube.informer.InformerMetrics."""
     from tacker_hwaffinity.audit import owners, pdb
     from tacker_hwaffinity.kube.informer import Informer
     apps, batch, policy = conn.apps(), conn.batch(), conn.policy()
-    kw = dict(log=log, fields=owners.FIELDS)
+    kw = dict(log=log, fields=owners.FIELDS, metrics=counted)
     none = lambda *a: None   # noqa: E731 - read through list() only
     return [
         Informer(conn, apps.list_replica_set_for_all_namespaces, "ReplicaSet", "replicasets",
@@ -170,7 +171,7 @@ def _exposure_caches(conn, log):
         Informer(conn, batch.list_job_for_all_namespaces, "Job", "jobs", none, **kw),
     ], Informer(conn, policy.list_pod_disruption_budget_for_all_namespaces,
                 "PodDisruptionBudget", "poddisruptionbudgets", none, log=log,
-                fields=pdb.FIELDS, optional=True)
+                fields=pdb.FIELDS, optional=True, metrics=counted)
 
 
 def run(args):
@@ -182,7 +183,7 @@ def run(args):
     from tacker_hwaffinity.controller.runner import Controller, Metrics, Settings
     from tacker_hwaffinity.kube import client as kube_client
     from tacker_hwaffinity.kube.health import Supervisor
-    from tacker_hwaffinity.kube.informer import Informer
+    from tacker_hwaffinity.kube.informer import Informer, InformerMetrics
     from tacker_hwaffinity.kube.leader import LeaderElector
     from tacker_hwaffinity.kube.serve import HealthServer
     from tacker_hwaffinity.openstack import access_from_environment
@@ -216,12 +217,13 @@ def run(args):
     core = conn.core()
     registry = CollectorRegistry()
     stop = threading.Event()
+    counted = InformerMetrics(registry)
     nodes = Informer(conn, core.list_node, "Node", "nodes", lambda *a: None, log=log,
-                     fields=NODE_FIELDS)
+                     fields=NODE_FIELDS, metrics=counted)
     pods = Informer(conn, core.list_pod_for_all_namespaces, "Pod", "pods", lambda *a: None,
-                    log=log, fields=POD_FIELDS)
+                    log=log, fields=POD_FIELDS, metrics=counted)
     namespaces = Informer(conn, core.list_namespace, "Namespace", "namespaces",
-                          lambda *a: None, log=log, fields=NAMESPACE_FIELDS)
+                          lambda *a: None, log=log, fields=NAMESPACE_FIELDS, metrics=counted)
     # the elector's on_stopped waits for a side effect in flight before the Lease is
     # released; the controller confirms the Lease right before each side effect
     elector = LeaderElector(conn, args.lease_namespace, args.lease_name, args.identity,
@@ -229,7 +231,7 @@ def run(args):
                             renew_deadline=args.lease_duration * 2 / 3,
                             retry_period=args.lease_duration * 2 / 15,
                             on_stopped=lambda: controller.stand_down(), log=log)
-    owners, pdbs = _exposure_caches(conn, log)
+    owners, pdbs = _exposure_caches(conn, log, counted)
     exposure = Exposure(ExposureMetrics(registry), (hw["label_keys"] or [DEFAULT_HOST_LABEL])[0],
                         args.exposure_max_workloads, log=log, owners=owners, pdbs=pdbs)
     controller = Controller(conn, poll, settings, nodes, pods, Metrics(registry), log=log,

@@ -38,7 +38,7 @@ WORKLOAD_LABELS = ("namespace", "kind", "name")
 
 class ExposureMetrics:
     def __init__(self, registry):
-        from prometheus_client import Gauge, Histogram
+        from prometheus_client import Counter, Gauge, Histogram
         w = WORKLOAD_LABELS
         self.replicas = Gauge("hwaffinity_workload_replicas",
                               "Running replicas of the workload", w, registry=registry)
@@ -67,6 +67,10 @@ class ExposureMetrics:
         self.dropped = Gauge("hwaffinity_exposure_workloads_dropped",
                              "Workloads not exported at the last computation: over the "
                              "cap", registry=registry)
+        self.failures = Counter("hwaffinity_exposure_failures",
+                                "Pods and workloads left out of the exposure gauges: their "
+                                "evaluation raised, by reason (the exception's type)",
+                                ["reason"], registry=registry)
         self.seconds = Histogram("hwaffinity_exposure_seconds",
                                  "One computation of the exposure gauges",
                                  registry=registry)
@@ -109,23 +113,25 @@ class Exposure:
             pdbs=self.pdbs.list() if self.pdbs is not None else (),
             host_override=nova_hosts, namespace_objs=namespace_objs,
             selector_objs=[o for o in owner_objs if o.get("kind") in SELECTOR_KINDS])
+        failures = list(report.failures)
         chosen = [w for w in report.workloads if exported(w)]
         dropped = max(0, len(chosen) - self.max_workloads)
         chosen = chosen[:self.max_workloads]
         m = self.metrics
+        now = set()
         for w in chosen:
-            k = w.key
-            m.replicas.labels(*k).set(w.running)
-            m.desired.labels(*k).set(w.desired)
-            m.busiest.labels(*k).set(w.worst_loss)
-            m.loss.labels(*k).set(w.loss_ratio)
-            for gauge, value in ((m.intent, w.intent_met if w.intent else None),
-                                 (m.pdb, w.pdb_holds)):
-                if value is not None:
-                    gauge.labels(*k).set(1 if value else 0)
-                elif k in self.exported:
-                    _remove(gauge, k)
-        now = {w.key for w in chosen}
+            try:
+                self._set(w)
+                now.add(w.key)
+            except Exception as e:  # noqa: BLE001 - that workload is left out, counted
+                failures.append(("workload %s" % "/".join(map(str, w.key)), e))
+                for g in m.workload_gauges():
+                    _remove(g, w.key)
+        for what, e in failures:
+            m.failures.labels(type(e).__name__).inc()
+            if self.log is not None:
+                self.log.warning("exposure gauges: %s left out: %s: %s", what,
+                                 type(e).__name__, e)
         for k in self.exported - now:
             for g in m.workload_gauges():
                 _remove(g, k)
@@ -142,6 +148,20 @@ class Exposure:
         self.nodes_exported = set(stale)
         m.seconds.observe(time.monotonic() - t0)
         return chosen
+
+    def _set(self, w):
+        """The gauges of audit workload W."""
+        m, k = self.metrics, w.key
+        m.replicas.labels(*k).set(w.running)
+        m.desired.labels(*k).set(w.desired)
+        m.busiest.labels(*k).set(w.worst_loss)
+        m.loss.labels(*k).set(w.loss_ratio)
+        for gauge, value in ((m.intent, w.intent_met if w.intent else None),
+                             (m.pdb, w.pdb_holds)):
+            if value is not None:
+                gauge.labels(*k).set(1 if value else 0)
+            elif k in self.exported:
+                _remove(gauge, k)
 
     def clear(self):
         """Remove every series (the term ended: a standby exports none, so that the

@@ -84,6 +84,10 @@ class Metrics:
         self.stuck = Counter("hwaffinity_controller_evictions_stuck",
                              "Evicted pods still there after their grace period and the "
                              "margin (not waited for any longer)", registry=registry)
+        self.object_errors = Counter(
+            "hwaffinity_controller_object_errors", "Objects a tick failed on and went past "
+            "(a pod, a node), and ticks cut short by a bug (tick), by kind and reason (the "
+            "exception's type)", ["kind", "reason"], registry=registry)
         self.abandoned = Counter("hwaffinity_controller_ticks_abandoned",
                                  "Ticks abandoned before a side effect: the lease was not "
                                  "confirmed", registry=registry)
@@ -160,6 +164,19 @@ class Controller:
                 self.next_poll = 0.0
                 self.metrics.abandoned.inc()
                 self.log.warning("the lease is not confirmed: %s not done, tick abandoned", e)
+            except Exception as e:  # noqa: BLE001 - a bug ends this tick, never the loop
+                self.resync = True
+                self._failed("tick", "this tick", e)
+
+    def _failed(self, kind, what, e, obj=None):
+        """Tick work on WHAT (of KIND; OBJ: its object, for an Event) raised E: logged,
+        counted, a Warning Event on OBJ; the tick goes on with the next object."""
+        self.metrics.object_errors.labels(kind, type(e).__name__).inc()
+        self.log.error("%s: skipped, %s: %s", what, type(e).__name__, e,
+                       exc_info=not isinstance(e, (KeyError, TypeError, ValueError)))
+        if obj is not None:
+            self._event(obj, "Warning", "HwaffinityControllerError",
+                        "%s skipped this %s: %s: %s" % (COMPONENT, kind, type(e).__name__, e))
 
     def stand_down(self):
         """The term ended (the elector's ``on_stopped``, before a release): return once
@@ -238,9 +255,7 @@ class Controller:
         hw = dict(self.s.hw, host_source=self.tracker.source)
         workers = [planning.Worker(s.name, s.id, list(s.addresses), s.host, s.host_id)
                    for s in servers]
-        kube_nodes = [planning.KubeNode(n["metadata"]["name"], _internal_ips(n),
-                                        n["metadata"].get("labels") or {})
-                      for n in self.nodes.list()]
+        kube_nodes = self._kube_nodes()
         p = planning.plan(workers, kube_nodes, hw)
         for err in p.errors:
             self.log.warning("%s", err)
@@ -281,6 +296,18 @@ class Controller:
             self.moved_nodes.add(node)  # moved, or found on another host (a new term)
             self._event(obj, "Normal", "HostLabelChanged", text)
 
+    def _kube_nodes(self):
+        """The planner's KubeNodes of the node cache; a node that cannot be read is
+        skipped (``_failed``)."""
+        out = []
+        for n in self.nodes.list():
+            try:
+                out.append(planning.KubeNode(n["metadata"]["name"], _internal_ips(n),
+                                             n["metadata"].get("labels") or {}))
+            except Exception as e:  # noqa: BLE001 - one node's problem, not the tick's
+                self._failed("node", "node %s" % _meta(n).get("name"), e)
+        return out
+
     # -- exposure gauges (controller.exposure), once per poll --------------------
     def _export(self):
         """Set the exposure gauges on Nova's hosts (no side effect: also in a dry run)."""
@@ -302,9 +329,7 @@ class Controller:
         hw = dict(self.s.hw, host_source=self.tracker.source)
         workers = [planning.Worker(s.name, s.id, list(s.addresses), s.host, s.host_id)
                    for s in self.workers.values()]
-        kube_nodes = [planning.KubeNode(n["metadata"]["name"], _internal_ips(n),
-                                        n["metadata"].get("labels") or {})
-                      for n in self.nodes.list()]
+        kube_nodes = self._kube_nodes()
         p = planning.plan(workers, kube_nodes, hw)
         key = self.exposure.key
         hosts, stale = {}, {}
@@ -320,26 +345,49 @@ class Controller:
 
     # -- RequiredDuringExecution ------------------------------------------------
     def cluster(self):
+        """The rules' view of the caches; a node, namespace or pod that cannot be read
+        is skipped (``_failed``)."""
         node_objs = self.nodes.list()
-        nodes = {n["metadata"]["name"]: n["metadata"].get("labels") or {} for n in node_objs}
-        namespaces = {n["metadata"]["name"]: n["metadata"].get("labels") or {}
-                      for n in (self.namespaces.list() if self.namespaces is not None else ())}
-        uids = {n["metadata"].get("uid") for n in node_objs}
+        nodes = self._labels_by_name("node", node_objs)
+        namespaces = self._labels_by_name(
+            "namespace", self.namespaces.list() if self.namespaces is not None else ())
+        uids = {_meta(n).get("uid") for n in node_objs}
         keys, running = set(), []
         for obj in self.pods.list():
-            meta, spec = obj["metadata"], obj.get("spec") or {}
+            meta = _meta(obj)
             uids.add(meta.get("uid"))
-            keys.add("%s/%s" % (meta.get("namespace") or "default", meta["name"]))
-            if not spec.get("nodeName") or meta.get("deletionTimestamp") \
-                    or (obj.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            try:
+                keys.add("%s/%s" % (meta.get("namespace") or "default", meta["name"]))
+                pod = self._running_pod(obj)
+            except Exception as e:  # noqa: BLE001 - one pod's problem, not the tick's
+                self._failed("pod", "pod %s/%s" % (meta.get("namespace"), meta.get("name")),
+                             e, obj if meta.get("name") else None)
                 continue
-            rules = self._rules(obj)
-            running.append(rulesmod.RunningPod(
-                meta.get("namespace") or "default", meta["name"], meta.get("labels") or {},
-                spec["nodeName"], rules, meta.get("creationTimestamp") or "",
-                spec.get("priority") or 0, meta.get("uid")))
+            if pod is not None:
+                running.append(pod)
         self._live = (uids, keys)
         return rulesmod.Cluster(nodes, running, namespaces)
+
+    def _labels_by_name(self, kind, objs):
+        out = {}
+        for obj in objs:
+            try:
+                meta = obj["metadata"]
+                out[meta["name"]] = dict(meta.get("labels") or {})
+            except Exception as e:  # noqa: BLE001 - one object's problem, not the tick's
+                self._failed(kind, "%s %s" % (kind, _meta(obj).get("name")), e)
+        return out
+
+    def _running_pod(self, obj):
+        """The rules' RunningPod of pod OBJ, or None when it is not running on a node."""
+        meta, spec = obj["metadata"], obj.get("spec") or {}
+        if not spec.get("nodeName") or meta.get("deletionTimestamp") \
+                or (obj.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            return None
+        return rulesmod.RunningPod(
+            meta.get("namespace") or "default", meta["name"], meta.get("labels") or {},
+            spec["nodeName"], self._rules(obj), meta.get("creationTimestamp") or "",
+            spec.get("priority") or 0, meta.get("uid"))
 
     def _rules(self, obj):
         meta = obj["metadata"]
@@ -474,6 +522,11 @@ def grace_seconds(pod):
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
     return DEFAULT_GRACE_S
+
+
+def _meta(obj):
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta if isinstance(meta, dict) else {}
 
 
 def _internal_ips(node):

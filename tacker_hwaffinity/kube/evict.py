@@ -10,14 +10,17 @@ The answers that are decisions, not failures, come back as an
   the server's, with the budget's own reason ("The disruption budget web
   needs 2 healthy pods and has 2 currently", or "... is still being
   processed by the server" until kube-controller-manager has seen the
-  budget), and ``retry_after`` the server's retryAfterSeconds when it sends
-  one (a 1.20 server does not);
+  budget), and ``retry_after`` the server's retryAfterSeconds (or its
+  ``Retry-After`` header: seconds or an HTTP date) when it sends one (a 1.20
+  server does not), at most :data:`MAX_RETRY_AFTER_S`;
 - ``gone`` (404, or 409 on the ``uid`` precondition): that pod no longer exists;
 - ``refused``: the budgets rule it out, not just now (500 "more than one
   PodDisruptionBudget", or 403 from a budget with negative disruptionsAllowed).
 
 Anything else (unreachable, unauthorized, RBAC's 403, other 5xx) raises
-:class:`KubeError`.
+:class:`KubeError`. The Status body is read defensively: a field of the wrong
+type (``details: null``, a list, ``retryAfterSeconds: "5"``) is read as absent
+or converted, never an exception.
 
 Eviction went GA as ``policy/v1`` in Kubernetes 1.22; 1.20 and 1.21 know only
 ``policy/v1beta1`` and answer a v1 body with 400 ``no kind "Eviction" is
@@ -25,6 +28,8 @@ registered for version "policy/v1"`` (before looking the pod up). v1 is
 tried first, and a connection that got that answer sends v1beta1 from then on.
 """
 import collections
+import datetime
+import email.utils
 import json
 import weakref
 
@@ -35,6 +40,7 @@ Eviction = collections.namedtuple("Eviction", "outcome message retry_after")
 VERSIONS = ("policy/v1", "policy/v1beta1")
 _NOT_SERVED = 'no kind "Eviction" is registered for version "policy/v1"'
 _TWO_BUDGETS = "more than one PodDisruptionBudget"
+MAX_RETRY_AFTER_S = 60      # a longer retryAfterSeconds or Retry-After is read as this
 
 _v1beta1_only = weakref.WeakKeyDictionary()     # connections whose server has no v1 Eviction
 
@@ -82,8 +88,9 @@ def evict(conn, namespace, name, uid=None, dry_run=False):
 def _decision(conn, e, status, uid, what):
     """The Eviction a refusal means, or raise KubeError."""
     message = _message(status) or what
-    details = status.get("details") or {}
-    kind = (details.get("kind") or "").lower()
+    details = _mapping(status.get("details"))
+    kind = details.get("kind")
+    kind = kind.lower() if isinstance(kind, str) else ""
     if e.status == 429:
         return Eviction("blocked", message, _retry_after(e, details))
     if e.status == 404:
@@ -102,25 +109,57 @@ def _status(e):
         status = json.loads(e.body)
     except Exception:  # noqa: BLE001 - not a Status
         return {}
-    return status if isinstance(status, dict) else {}
+    return _mapping(status)
+
+
+def _mapping(value):
+    return value if isinstance(value, dict) else {}
 
 
 def _message(status):
     """The Status message followed by its causes' (the budget's own reason)."""
-    parts = [status.get("message") or ""]
-    for cause in (status.get("details") or {}).get("causes") or []:
-        text = cause.get("message")
-        if text and text not in parts:
+    parts = [status.get("message")]
+    causes = _mapping(status.get("details")).get("causes")
+    for cause in causes if isinstance(causes, list) else ():
+        text = _mapping(cause).get("message")
+        if text not in parts:
             parts.append(text)
-    return " ".join(p.strip() for p in parts if p and p.strip())
+    return " ".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
 
 
 def _retry_after(e, details):
-    seconds = details.get("retryAfterSeconds")
+    """Seconds to wait before evicting again (0..MAX_RETRY_AFTER_S), or None: the
+    Status's retryAfterSeconds (a number or a string of digits), else the Retry-After
+    header (seconds or an HTTP date)."""
+    seconds = _seconds(details.get("retryAfterSeconds"))
     if seconds is None:
-        header = (getattr(e, "headers", None) or {}).get("Retry-After")
-        try:
-            seconds = int(header) if header is not None else None
-        except ValueError:
-            seconds = None
-    return seconds if seconds is None or seconds >= 0 else None
+        headers = getattr(e, "headers", None)
+        header = headers.get("Retry-After") if hasattr(headers, "get") else None
+        seconds = _seconds(header)
+        if seconds is None and isinstance(header, str):
+            seconds = _until(header)
+    return None if seconds is None else min(seconds, MAX_RETRY_AFTER_S)
+
+
+def _seconds(value):
+    """VALUE (an int, or a string of ASCII digits) as whole seconds >= 0, or None."""
+    if isinstance(value, str):
+        value = value.strip()
+        if not (value.isascii() and value.isdigit()):
+            return None
+        return MAX_RETRY_AFTER_S + 1 if len(value) > 6 else int(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return None
+    return int(min(value, MAX_RETRY_AFTER_S + 1)) if value >= 0 else None
+
+
+def _until(date):
+    """Seconds from now until the HTTP date DATE (0 when past), or None."""
+    try:
+        when = email.utils.parsedate_to_datetime(date)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.timezone.utc)
+    return max(0, int((when - now).total_seconds()))

@@ -33,11 +33,16 @@ kopf-style): ``get``/``list`` then refuse. ``indexers`` ``{name: key(obj)}`` kee
 unique secondary indexes over the store (``by(name, key)``: the agent finds its
 pods by uid there), so a component reads the informer instead of a second copy.
 
-A callback that raises is a bug the loop cannot repair (the component's view
-would silently diverge from the cluster): it is logged with its traceback and
-ends :meth:`run` with :class:`CallbackFailed`, so that the thread's supervisor
-(:mod:`kube.health`) marks the component unhealthy and the kubelet restarts it.
-``synced`` is set once the first list was stored *and* ``on_sync`` returned.
+One object is that object's problem, as in client-go: a handler that raises for
+one object is logged with its traceback and counted
+(``hwaffinity_informer_object_errors_total{kind, reason="handler"}``), and the
+watch goes on with the next event; so is a watch event whose object is not an
+object (``reason="malformed_event"``). A handler that raised for an object after
+a restart would raise again: ending the loop would only end the component. An
+``on_sync`` that raises is counted (``reason="sync"``) and the list is made again
+after the backoff (a component isolates its objects inside ``on_sync``, as the
+webhook's pod index does). ``synced`` is set once the first list was stored
+*and* ``on_sync`` returned.
 
 ``optional=True`` is for a kind an older server may not serve (policy/v1
 PodDisruptionBudgets before 1.21): a 404 to the list is said once (info), the
@@ -73,12 +78,30 @@ class _Broken(Exception):
     """The connection failed in the middle of an open watch."""
 
 
-class CallbackFailed(Exception):
-    """A handler or ``on_sync`` raised: the informer stopped (the message says which)."""
+class _SyncFailed(Exception):
+    """``on_sync`` raised (logged and counted already): list again after the backoff."""
+
+
+class InformerMetrics:
+    """The informers' counters, registered in REGISTRY (None: counted, not exported);
+    one instance serves every informer of a component (labelled by kind)."""
+
+    def __init__(self, registry=None):
+        from prometheus_client import Counter
+        self.object_errors = Counter(
+            "hwaffinity_informer_object_errors", "Objects a handler or on_sync failed on, "
+            "or watch events that were not objects, by kind and reason", ["kind", "reason"],
+            registry=registry)
+
+
+def _version(obj):
+    meta = obj.get("metadata")
+    return meta.get("resourceVersion") if isinstance(meta, dict) else None
 
 
 def _key(obj):
-    meta = obj.get("metadata") or {}
+    meta = obj.get("metadata")
+    meta = meta if isinstance(meta, dict) else {}
     return (meta.get("namespace") or "", meta.get("name"))
 
 
@@ -91,8 +114,8 @@ class Informer:
     ("pods on node n1"). LOG is a ``logging.Logger``.
 
     Callbacks run on the thread of :meth:`run`, one at a time, after the cache
-    was updated; an exception in one is logged with its traceback (a bug)
-    and ends :meth:`run` with :class:`CallbackFailed`. FIELDS prunes every
+    was updated; an exception in one is logged with its traceback and counted
+    in METRICS (an :class:`InformerMetrics`), and the loop goes on. FIELDS prunes every
     object before it is stored or handed on; STORE False keeps no cache (see
     the module docstring). ``synced``, ``relists`` (lists after the first),
     ``errors``, ``last_error`` and ``last_event_time`` (``time.monotonic()``
@@ -102,7 +125,7 @@ class Informer:
     def __init__(self, conn, list_call, kind, what, handler, on_sync=None,
                  field_selector=None, label_selector=None, timeout_seconds=300,
                  backoff_initial=0.5, backoff_max=30.0, log=None, fields=None,
-                 store=True, optional=False, indexers=None):
+                 store=True, optional=False, indexers=None, metrics=None):
         self.conn = conn
         self.list_call = list_call
         self.kind = kind
@@ -115,6 +138,7 @@ class Informer:
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
         self.log = log or logging.getLogger(__name__)
+        self.metrics = metrics or InformerMetrics()
         self.synced = threading.Event()
         self.relists = 0
         self.errors = 0
@@ -207,8 +231,6 @@ class Informer:
                 self.log.info("%s informer: resourceVersion %s expired (%s); listing %s again",
                               self.kind, self.resource_version, e, self.what)
             return True
-        except CallbackFailed:
-            raise
         except KubeError as e:
             if not (self.optional and e.status == 404 and self.resource_version is None):
                 return self._failed(e, stop)
@@ -231,7 +253,7 @@ class Informer:
         self.log.warning("%s informer: %s; retrying in %.1fs",
                          self.kind, self.last_error, self._delay)
         self._sleep(stop)
-        return isinstance(e, _WatchError)
+        return isinstance(e, (_WatchError, _SyncFailed))
 
     def _sleep(self, stop):
         stop.wait(self._delay)
@@ -241,7 +263,7 @@ class Informer:
         """One line, no traceback, nothing from the request headers."""
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
-        if isinstance(e, KubeError):
+        if isinstance(e, (KubeError, _SyncFailed)):
             return str(e)
         if isinstance(e, _WatchError):
             return "API server %s: the watch of %s failed: %s" % (self.conn.where, self.what, e)
@@ -271,8 +293,11 @@ class Informer:
         self._delay = self.backoff_initial
         if self.synced.is_set():
             self.relists += 1
-        if self.on_sync is not None:
-            self._call(self.on_sync, items, what="on_sync after listing %d" % len(items))
+        if self.on_sync is not None and not self._call(
+                self.on_sync, items, what="on_sync after listing %d" % len(items),
+                reason="sync"):
+            raise _SyncFailed("on_sync after listing %d %s failed; listing again"
+                              % (len(items), self.what))
         self.synced.set()
 
     def _watch(self, stop):
@@ -325,13 +350,19 @@ class Informer:
             raise _Broken(text) from None
 
     def _dispatch(self, event):
-        kind, obj = event.get("type"), event.get("object") or {}
+        kind = event.get("type") if isinstance(event, dict) else None
+        obj = event.get("object") if isinstance(event, dict) else None
+        if not isinstance(obj, dict):
+            self.metrics.object_errors.labels(self.kind, "malformed_event").inc()
+            self.log.warning("%s informer: ignoring a watch event of type %r without an "
+                             "object", self.kind, kind)
+            return
         if kind == "ERROR":
             message = "HTTP %s: %s" % (obj.get("code"), obj.get("message") or obj.get("reason"))
             if obj.get("code") == 410:
                 raise _Gone(message)
             raise _WatchError(message)
-        version = (obj.get("metadata") or {}).get("resourceVersion")
+        version = _version(obj)
         self.last_event_time = time.monotonic()
         if kind == "BOOKMARK":
             if version:
@@ -340,7 +371,15 @@ class Informer:
         if kind not in _OBJECT_EVENTS:
             self.log.warning("%s informer: ignoring a watch event of type %r", self.kind, kind)
             return
+        if version:
+            self.resource_version = version
         obj.setdefault("kind", self.kind)
+        name = "%s %s" % (kind, "/".join(str(p) for p in _key(obj) if p))
+        if self._call(self._store, kind, obj, what="storing " + name, reason="store"):
+            self._call(self.handler, kind, obj, what="handler on " + name, reason="handler")
+
+    def _store(self, kind, obj):
+        """Prune OBJ and apply event KIND to the store."""
         if self._prune is not None:
             self._prune(obj)
         if self.store:
@@ -352,19 +391,17 @@ class Informer:
                 else:
                     self._cache[_key(obj)] = obj
                     self._reindex(old, obj)
-        if version:
-            self.resource_version = version
-        self._call(self.handler, kind, obj, what="handler on %s %s" % (kind, "/".join(
-            p for p in _key(obj) if p)))
 
-    def _call(self, callback, *args, what):
+    def _call(self, callback, *args, what, reason):
+        """CALLBACK(*ARGS); False when it raised (logged whole and counted by REASON)."""
         try:
             callback(*args)
-        except Exception as e:  # noqa: BLE001 - a bug: logged whole, then the loop ends
-            self.log.exception("%s informer: %s failed", self.kind, what)
-            text = (str(e).strip() or type(e).__name__).splitlines()[0]
-            raise CallbackFailed("%s informer: %s failed: %s: %s" % (
-                self.kind, what, type(e).__name__, text)) from None
+        except Exception as e:  # noqa: BLE001 - one object's problem, never the loop's
+            self.metrics.object_errors.labels(self.kind, reason).inc()
+            self.log.exception("%s informer: %s failed (%s); going on", self.kind, what,
+                               type(e).__name__)
+            return False
+        return True
 
     def _guard(self, stop, done):
         """Unblock a watch read when STOP is set (ends with run())."""

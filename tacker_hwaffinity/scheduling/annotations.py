@@ -19,11 +19,14 @@ Both mean what the same terms in ``spec.affinity`` mean, and both are honoured a
 scheduling time: ``plan``/``explain`` add them to the pod's required (and preferred)
 terms, the scheduler extender evaluates them in a live cluster, and the mutating
 webhook copies the RequiredDuringExecution terms without Gt/Lt into
-``spec.affinity``. Parsing raises ``InputError`` naming the annotation and the field.
+``spec.affinity``. Parsing raises ``InputError`` naming the annotation and the field,
+and only that: JSON nested deeper than ``kube.jsondepth.MAX_DEPTH`` and Gt/Lt numbers
+past int64 are input errors too (fuzzed: tests/unit/scheduling/test_sched_fuzz.py).
 """
 import json
 
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.kube import jsondepth
 from tacker_hwaffinity.scheduling import selectors
 from tacker_hwaffinity.scheduling.terms import RawTerm
 
@@ -45,10 +48,14 @@ _RDE_FIELDS = ("podAffinity", "podAntiAffinity", "nodeAffinity")
 def _json_object(text, name, expected):
     if not isinstance(text, str):
         raise InputError("expected a string holding JSON", field=name)
+    depth = jsondepth.nesting(text.encode("utf-8", "surrogatepass"))
+    if depth is not None:
+        raise InputError("JSON nested %d levels deep, over the limit of %d"
+                         % (depth, jsondepth.MAX_DEPTH), field=name)
     try:
         raw = json.loads(text)
-    except ValueError as e:
-        raise InputError("not JSON: %s" % e, field=name)
+    except (ValueError, RecursionError) as e:
+        raise InputError("not JSON: %s" % (str(e)[:200] or type(e).__name__), field=name)
     if not isinstance(raw, dict):
         raise InputError("expected a JSON object with %s" % ", ".join(expected), field=name)
     unknown = sorted(map(str, set(raw) - set(expected)))

@@ -16,8 +16,9 @@ POD_OPERATORS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT)
 NODE_OPERATORS = POD_OPERATORS
 EXTENSION_OPERATORS = (GT, LT)  # accepted in pod selectors by hwaffinity only
 
-_INT = re.compile(r"^[+-]?[0-9]+$")
+_INT = re.compile(r"[+-]?0*([0-9]+)|[+-]?0+")   # ASCII digits only, the whole text
 _INT64_MIN, _INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+_INT64_DIGITS = len(str(_INT64_MAX))    # more significant digits: out of range, no int()
 
 
 class SelectorError(ValueError):
@@ -30,10 +31,16 @@ class SelectorError(ValueError):
 
 
 def parse_int64(text):
-    """strconv.ParseInt(text, 10, 64), or None."""
-    if not isinstance(text, str) or not _INT.match(text):
+    """strconv.ParseInt(text, 10, 64), or None. A number with more significant digits
+    than int64 has is refused before ``int()``, which raises ValueError past 4,300 digits
+    (and is quadratic before)."""
+    if not isinstance(text, str):
         return None
-    n = int(text)
+    m = _INT.fullmatch(text)
+    digits = m and m.group(1) or "0"
+    if m is None or len(digits) > _INT64_DIGITS:
+        return None
+    n = -int(digits) if text[0] == "-" else int(digits)
     return n if _INT64_MIN <= n <= _INT64_MAX else None
 
 

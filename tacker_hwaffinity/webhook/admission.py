@@ -13,7 +13,8 @@ DaemonSet, ReplicationController, Job and CronJob):
   (default ``kubernetes.io/hostname``). Checked in ``spec.affinity`` and in the
   two ``hwaffinity.io/`` annotations; every offending term is named by its path.
 * A malformed ``hwaffinity.io/pod-affinity`` or ``hwaffinity.io/required-during-
-  execution`` annotation is refused with the engine's message.
+  execution`` annotation is refused (403) with the engine's message: JSON nested
+  deeper than ``kube.jsondepth.MAX_DEPTH`` and Gt/Lt numbers past int64 included.
 * A pod-carrying object whose pod (template) has a non-mapping where a mapping
   belongs (``spec``, ``metadata``, ``affinity``, ...) is refused, naming the field.
   (The API server validates objects before validating webhooks see them, so this
@@ -25,7 +26,8 @@ DaemonSet, ReplicationController, Job and CronJob):
 * UPDATE refuses only problems that ``oldObject`` did not have already: objects
   created before the webhook existed can still be scaled, relabelled and have
   their finalizers removed.
-* An unexpected exception is a denial with code 500, never a traceback.
+* An unexpected exception is a denial with code 500, never a traceback. A body that
+  nests deeper than ``kube.jsondepth.MAX_DEPTH`` is refused (400) before decoding.
 
 Mutating (Pod CREATE only, see ``patches``): the RequiredDuringExecution terms the
 scheduler understands are copied into ``spec.affinity``. A malformed annotation or
@@ -37,6 +39,8 @@ import json
 
 from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT, HOSTNAME, NUMA_ANNOTATION
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.kube import jsondepth
+from tacker_hwaffinity.numa import affinity as numa_affinity
 from tacker_hwaffinity.scheduling import annotations
 from tacker_hwaffinity.webhook import patches
 
@@ -66,6 +70,10 @@ def handle(kind, body, allowed_keys=DEFAULT_ALLOWED_KEYS,
     a request gets 400 and ``{"error": ...}``."""
     if kind not in ("validate", "mutate"):
         return _error(404, "unknown webhook %r (expected validate or mutate)" % (kind,))
+    depth = jsondepth.nesting(body) if isinstance(body, bytes) else None
+    if depth is not None:
+        return _error(400, "the body nests %d levels deep, over the limit of %d"
+                      % (depth, jsondepth.MAX_DEPTH))
     try:
         review = json.loads(body)
     except (ValueError, TypeError, RecursionError) as e:
@@ -295,12 +303,13 @@ def problems(obj, path, allowed):
         except InputError as e:
             errors.append(str(e))
             continue
-        except RecursionError:
-            errors.append(str(InputError("nested too deeply", field="%s[%s]" % (prefix, name))))
-            continue
         for t in found.pod_terms["required_anti"]:
             if t.ns_selector.everything and t.topology_key not in allowed:
                 offences.append(_offence(t.field, t.topology_key))
+    try:    # the node agent's reader: what it would refuse, refused here alike
+        numa_affinity.annotation_affinities(notes, "", prefix)
+    except InputError as e:
+        errors.append(str(e))
     return errors, offences
 
 

@@ -1,30 +1,55 @@
 """Assume / confirm: pods the extender let through, until the watch shows where they went.
 
 The extender has no bind verb, so it never learns where kube-scheduler put a pod.
-``add(rec)`` records a pod that just passed the filter as *pending* (node unknown).
-The pod watch *confirms* it (``confirm``): when the pod shows up with ``spec.nodeName``
-it becomes an ordinary bound pod and the record goes; the record also goes when the
-pod is deleted, turns Succeeded/Failed, or is older than ``ttl`` (kube-scheduler failed
-to bind it, or a later extender rejected it; its next attempt assumes it again).
+``add(rec, verified)`` records a pod that just passed the filter as *pending* (node
+unknown). The pod watch *confirms* it (``confirm``): when the pod shows up with
+``spec.nodeName`` it becomes an ordinary bound pod and the record goes; the record also
+goes when the pod is deleted, turns Succeeded/Failed, or is older than ``ttl``
+(kube-scheduler failed to bind it, or a later extender rejected it; its next attempt
+assumes it again).
 
-``wait(rec, relevant, timeout)`` blocks (bounded by TIMEOUT) until no pending record
-that ``relevant(pending record)`` calls relevant is left, and returns how many remain.
-Every method is called with the pod index's lock held (``Condition`` on that lock).
-See ``doc/webhook.md``.
+What one ``/filter`` caller can do with records is bounded (``doc/webhook.md``):
+
+- a record is *verified* once the watch shows a pod of that name and uid, unbound; only
+  verified records delay a filter (a forged pod, that no watch ever shows, delays none);
+- a record delays filters for at most one wait: the first filter that waits for it sets
+  its ``until`` (that filter's deadline), and no filter waits for it after that;
+- at most ``max_records`` records exist: a new one drops the oldest unverified record,
+  else the oldest (counted in ``dropped`` with the reason ``cap``).
+
+``wait(key, relevant, timeout)`` blocks (bounded by TIMEOUT) until no verified pending
+record that ``relevant(pending record)`` calls relevant, and that was not waited for once
+already, is left, and returns how many remain. Every method is called with the pod
+index's lock held (``Condition`` on that lock).
 """
 import collections
 import threading
 import time
 
+MAX_PENDING = 1024       # pending records at most; kube-scheduler binds in well under 1 s
+
+
+class Pending:
+    """One pending record: the PodRecord, when it was assumed (the cache's clock), whether
+    the watch showed that pod (``verified``), and the ``time.monotonic()`` after which no
+    filter waits for it (``until``; None until a filter first waits for it)."""
+
+    __slots__ = ("rec", "at", "verified", "until")
+
+    def __init__(self, rec, at, verified):
+        self.rec, self.at, self.verified, self.until = rec, at, verified, None
+
 
 class Assumed:
     """Pending pod records by key, oldest first. LOCK: the pod index's lock; CLOCK:
-    seconds, monotonic; TTL: seconds a record lives unconfirmed."""
+    seconds, monotonic; TTL: seconds a record lives unconfirmed; DROPPED: a prometheus
+    Counter labelled by reason (``cap``, ``expired``)."""
 
-    def __init__(self, lock, clock, ttl):
+    def __init__(self, lock, clock, ttl, dropped, max_records=MAX_PENDING):
         self.cond = threading.Condition(lock)
-        self.clock, self.ttl = clock, ttl
-        self._records = collections.OrderedDict()   # key -> (PodRecord, assumed at)
+        self.clock, self.ttl, self.dropped = clock, ttl, dropped
+        self.max_records = max_records
+        self._records = collections.OrderedDict()   # key -> Pending
 
     def __len__(self):
         return len(self._records)
@@ -36,19 +61,31 @@ class Assumed:
         return self._records.keys()
 
     def records(self):
-        """(key, PodRecord) of every pending record, oldest first."""
-        return ((key, rec) for key, (rec, _at) in self._records.items())
+        """(key, PodRecord) of every verified pending record, oldest first."""
+        return ((key, p.rec) for key, p in self._records.items() if p.verified)
 
-    def add(self, rec):
+    def add(self, rec, verified):
+        """Record REC as pending; VERIFIED: the watch has shown that pod already."""
         self.expire()
         self._records.pop(rec.key, None)
-        self._records[rec.key] = (rec, self.clock())
+        if len(self._records) >= self.max_records:
+            oldest = next((k for k, p in self._records.items() if not p.verified),
+                          next(iter(self._records)))
+            del self._records[oldest]
+            self.dropped.labels("cap").inc()
+        self._records[rec.key] = Pending(rec, self.clock(), verified)
+
+    def verify(self, key, uid):
+        """The watch shows pod KEY (of UID) unbound: its record, if any, is a real pod's."""
+        got = self._records.get(key)
+        if got is not None and got.rec.uid == uid:
+            got.verified = True
 
     def confirm(self, key, uid=None):
         """The watch saw pod KEY bound, terminal or deleted (a deletion carries UID: a
         record of another pod of that name stays)."""
         got = self._records.get(key)
-        if got is None or (uid and got[0].uid and got[0].uid != uid):
+        if got is None or (uid and got.rec.uid and got.rec.uid != uid):
             return
         del self._records[key]
         self.cond.notify_all()
@@ -57,25 +94,34 @@ class Assumed:
         now = self.clock()
         dropped = False
         while self._records:
-            key, (_rec, at) = next(iter(self._records.items()))
-            if now - at < self.ttl:
+            key, p = next(iter(self._records.items()))
+            if now - p.at < self.ttl:
                 break
             del self._records[key]
+            self.dropped.labels("expired").inc()
             dropped = True
         if dropped:
             self.cond.notify_all()
 
     def wait(self, key, relevant, timeout):
-        """Block until no pending record other than KEY's that RELEVANT(record) accepts
-        is left, at most TIMEOUT seconds; return how many remain."""
-        deadline = time.monotonic() + timeout
+        """Block until no verified pending record other than KEY's that RELEVANT(record)
+        accepts, and that no filter waited for already, is left, at most TIMEOUT seconds;
+        return how many remain."""
+        start = time.monotonic()
+        deadline = start + timeout
         with self.cond:
             while True:
                 self.expire()
-                left = [at for k, (p, at) in self._records.items()
-                        if k != key and relevant(p)]
-                remaining = deadline - time.monotonic()
-                if not left or remaining <= 0:
+                left = [p for k, p in self._records.items()
+                        if k != key and p.verified and (p.until is None or p.until > start)
+                        and relevant(p.rec)]
+                now = time.monotonic()
+                waiting = [p for p in left if p.until is None or p.until > now]
+                if not waiting or now >= deadline:
                     return len(left)
-                to_expiry = min(left) + self.ttl - self.clock()
-                self.cond.wait(max(min(remaining, to_expiry), 0.001))
+                for p in waiting:
+                    if p.until is None:
+                        p.until = deadline
+                to_expiry = min(p.at for p in waiting) + self.ttl - self.clock()
+                wake = min(deadline, min(p.until for p in waiting)) - now
+                self.cond.wait(max(min(wake, to_expiry), 0.001))

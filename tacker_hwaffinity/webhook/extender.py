@@ -14,6 +14,7 @@ import re
 import numpy as np
 
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.kube import jsondepth
 from tacker_hwaffinity.scheduling.plugins import interpod
 
 LOG = logging.getLogger(__name__)
@@ -226,9 +227,13 @@ class Extender:
     def handle(self, verb, body):
         """(HTTP status, JSON response bytes) for VERB ("filter"/"prioritize") and the
         request BODY (bytes). Never raises."""
+        depth = jsondepth.nesting(body) if isinstance(body, bytes) else None
+        if depth is not None:
+            return 400, _json({"Error": "request body nests %d levels deep, over the limit "
+                                        "of %d" % (depth, jsondepth.MAX_DEPTH)})
         try:
             args = json.loads(body)
-        except (ValueError, UnicodeDecodeError, TypeError) as e:
+        except (ValueError, UnicodeDecodeError, TypeError, RecursionError) as e:
             return 400, _json({"Error": "request body is not JSON: %s" % e})
         try:
             if verb == "filter":

@@ -1,7 +1,14 @@
 """The scheduler extender's view of the cluster: nodes, namespaces, bound pods and
 pending (assumed) pods, fed by informers and read by :mod:`extender`. What it keeps
 and why, and how assume/confirm works: ``doc/webhook.md``. Pure: no HTTP, no client.
+
+One pod is that pod's problem: a malformed ``hwaffinity.io/`` annotation keeps the pod
+without its extended terms (the extender refuses it at filter time, the validating
+webhook at admission), and any other failure to index a pod skips that pod; both are
+logged once per pod and annotation, and counted in
+``hwaffinity_webhook_cache_pod_errors_total{reason}``. The watch and the list go on.
 """
+import logging
 import threading
 import time
 
@@ -12,9 +19,11 @@ from tacker_hwaffinity.scheduling import selectors
 from tacker_hwaffinity.scheduling.model import DEFAULT_NAMESPACE, NS_NAME_LABEL, Node
 from tacker_hwaffinity.scheduling.state import Domains
 from tacker_hwaffinity.scheduling.termgroups import EXISTING_KINDS, SelectingTerm, group_key
-from tacker_hwaffinity.webhook.assumed import Assumed
+from tacker_hwaffinity.webhook.assumed import MAX_PENDING, Assumed
 
+LOG = logging.getLogger(__name__)
 PENDING_TTL_S = 30.0
+MALFORMED, INTERNAL = "malformed_annotation", "internal"   # pod error reasons
 _PARSE_CACHE_MAX = 1024
 _POSITIVE = (selectors.IN, selectors.EQUALS, selectors.EXISTS, selectors.GT, selectors.LT)
 
@@ -54,18 +63,34 @@ def _apply_event(table, event_type, name, labels):
     return True
 
 
+class CacheMetrics:
+    """The cache's counters, registered in REGISTRY (None: counted, not exported)."""
+
+    def __init__(self, registry=None):
+        from prometheus_client import Counter
+        self.pod_errors = Counter(
+            "hwaffinity_webhook_cache_pod_errors", "Pods kept without their extended terms "
+            "(malformed_annotation) or not indexed (internal), by reason", ["reason"],
+            registry=registry)
+        self.pending_dropped = Counter(
+            "hwaffinity_webhook_pending_dropped", "Pending records dropped unconfirmed: "
+            "over the cap, or expired", ["reason"], registry=registry)
+
+
 class PodRecord:
     """What the cache keeps of one pod. ``terms``: {kind: (AffinityTerm, ...)} of its
     extended (annotation) terms, resolved, or None when it carries none (or a
-    malformed annotation, which the extender refused at filter time)."""
+    malformed annotation, which the extender refused at filter time: ``error`` says
+    what is wrong with it)."""
 
     __slots__ = ("key", "namespace", "name", "uid", "labels", "node", "live", "ann",
-                 "terms", "_class_key")
+                 "terms", "error", "_class_key")
 
-    def __init__(self, namespace, name, uid, labels, node, live, ann, terms):
+    def __init__(self, namespace, name, uid, labels, node, live, ann, terms, error=None):
         self.key = "%s/%s" % (namespace, name)
         self.namespace, self.name, self.uid, self.labels = namespace, name, uid, labels
         self.node, self.live, self.ann, self.terms = node, live, ann, terms
+        self.error = error
         self._class_key = None
 
     @property
@@ -148,9 +173,12 @@ class PodCache:
         "Namespace": {"metadata": ("name", "labels"), "spec": (), "status": ()},
     }
 
-    def __init__(self, clock=time.monotonic, pending_ttl=PENDING_TTL_S):
+    def __init__(self, clock=time.monotonic, pending_ttl=PENDING_TTL_S, registry=None,
+                 max_pending=MAX_PENDING):
         self.lock = threading.RLock()
-        self.assumed = Assumed(self.lock, clock, pending_ttl)  # see assumed.py
+        self.metrics = CacheMetrics(registry)
+        self.assumed = Assumed(self.lock, clock, pending_ttl,    # see assumed.py
+                               self.metrics.pending_dropped, max_pending)
         self._nodes = {}            # name -> labels
         self._nodes_version = 0
         self._view = None
@@ -214,18 +242,18 @@ class PodCache:
         if isinstance(anns, dict):
             ann = (anns.get(term_annotations.POD_AFFINITY),
                    anns.get(term_annotations.REQUIRED_DURING_EXECUTION))
-        terms = None
+        terms = error = None
         if ann != (None, None):
             try:
                 st = self._parse_ann(ann)
-            except InputError:
+            except InputError as e:
                 if strict:
                     raise
-                st = None
+                st, error = None, str(e)
             if st is not None and any(st.pod_terms.values()):
                 terms = self.resolve(st, ns, labels)
         return PodRecord(ns, name, meta.get("uid"), labels, node if isinstance(node, str)
-                         else "", live, ann, terms)
+                         else "", live, ann, terms, error)
 
     # -- nodes and namespaces ----------------------------------------------------
     def on_node(self, event_type, obj):
@@ -280,8 +308,21 @@ class PodCache:
 
     # -- pods --------------------------------------------------------------------
     def on_pod(self, event_type, obj):
-        if event_type not in ("ADDED", "MODIFIED", "DELETED"):
-            return
+        if event_type in ("ADDED", "MODIFIED", "DELETED"):
+            self._isolated(self._on_pod, event_type, obj)
+
+    def _isolated(self, apply, event_type, obj, *args):
+        """APPLY(EVENT_TYPE, OBJ, *ARGS); an exception is that pod's: logged, counted,
+        and the pod not indexed."""
+        try:
+            apply(event_type, obj, *args)
+        except Exception as e:  # noqa: BLE001 - one pod's problem, never the watch's
+            meta = _meta(obj)
+            self.metrics.pod_errors.labels(INTERNAL).inc()
+            LOG.exception("pod %s/%s (%s) not indexed: %s: %s", meta.get("namespace"),
+                          meta.get("name"), event_type, type(e).__name__, e)
+
+    def _on_pod(self, event_type, obj, previous=None):
         rec = self.describe(obj) if event_type != "DELETED" else None
         with self.lock:
             if event_type == "DELETED":
@@ -293,10 +334,15 @@ class PodCache:
                     self._unindex(old)
                 self.assumed.confirm(key, meta.get("uid"))
                 return
-            self._put(rec)
+            self._put(rec, previous)
 
-    def _put(self, rec):
+    def _put(self, rec, previous=None):
+        """Index REC; PREVIOUS: the pods before a relist (None: the cache's own)."""
         old = self._pods.get(rec.key)
+        seen = old if previous is None else previous.get(rec.key)
+        if rec.error is not None and (seen is None or seen.ann != rec.ann):
+            self.metrics.pod_errors.labels(MALFORMED).inc()
+            LOG.warning("pod %s kept without its extended terms: %s", rec.key, rec.error)
         if old is not None and old.same_placement(rec):
             rec = old  # status-only update: terms and index entries as they are
         else:
@@ -307,16 +353,20 @@ class PodCache:
                 self._index(rec)
         if rec.bound or not rec.live:
             self.assumed.confirm(rec.key)
+        else:
+            self.assumed.verify(rec.key, rec.uid)
 
     def sync_pods(self, objs):
-        """Replace every pod after a (re)list. Pending records of pods listed bound or
-        terminal are confirmed; the others stay (a pod created after the list began)."""
+        """Replace every pod after a (re)list, each pod on its own (``_isolated``).
+        Pending records of pods listed bound or terminal are confirmed; the others stay
+        (a pod created after the list began)."""
         with self.lock:
+            previous = self._pods
             self._pods, self._by_ns, self._extended = {}, {}, {}
             self._groups = {kind: {} for kind in EXISTING_KINDS}
             for obj in objs:
                 if isinstance(obj, dict):
-                    self._put(self.describe(obj))
+                    self._isolated(self._on_pod, "LISTED", obj, previous)
 
     def _index(self, rec):
         idx = self._by_ns.get(rec.namespace)
@@ -374,7 +424,8 @@ class PodCache:
         with self.lock:
             known = self._pods.get(rec.key)
             if known is None or not known.bound:
-                self.assumed.add(rec)
+                self.assumed.add(rec, known is not None and known.live
+                                 and known.uid == rec.uid)
 
     def pending(self):
         """How many pending records there are (expired ones dropped first)."""
@@ -386,7 +437,8 @@ class PodCache:
         """Block until no pending pod relevant to POD (a Pod object or PodRecord, whose
         resolved terms {kind: (AffinityTerm, ...)} are TERMS) is left, at most TIMEOUT
         seconds; return how many relevant pending pods remain unresolved. Relevant: a
-        pending pod that one of POD's terms selects, or whose own terms select POD."""
+        verified pending pod that one of POD's terms selects, or whose own terms select
+        POD, and that no filter waited for already (``assumed``)."""
         rec = pod if isinstance(pod, PodRecord) else self.describe(pod)
         flat = tuple(t for ts in (terms or {}).values() for t in ts)
         return self.assumed.wait(rec.key, lambda p: self._relevant(p, rec, flat), timeout)
@@ -501,8 +553,8 @@ class PodCache:
             return [g for g in groups.values() if g.matches(pod, ns_labels)]
 
     def selected_by(self, kinds, pod):
-        """Does an extended term of one of KINDS, of a bound pod or of a pending pod
-        other than POD, select POD (a PodRecord)?"""
+        """Does an extended term of one of KINDS, of a bound pod or of a verified pending
+        pod other than POD, select POD (a PodRecord)?"""
         with self.lock:
             for kind in kinds:
                 if self.matching_groups(kind, pod):

@@ -274,3 +274,33 @@ def test_a_pod_with_a_malformed_annotation_does_not_stop_the_gauges():
     labels = dict(zip(("namespace", "kind", "name"), W))
     assert _value(registry, "hwaffinity_workload_host_loss_ratio", **labels) == 1.0
     assert _value(registry, "hwaffinity_workload_intent_met", **labels) == 0
+
+
+def test_one_workload_whose_evaluation_raises_is_left_out_counted_and_the_rest_exported(
+        monkeypatch, caplog):
+    from tacker_hwaffinity.audit import core
+    registry = CollectorRegistry()
+    gauges = exposure.Exposure(exposure.ExposureMetrics(registry), "CIS-node",
+                               log=logging.getLogger("test.exposure"))
+    desired = core.ownersmod.desired
+
+    def broken(index, namespace, kind, name, running):
+        if name == "bad":
+            raise ValueError("replicas: 'many'")
+        return desired(index, namespace, kind, name, running)
+    monkeypatch.setattr(core.ownersmod, "desired", broken)
+    nodes = [_node("w1", "10.0.0.1", "h1"), _node("w2", "10.0.0.2", "h2")]
+    pods = [_owned(pod(n, w, "2026-01-01T00:00:01Z"), rs)
+            for n, w, rs in (("a", "w1", "web"), ("b", "w2", "web"), ("c", "w1", "bad"),
+                             ("d", "w2", "bad"))]
+    pods.append({"metadata": "not a mapping", "kind": "Pod", "spec": {"nodeName": "w1"}})
+    with caplog.at_level(logging.WARNING, logger="test.exposure"):
+        chosen = gauges.update(nodes, pods, {}, {})
+    assert [w.key for w in chosen] == [W]
+    assert _value(registry, "hwaffinity_workload_replicas", namespace="default",
+                  kind="ReplicaSet", name="web") == 2
+    assert _value(registry, "hwaffinity_workload_replicas", namespace="default",
+                  kind="ReplicaSet", name="bad") is None
+    assert _value(registry, "hwaffinity_exposure_failures_total", reason="ValueError") == 1
+    assert _value(registry, "hwaffinity_exposure_failures_total", reason="AttributeError") == 1
+    assert "workload default/ReplicaSet/bad left out: ValueError" in caplog.text

@@ -367,3 +367,35 @@ def test_what_the_controller_remembers_does_not_grow_with_pod_churn(world):
     assert len([e for e in calls["events"] if e[1] == "RequiredDuringExecutionInvalid"]) == 200
     assert len([e for e in calls["events"] if e[1] == "EvictionBlocked"]) >= 100
     assert max(max(s) for s in sizes[-50:]) <= 8, sizes[-1]
+
+
+def object_errors(c, kind):
+    return sum(s.value for m in c.metrics.object_errors.collect() for s in m.samples
+               if s.name.endswith("_total") and s.labels["kind"] == kind)
+
+
+def test_a_pod_or_node_that_cannot_be_read_is_skipped_and_the_tick_goes_on(world, caplog):
+    c, poll, nodes, pods, calls, now, _ = world
+    pods.objs[("default", "odd")] = {"metadata": {"namespace": "default", "name": "odd",
+                                                  "uid": "u-odd", "labels": ["x"]},
+                                     "spec": {"nodeName": "w1"}, "status": "Running"}
+    pods.objs[("default", "nameless")] = {"metadata": {"uid": "u-nameless"}}
+    nodes.objs[("", "w9")] = {"metadata": {"uid": "u-w9", "labels": {"CIS-node": "h9"}}}
+    poll.states = [State("1", "h1"), State("2", "h2")]
+    c.tick()
+    nodes.objs[("", "w1")]["metadata"]["labels"]["CIS-node"] = "h2"
+    now[0] += 11
+    with caplog.at_level(logging.ERROR, logger="test.controller"):
+        c.tick()
+    assert len(calls["evict"]) == 1             # a violator, despite the others
+    assert object_errors(c, "pod") >= 2 and object_errors(c, "node") >= 1
+    assert any(r == "HwaffinityControllerError" and name == "odd"
+               for name, r, _m in calls["events"])
+
+
+def test_a_bug_ends_the_tick_not_the_loop(world, monkeypatch):
+    c, poll, nodes, pods, calls, now, _ = world
+    monkeypatch.setattr(c, "_enforce", lambda: 1 / 0)
+    c.tick()
+    assert object_errors(c, "tick") == 1
+

@@ -1,5 +1,5 @@
-"""kube.informer's projection (fields), its store-less mode and its end on a callback
-that raises, over a stand-in list call that answers as the kubernetes client does
+"""kube.informer's projection (fields), its store-less mode and how it goes on past a
+callback that raises, over a stand-in list call that answers as the kubernetes client does
 (a paged list's bytes, a watch's line-delimited events). The loop against the real
 API server is tests/controlplane/test_kube_informer.py."""
 import json
@@ -7,9 +7,10 @@ import logging
 import threading
 
 import pytest
+from prometheus_client import CollectorRegistry
 
 from tacker_hwaffinity.kube.client import Connection
-from tacker_hwaffinity.kube.informer import CallbackFailed, Informer
+from tacker_hwaffinity.kube.informer import Informer, InformerMetrics
 
 FIELDS = {"metadata": ("name", "namespace", "uid", "labels"), "spec": ("nodeName",),
           "status": ("phase",)}
@@ -120,35 +121,51 @@ def test_without_a_store_the_informer_hands_on_and_keeps_nothing():
         informer.get("ns", "a")
 
 
-def test_a_handler_that_raises_ends_run_with_the_reason_in_one_line(caplog):
+def errors(registry, reason):
+    return registry.get_sample_value("hwaffinity_informer_object_errors_total",
+                                     {"kind": "Pod", "reason": reason}) or 0
+
+
+def test_a_handler_that_raises_for_one_object_is_logged_counted_and_the_watch_goes_on(caplog):
+    seen = []
+
     def handler(event_type, obj):
         if obj["metadata"]["name"] == "bad":
             raise ValueError("a bug\nsecond line")
+        seen.append(obj["metadata"]["name"])
     api = Api([full_pod("a")], [{"type": "ADDED", "object": full_pod("bad", "12")},
+                                {"type": "ADDED", "object": "not an object"},
+                                {"type": "MODIFIED", "object": {"metadata": ["odd"]}},
                                 {"type": "ADDED", "object": full_pod("later", "13")}])
-    informer = Informer(conn(), api, "Pod", "pods", handler,
-                        log=logging.getLogger("test.informer"))
-    with caplog.at_level(logging.ERROR, logger="test.informer"):
-        raised = run_until(informer, lambda: False, timeout=10)
-    assert len(raised) == 1 and isinstance(raised[0], CallbackFailed), raised
-    assert str(raised[0]) == ("Pod informer: handler on ADDED ns/bad failed: "
-                              "ValueError: a bug")
-    assert api.watches == 1                       # not retried: the loop ended
-    assert any(r.exc_info for r in caplog.records)   # the traceback is logged once
+    registry = CollectorRegistry()
+    informer = Informer(conn(), api, "Pod", "pods", handler, fields=FIELDS,
+                        log=logging.getLogger("test.informer"),
+                        metrics=InformerMetrics(registry))
+    with caplog.at_level(logging.WARNING, logger="test.informer"):
+        raised = run_until(informer, lambda: "later" in seen)
+    assert not raised and seen == ["later"]
+    assert informer.resource_version == "13" and informer.get("ns", "later")
+    assert errors(registry, "handler") == 2 and errors(registry, "malformed_event") == 1
+    bugs = [r for r in caplog.records if r.exc_info]
+    assert [r.getMessage() for r in bugs][0] == (
+        "Pod informer: handler on ADDED ns/bad failed (ValueError); going on")
 
 
-def test_synced_waits_for_on_sync_and_an_on_sync_that_raises_ends_run():
+def test_synced_waits_for_on_sync_and_an_on_sync_that_raises_is_listed_again():
     calls = []
 
     def on_sync(objects):
         calls.append(len(objects))
-        raise KeyError("uid")
+        if len(calls) == 1:
+            raise KeyError("uid")
+    registry = CollectorRegistry()
     informer = Informer(conn(), Api([full_pod("a")]), "Pod", "pods", lambda *a: None,
-                        on_sync=on_sync)
-    raised = run_until(informer, lambda: False, timeout=10)
-    assert calls == [1] and isinstance(raised[0], CallbackFailed)
-    assert "on_sync after listing 1 failed: KeyError" in str(raised[0])
-    assert not informer.synced.is_set()      # the first list was never applied
+                        on_sync=on_sync, backoff_initial=0.01,
+                        metrics=InformerMetrics(registry))
+    raised = run_until(informer, informer.synced.is_set, timeout=10)
+    assert not raised and calls == [1, 1] and informer.synced.is_set()
+    assert errors(registry, "sync") == 1 and informer.errors == 1
+    assert "on_sync after listing 1 pods failed; listing again" in informer.last_error
 
 
 def test_an_index_follows_the_store_through_list_modify_and_delete():

@@ -7,9 +7,10 @@ import statistics
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+import fuzzing
 from tacker_hwaffinity.scheduling import selectors
 from tacker_hwaffinity.webhook import admission, patches
 
@@ -264,6 +265,129 @@ def test_a_deeply_nested_annotation_is_refused_not_crashed_on():
     msg = denial(pod(notes=notes))
     assert msg.startswith("Pod web: field metadata.annotations[%s]: " % RDE)
     assert patch_of(admission.mutate(request(pod(notes=notes)))) is None
+
+
+LONG_NUMBER = "9" * 4400       # int() refuses it (ValueError past 4,300 digits)
+DEEP = "[" * 3000 + "]" * 3000
+
+
+@pytest.mark.parametrize("notes,why", [
+    ({PA: {"podAffinity": {REQ: [term("CIS-node", exprs=[gt("v", LONG_NUMBER)])]}}},
+     "podAffinity.%s[0].labelSelector.matchExpressions[0].values[0]: for 'Gt', 'Lt' "
+     "operators, the value must be an integer" % REQ),
+    ({RDE: {"nodeAffinity": [{"matchExpressions": [
+        {"key": "cores", "operator": "Lt", "values": [LONG_NUMBER]}]}]}},
+     "must be an integer"),
+    ({PA: DEEP}, "metadata.annotations[%s]: JSON nested 3000 levels deep, over the limit "
+     "of 64" % PA),
+    ({RDE: '{"podAffinity": %s}' % DEEP}, "JSON nested 3001 levels deep"),
+])
+def test_a_huge_gt_value_or_json_nested_thousands_deep_is_denied_with_why_not_a_500(notes, why):
+    assert why in denial(pod(notes=notes))           # 403 Forbidden, the engine's message
+    assert why in denial(workload("Deployment", pod(notes=notes)))
+    assert patch_of(admission.mutate(request(pod(notes=notes)))) is None
+
+
+def test_a_review_nested_deeper_than_any_kubernetes_object_is_a_400():
+    body = b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": '
+    status, out = admission.handle("validate", body + b"[" * 3000 + b"]" * 3000 + b"}")
+    assert (status, json.loads(out)) == (400, {
+        "error": "the body nests 3001 levels deep, over the limit of 64"})
+
+
+# -- fuzzing: a whole AdmissionReview body gives an AdmissionReview answer or a 400, in
+# at most 250 ms of CPU and 32 MiB for bodies up to 300 KB (an annotation's worst case)
+REVIEW_CPU_S, REVIEW_MIB = 0.25, 32
+
+
+def answered(kind, body):
+    """What handle() answers BODY, checked to be a documented outcome: 200 with an
+    AdmissionReview whose response is no internal error, or 400 with an error."""
+    status, out = admission.handle(kind, body)
+    doc = json.loads(out)
+    if status == 400:
+        assert set(doc) == {"error"}
+        return status
+    assert status == 200 and doc["kind"] == "AdmissionReview", (status, doc)
+    response = doc["response"]
+    assert isinstance(response["allowed"], bool)
+    assert (response.get("status") or {}).get("code") != 500, response
+    return status
+
+
+def review_body(obj, op="CREATE", old=None):
+    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                       "request": request(obj, op=op, old=old)}).encode()
+
+
+VALID_PODS = [
+    pod(notes={PA: {"podAffinity": {REQ: [term("CIS-node", exprs=[gt("v", 3)])]}},
+               RDE: {"podAntiAffinity": [term("kubernetes.io/hostname")],
+                     "nodeAffinity": [{"matchExpressions": [
+                         {"key": "c", "operator": "Gt", "values": ["8"]}]}]}}),
+    workload("Deployment", pod(anti=[term("rack", ns_selector={})])),
+    workload("CronJob", pod(notes={RDE: {"podAffinity": [term("zone", exprs=[gt("v", 1)])]}})),
+]
+VALID_BODIES = [review_body(p) for p in VALID_PODS] + [
+    review_body(VALID_PODS[0], "UPDATE", VALID_PODS[0])]
+BYTE_BITS = st.sampled_from([b'"', b"{", b"}", b"[", b"]", b",", b":", b"null", b"1e999",
+                             LONG_NUMBER.encode(), b"[" * 300, b'{"a":' * 80, rb"\ud800",
+                             b'"Gt"', b'"UPDATE"', rb"\u0000", b"\\", b"\xff"])
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=20)
+POD_KEYS = st.sampled_from(["metadata", "spec", "annotations", "affinity", "podAntiAffinity",
+                            REQ, "template", "labelSelector", "matchExpressions", "values",
+                            "namespaceSelector", "topologyKey", PA, RDE, "hwaffinity.io/numa"])
+
+
+def edited(body, edits):
+    """BODY with EDITS ((position, deleted length, inserted bytes), ...) applied."""
+    for pos, cut, insert in edits:
+        pos %= len(body) + 1
+        body = body[:pos] + insert + body[pos + cut:]
+    return body
+
+
+def _graft(obj, path, value):
+    """OBJ (a deep copy) with VALUE put at the key path PATH, as far as it leads."""
+    obj = copy.deepcopy(obj)
+    node = obj
+    for key in path[:-1]:
+        nxt = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(nxt, dict):
+            break
+        node = nxt
+    if isinstance(node, dict) and path:
+        node[path[-1]] = value
+    return obj
+
+
+BODIES = st.one_of(
+    st.binary(max_size=400),
+    st.builds(edited, st.sampled_from(VALID_BODIES), st.lists(st.tuples(
+        st.integers(0, 4000), st.integers(0, 40), BYTE_BITS | st.binary(max_size=6)),
+        max_size=6)),
+    st.builds(lambda o, path, v: review_body(_graft(o, path, v)), st.sampled_from(VALID_PODS),
+              st.lists(POD_KEYS, min_size=1, max_size=5), JSON),
+    st.builds(lambda o, name, text: review_body(_graft(o, ["metadata", "annotations", name],
+                                                       text)),
+              st.sampled_from(VALID_PODS[:1]), st.sampled_from([PA, RDE]),
+              st.text(max_size=200) | st.sampled_from([DEEP, LONG_NUMBER]))).filter(
+    lambda b: len(b) <= 300_000)
+
+
+@given(st.sampled_from(["validate", "mutate"]), BODIES)
+@example("validate", review_body(pod(notes={PA: DEEP})))
+@example("validate", review_body(pod(notes={PA: {"podAffinity": {REQ: [
+    term("CIS-node", exprs=[gt("v", LONG_NUMBER)])]}}})))
+@example("mutate", review_body(pod(notes={RDE: {"podAntiAffinity": [
+    term("CIS-node", exprs=[gt("v", LONG_NUMBER)])]}})))
+@example("validate", review_body(pod(notes={RDE: "[" * 100000 + "]" * 100000})))
+@example("validate", b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", '
+         b'"request": ' + b"[" * 3000 + b"]" * 3000 + b"}")
+def test_fuzz_admission_review_bodies(kind, body):
+    fuzzing.bounded(answered, kind, body, seconds=REVIEW_CPU_S, mib=REVIEW_MIB)
 
 
 @pytest.mark.parametrize("obj,message", [

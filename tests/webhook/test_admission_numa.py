@@ -141,3 +141,51 @@ def test_a_bad_agent_service_account_is_one_line_exit_2():
     assert r.returncode == 2 and "Traceback" not in r.stderr
     (line,) = r.stderr.strip().splitlines()
     assert "--agent-service-account" in line and "system:serviceaccount:NAMESPACE:NAME" in line
+
+
+# -- the CRI-RM affinity annotations: refused at admission as the node agent refuses them --
+
+CRIRM = "cri-resource-manager.intel.com/affinity"
+
+
+def _agent_refusal(notes):
+    """The node agent's message for a pod with NOTES (what NodeState records)."""
+    from tacker_hwaffinity.agent.node import NodeState
+    from tacker_hwaffinity.numa.topology import machine_from_yaml
+    from tacker_hwaffinity.objects.yamlio import parse_documents
+    path = os.path.join(ROOT, "tests", "numa", "data", "server.yaml")
+    with open(path) as f:
+        state = NodeState(machine_from_yaml(parse_documents(f.read(), path)[0], path))
+    obj = pod(notes=notes)
+    obj["metadata"]["uid"] = "u1"
+    obj["status"] = {"phase": "Running", "containerStatuses": [
+        {"name": "c", "containerID": "containerd://" + "a" * 64}]}
+    state.update(obj)
+    (failure,) = state.failures("u1")
+    return failure[1]
+
+
+@pytest.mark.parametrize("text", [
+    "c:\n" + "- match: {key: name, operator: In, values: [x]}\n" * 65,        # affinities
+    "c:\n- match: {key: name, operator: In, values: [%s]}" % ",".join(
+        "v%d" % i for i in range(65)),                                        # values
+    "c:\n- match: {key: name, operator: In, values: [x]}\n  weight: " + "1" * 401,
+    "c:\n- match: {key: name, operator: In, values: [0x%s]}" % ("f" * 300),
+    "c:\n- &a {scope: {operator: AlwaysTrue}, match: {key: name, operator: MatchesAny, "
+    "values: [%s]}}\n" % ",".join(["'*a*b'"] * 60) + "- *a\n" * 120,        # aliases
+    "c:\n- match: {key: name, operator: Bogus}",                              # malformed
+])
+def test_the_webhook_refuses_what_the_agent_refuses_with_its_message(text):
+    message = refused(pod(notes={CRIRM: text}))
+    core = message.split("Pod web: ", 1)[1]
+    assert core.startswith("field metadata.annotations[%s]: " % CRIRM)
+    assert _agent_refusal({CRIRM: text}).endswith(core)
+    # a pod template too, naming its path
+    assert "spec.template.metadata.annotations[%s]" % CRIRM in refused(
+        workload("Deployment", pod(notes={CRIRM: text})))
+
+
+def test_an_affinity_annotation_within_the_caps_is_allowed():
+    assert allowed(pod(notes={CRIRM: "c:\n- scope: {operator: AlwaysTrue}\n  match: "
+                                     "{key: pod/name, operator: In, values: [db]}\n  weight: 5",
+                              "resource-policy.nri.io/anti-affinity": "c: [d]"}))

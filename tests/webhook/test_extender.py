@@ -4,7 +4,9 @@ import threading
 import time
 
 import pytest
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, example, given, settings, strategies as st
+
+import fuzzing
 
 from tacker_hwaffinity.scheduling import annotations
 from tacker_hwaffinity.scheduling.framework import Cycle
@@ -179,6 +181,7 @@ def test_filter_assumes_the_pod_and_the_next_one_sees_it_once_bound():
     cache, ext = make([], pending_wait=5.0)
     anti = affinity(req_anti=[term(H, {"app": "web"})])
     first = annotated(pod("web-1", {"app": "web"}), anti)
+    cache.on_pod("ADDED", first)     # the watch shows it: its pending record is verified
     keep, _ = filt(ext, first)
     assert keep == NAMES and cache.pending() == 1
 
@@ -211,6 +214,7 @@ def test_unbound_relevant_pending_pod_bounds_the_wait(monkeypatch):
     monkeypatch.setattr(cache.assumed.cond, "wait",
                         lambda timeout=None: waits.append(timeout) or real_wait(timeout))
     anti = affinity(req_anti=[term(H, {"app": "web"})])
+    cache.on_pod("ADDED", annotated(pod("web-1", {"app": "web"}), anti))
     filt(ext, annotated(pod("web-1", {"app": "web"}), anti))
     filt(ext, annotated(pod("web-1", {"app": "web"}), anti))   # its own record: no wait
     filt(ext, pod("db-1", {"app": "db"}))                       # unrelated: no wait
@@ -222,6 +226,28 @@ def test_unbound_relevant_pending_pod_bounds_the_wait(monkeypatch):
     assert waits and max(waits) <= 0.1     # it waited, never asking beyond pending_wait
     assert keep == NAMES   # decided without it
     assert cache.pending() == 4
+
+
+def test_a_forged_filter_call_slows_no_later_filter():
+    """One POST of a pod nobody created, with required anti-affinity over every pod of
+    every namespace: its pending record delays no later /filter (2 s each before)."""
+    cache, ext = make([V2, V5], pending_wait=2.0)
+    forged = annotated(pod("forged", {"app": "f"}), affinity(req_anti=[
+        term(H, {}, namespaceSelector={})]))
+    status, _ = ext.handle("filter", json.dumps({"Pod": forged, "NodeNames": NAMES}).encode())
+    assert status == 200 and cache.pending() == 1
+    took = []
+    for i in range(20):
+        incoming = pod("p%d" % i, {"app": "a%d" % i}, ns="ns%d" % (i % 3))
+        if i % 2:
+            annotated(incoming, affinity(req_anti=[term(H, {"app": "a%d" % i})]))
+        cache.on_pod("ADDED", incoming)
+        body = json.dumps({"Pod": incoming, "NodeNames": NAMES}).encode()
+        started = time.monotonic()
+        status, out = ext.handle("filter", body)
+        took.append(time.monotonic() - started)
+        assert status == 200 and json.loads(out)["Error"] == ""
+    assert max(took) < 0.1, took
 
 
 # -- prioritize ------------------------------------------------------------------------
@@ -407,3 +433,56 @@ def test_the_priority_list_is_encoded_as_json_would_encode_it():
         got = json.loads(_priorities_json(list(names), scores))
         assert got == [{"Host": n, "Score": s} for n, s in zip(names, scores)]
     assert json.loads(_priorities_json([], [])) == []
+
+
+# -- fuzzing: an ExtenderArgs body gives a 200 or a 400 with an Error, never a 500, in
+# at most 250 ms of CPU and 32 MiB for bodies up to 64 KB (four nodes' cache)
+ARGS_CPU_S, ARGS_MIB = 0.25, 32
+LONG_NUMBER = "9" * 4400
+VALID_ARGS = [
+    {"Pod": annotated(pod("x", {"app": "web"}), affinity(req_aff=[gt("version", "3")],
+                                                         req_anti=[lt("version", "9")])),
+     "NodeNames": NAMES},
+    {"Pod": annotated(pod("y", {"app": "db"}), rde={"podAntiAffinity": [gt("version", "1")]}),
+     "Nodes": {"items": [{"metadata": {"name": n}} for n in NAMES]}},
+    {"Pod": pod("z", {"version": "4"}), "NodeNames": NAMES[:2]},
+]
+ARGS_BODIES = [json.dumps(a).encode() for a in VALID_ARGS]
+FUZZ_CACHE = make([V2, V5, annotated(pod("g", {"app": "g"}, on="n2"),
+                                     affinity(req_anti=[gt("version", "0")]))],
+                  pending_wait=0.0)[1]
+
+
+def edited(body, edits):
+    for pos, cut, insert in edits:
+        pos %= len(body) + 1
+        body = body[:pos] + insert + body[pos + cut:]
+    return body
+
+
+def extender_answer(verb, body):
+    status, out = FUZZ_CACHE.handle(verb, body)
+    doc = json.loads(out)
+    assert status in (200, 400), (status, doc)
+    if status == 400 or isinstance(doc, dict):
+        assert isinstance(doc, dict) and isinstance(doc.get("Error", ""), str)
+    return status
+
+
+@given(st.sampled_from(["filter", "prioritize"]), st.one_of(
+    st.binary(max_size=300),
+    st.builds(edited, st.sampled_from(ARGS_BODIES), st.lists(st.tuples(
+        st.integers(0, 3000), st.integers(0, 30),
+        st.sampled_from([b'"', b"{", b"}", b"[", b"]", b"null", b"1e999", b"[" * 200,
+                         LONG_NUMBER.encode(), b'"Gt"', b'"Lt"', b'"NodeNames"', b"\xff"])
+        | st.binary(max_size=6)), max_size=6))))
+@example("filter", json.dumps({"Pod": annotated(pod("big"), affinity(req_anti=[
+    gt("version", LONG_NUMBER)])), "NodeNames": NAMES}).encode())
+@example("filter", json.dumps({"Pod": {"metadata": {"annotations": {
+    annotations.POD_AFFINITY: "[" * 3000 + "]" * 3000}}}, "NodeNames": NAMES}).encode())
+@example("prioritize", json.dumps({"Pod": {"metadata": {"annotations": {
+    annotations.REQUIRED_DURING_EXECUTION: "[" * 3000 + "]" * 3000}}},
+    "NodeNames": NAMES}).encode())
+@example("filter", b'{"Pod": ' + b"[" * 3000 + b"]" * 3000 + b"}")
+def test_fuzz_extender_bodies(verb, body):
+    fuzzing.bounded(extender_answer, verb, body, seconds=ARGS_CPU_S, mib=ARGS_MIB)

@@ -1,7 +1,11 @@
 """PodCache: the index the extender reads, and assume / confirm / expire of pending pods."""
 import json
+import logging
 import threading
 import time
+
+import pytest
+from prometheus_client import CollectorRegistry
 
 from tacker_hwaffinity.scheduling import annotations
 from tacker_hwaffinity.scheduling.terms import RawTerm
@@ -32,6 +36,12 @@ class Clock:
 
     def __call__(self):
         return self.now
+
+
+def watched_and_assumed(c, p):
+    """Assume pod P after the watch showed it unbound (the pending record is verified)."""
+    c.on_pod("ADDED", p)
+    c.assume(p)
 
 
 def moved(p, **changes):
@@ -225,8 +235,8 @@ def test_pending_records_expire():
 def test_wait_for_pending_returns_when_the_watch_confirms():
     c = PodCache()
     web = pod("web-1", {"app": "web"})
-    c.assume(web)
-    c.assume(pod("other", {"app": "db"}))
+    watched_and_assumed(c, web)
+    watched_and_assumed(c, pod("other", {"app": "db"}))
     incoming = c.describe(pod("web-2", {"app": "web"}))
     terms = {"required_anti": (sel(labels={"app": "web"}),)}
 
@@ -245,8 +255,8 @@ def test_wait_for_pending_returns_when_the_watch_confirms():
 
 def test_wait_for_pending_times_out_and_counts():
     c = PodCache()
-    c.assume(pod("web-1", {"app": "web"}))
-    c.assume(pod("web-3", {"app": "web"}))
+    watched_and_assumed(c, pod("web-1", {"app": "web"}))
+    watched_and_assumed(c, pod("web-3", {"app": "web"}))
     terms = {"preferred_affinity": (sel(labels={"app": "web"}),)}
     started = time.monotonic()
     assert c.wait_for_pending(pod("web-2", {"app": "web"}), terms, timeout=0.1) == 2
@@ -261,7 +271,7 @@ def test_wait_for_pending_times_out_and_counts():
 def test_a_pending_pods_own_terms_make_it_relevant():
     c = PodCache()
     guard = with_anti(pod("guard", {"app": "g"}), term(H, {"app": "web"}))
-    c.assume(guard)
+    watched_and_assumed(c, guard)
     assert c.wait_for_pending(pod("w", {"app": "web"}), None, timeout=0.05) == 1
     assert c.selected_by(("required_anti",), c.describe(pod("w", {"app": "web"})))
     assert not c.selected_by(("preferred_anti",), c.describe(pod("w", {"app": "web"})))
@@ -271,7 +281,7 @@ def test_a_pending_pods_own_terms_make_it_relevant():
 def test_wait_wakes_when_a_relevant_record_expires():
     clock = Clock()
     c = PodCache(clock=clock, pending_ttl=30)
-    c.assume(pod("web-1", {"app": "web"}))
+    watched_and_assumed(c, pod("web-1", {"app": "web"}))
     terms = {"required_anti": (sel(labels={"app": "web"}),)}
     result = []
     t = threading.Thread(target=lambda: result.append(
@@ -282,3 +292,98 @@ def test_wait_wakes_when_a_relevant_record_expires():
     assert c.pending() == 0   # any look at the pending records drops it and wakes the waiter
     t.join(4)
     assert result == [0]
+
+
+# -- one pod is that pod's problem -----------------------------------------------------
+def errors(registry, reason):
+    return registry.get_sample_value("hwaffinity_webhook_cache_pod_errors_total",
+                                     {"reason": reason}) or 0
+
+
+LONG_GT = json.dumps(affinity(req_aff=[term(H, exprs=[
+    {"key": "v", "operator": "Gt", "values": ["9" * 4400]}])]))
+DEEP = "[" * 3000 + "]" * 3000
+
+
+@pytest.mark.parametrize("name,value", [(annotations.POD_AFFINITY, LONG_GT),
+                                        (annotations.POD_AFFINITY, DEEP),
+                                        (annotations.REQUIRED_DURING_EXECUTION, DEEP)])
+def test_a_pod_with_a_bad_annotation_is_kept_without_terms_counted_and_logged_once(
+        name, value, caplog):
+    registry = CollectorRegistry()
+    c = PodCache(registry=registry)
+    bad = pod("bad", {"app": "web"}, on="n1")
+    bad["metadata"]["annotations"] = {name: value}
+    good = with_anti(pod("good", {"app": "web"}, on="n2"), term(H, {"app": "web"}))
+    with caplog.at_level(logging.WARNING, logger="tacker_hwaffinity.webhook.podcache"):
+        c.sync_pods([bad, good])                    # the list after a restart
+        c.on_pod("MODIFIED", moved(bad, phase="Running"))    # the watch, then a relist
+        c.on_pod("ADDED", pod("later", {"app": "web"}, on="n3"))
+        c.sync_pods([bad, good, pod("later", {"app": "web"}, on="n3")])
+    assert c.select([sel(labels={"app": "web"})]) == {"n1": 1, "n2": 1, "n3": 1}
+    assert c.stats()["extended"] == 1               # good's terms; bad's are dropped
+    assert c.matching_groups("required_anti", c.describe(pod("x", {"app": "web"})))
+    assert errors(registry, "malformed_annotation") == 1
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and lines[0].startswith(
+        "pod default/bad kept without its extended terms: field metadata.annotations[%s]"
+        % name), lines
+
+
+def test_a_pod_that_cannot_be_indexed_is_skipped_and_the_rest_goes_on(monkeypatch, caplog):
+    registry = CollectorRegistry()
+    c = PodCache(registry=registry)
+    describe = c.describe
+
+    def broken(obj, strict=False):
+        if obj["metadata"]["name"] == "boom":
+            raise RuntimeError("a bug")
+        return describe(obj, strict)
+    monkeypatch.setattr(c, "describe", broken)
+    with caplog.at_level(logging.ERROR, logger="tacker_hwaffinity.webhook.podcache"):
+        c.sync_pods([pod("a", {"app": "x"}, on="n1"), pod("boom", {"app": "x"}, on="n1"),
+                     pod("b", {"app": "x"}, on="n2")])
+        c.on_pod("ADDED", pod("boom", {"app": "x"}, on="n3"))
+        c.on_pod("ADDED", pod("c", {"app": "x"}, on="n3"))
+        c.on_pod("ADDED", "not a pod")
+    assert c.select([sel(labels={"app": "x"})]) == {"n1": 1, "n2": 1, "n3": 1}
+    assert errors(registry, "internal") == 3
+    assert "pod default/boom (LISTED) not indexed: RuntimeError: a bug" in caplog.text
+
+
+# -- pending records are bounded -------------------------------------------------------
+def test_a_forged_pods_record_delays_no_filter():
+    c = PodCache()
+    forged = with_anti(pod("forged", {"app": "f"}), term(H, {}, ns_selector={}))
+    c.assume(forged)                        # the watch never shows it
+    assert c.pending() == 1
+    started = time.monotonic()
+    for i in range(20):
+        assert c.wait_for_pending(pod("p%d" % i, {"app": str(i)}, ns="ns%d" % i), None,
+                                  timeout=2) == 0
+        assert not c.selected_by(("required_anti",), c.describe(pod("q", {"app": "q"})))
+    assert time.monotonic() - started < 1.0
+
+
+def test_a_verified_record_delays_filters_for_one_wait_at_most():
+    c = PodCache()
+    watched_and_assumed(c, with_anti(pod("guard", {"app": "g"}), term(H, {}, ns_selector={})))
+    started = time.monotonic()
+    assert c.wait_for_pending(pod("w1", {"app": "web"}), None, timeout=0.1) == 1
+    assert 0.1 <= time.monotonic() - started
+    started = time.monotonic()
+    for i in range(20):
+        assert c.wait_for_pending(pod("w%d" % i, {"app": "web"}), None, timeout=2) == 0
+    assert time.monotonic() - started < 1.0
+    assert c.pending() == 1                 # still pending: the watch decides when it goes
+
+
+def test_pending_records_are_capped_oldest_unverified_first_and_counted():
+    registry = CollectorRegistry()
+    c = PodCache(registry=registry, max_pending=3)
+    watched_and_assumed(c, pod("real"))
+    for i in range(5):
+        c.assume(pod("forged-%d" % i))
+    assert list(c.assumed.keys()) == ["default/real", "default/forged-3", "default/forged-4"]
+    assert registry.get_sample_value("hwaffinity_webhook_pending_dropped_total",
+                                      {"reason": "cap"}) == 3
