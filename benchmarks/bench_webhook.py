@@ -137,7 +137,7 @@ def main():
     posts["/mutate"] = cli._route("/mutate", lambda b: admission.handle("mutate", b), metrics)
     names = [n["metadata"]["name"] for n in nodes]
     with tempfile.TemporaryDirectory() as tmp:
-        ca, crt, key = certs.issue([], ["127.0.0.1"])
+        ca, crt, key = certs.issue([], ["127.0.0.1"])[:3]
         paths = {}
         for name, data in (("ca.crt", ca), ("tls.crt", crt), ("tls.key", key)):
             paths[name] = os.path.join(tmp, name)

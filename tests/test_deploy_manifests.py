@@ -11,6 +11,9 @@
   restricted level; the agent asks for exactly its documented minimum;
 - no Secret (no `change-me`) in the apply path; PodDisruptionBudgets and the webhook's
   PriorityClass; images, ports, probes and flags agree with the CLI;
+- the webhook answers the extender only to kube-scheduler's client certificate, which
+  the scheduler configurations present; a NetworkPolicy per component admits only the
+  port it serves (metrics: from Prometheus's namespace);
 - kube-scheduler's configuration: v1 (read by `hwaffinity plan`), and the v1beta1 variant
   a real kube-scheduler 1.20 runs with;
 - the 1.20-compatible objects pass the real API server's server-side dry run.
@@ -30,6 +33,7 @@ import yaml
 from ci_policy import unavailable
 from controlplane import harness
 from tacker_hwaffinity.cli.main import build_parser
+from tacker_hwaffinity.webhook import certs
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEPLOY = os.path.join(ROOT, "deploy")
@@ -412,7 +416,7 @@ def _mounted(container, path):
 def test_every_file_a_flag_names_is_mounted(applied):
     (c,) = _pod_spec(applied, "Deployment", "hwaffinity-webhook")["containers"]
     args = _parse(c)
-    assert _mounted(c, args.cert) and _mounted(c, args.key)
+    assert _mounted(c, args.cert) and _mounted(c, args.key) and _mounted(c, args.client_ca)
     (c,) = _pod_spec(applied, "DaemonSet", "hwaffinity-agent")["containers"]
     args = _parse(c)
     mounts = {m["mountPath"]: m["name"] for m in c["volumeMounts"]}
@@ -420,6 +424,59 @@ def test_every_file_a_flag_names_is_mounted(applied):
     assert mounts[args.cpu_manager_state] == "cpu-manager-state"
     assert mounts[args.cgroup_root] == "cgroup"
     assert mounts[os.path.join(args.sysfs_root, "devices/system")] == "cpus"
+
+
+def test_the_webhook_answers_the_extender_only_to_the_schedulers_certificate(applied):
+    """The Deployment passes the TLS Secret's ca.crt as --client-ca and kube-scheduler's
+    name (what `webhook certs` issues), and both scheduler configurations present a
+    client certificate."""
+    from tacker_hwaffinity.cli import webhook as cli
+    from tacker_hwaffinity.webhook.certs import CLIENT_NAME
+    spec = _pod_spec(applied, "Deployment", "hwaffinity-webhook")
+    (c,) = spec["containers"]
+    args = _parse(c)
+    assert not args.no_extender and not args.allow_anonymous_extender
+    assert args.client_name == [CLIENT_NAME]
+    assert cli._extender_access(args, (args.cert, args.key)).startswith(
+        "extender for client certificates of /tls/ca.crt")
+    mount = next(m for m in c["volumeMounts"] if args.client_ca.startswith(m["mountPath"]))
+    volume = next(v for v in spec["volumes"] if v["name"] == mount["name"])
+    assert volume["secret"]["secretName"] == "hwaffinity-webhook-tls"
+    assert os.path.dirname(args.client_ca) == os.path.dirname(args.cert)   # one Secret
+    for config in _scheduler_configs():
+        (extender,) = config["extenders"]
+        assert extender["tlsConfig"] == {"caData": "CA_BUNDLE", "certData": "CLIENT_CERT",
+                                         "keyData": "CLIENT_KEY"}
+
+
+def test_a_network_policy_per_component_admits_only_its_port(applied):
+    """Ingress only, on the port each component serves (the CLI flag the manifest passes):
+    metrics from Prometheus's namespace; the webhook's port from anywhere (the API server
+    and kube-scheduler run on the host network; the extender checks client
+    certificates)."""
+    policies = {d["metadata"]["name"]: d for d in _objects(applied, "NetworkPolicy")}
+    workloads = {"hwaffinity-agent": ("DaemonSet", "metrics_address"),
+                 "hwaffinity-controller": ("Deployment", "metrics_address"),
+                 "hwaffinity-webhook": ("Deployment", "address")}
+    assert set(policies) == set(workloads)
+    for name, (kind, flag) in workloads.items():
+        policy, template = policies[name], _one(applied, kind, name)["spec"]["template"]
+        assert policy["apiVersion"] == "networking.k8s.io/v1"
+        assert policy["metadata"]["namespace"] == NAMESPACE
+        assert policy["spec"]["podSelector"]["matchLabels"].items() <= \
+            template["metadata"]["labels"].items()
+        assert policy["spec"]["policyTypes"] == ["Ingress"]
+        (c,) = template["spec"]["containers"]
+        port = int(getattr(_parse(c), flag).rsplit(":", 1)[1])
+        (rule,) = policy["spec"]["ingress"]
+        assert rule["ports"] == [{"protocol": "TCP", "port": port}], name
+        if name == "hwaffinity-webhook":
+            assert "from" not in rule
+        else:
+            assert rule["from"] == [{"namespaceSelector": {"matchLabels": {
+                "kubernetes.io/metadata.name": "monitoring"}}}], name
+    assert not any(spec.get("hostNetwork") for spec in (
+        _pod_spec(applied, kind, name) for name, (kind, _) in workloads.items()))
 
 
 # -- kube-scheduler's configuration --------------------------------------------------------
@@ -448,7 +505,11 @@ def test_a_real_kube_scheduler_1_20_takes_the_v1beta1_extenders(control_plane, t
     _, old = _scheduler_configs()
     (extender,) = copy.deepcopy(old["extenders"])
     extender["urlPrefix"] = extender["urlPrefix"].replace("CLUSTER_IP", "127.0.0.1")
-    extender["tlsConfig"]["caData"] = base64.b64encode(b"not checked before use").decode()
+    issued = certs.issue([], ["127.0.0.1"], days=1)
+    extender["tlsConfig"] = json.loads(json.dumps(extender["tlsConfig"]).replace(
+        "CA_BUNDLE", base64.b64encode(issued.ca).decode()).replace(
+        "CLIENT_CERT", base64.b64encode(issued.client_cert).decode()).replace(
+        "CLIENT_KEY", base64.b64encode(issued.client_key).decode()))
     scheduler = control_plane.start_scheduler("hw-deploy-config", [extender])
     try:
         assert scheduler.alive()

@@ -1,9 +1,11 @@
 """deploy/monitoring/: the PrometheusRule and the Grafana dashboard are well-formed, and every
 PromQL expression in them names only metrics the code exports (the components' Metrics
-classes, instantiated into a fresh registry, with the counters' and histograms' suffixes)."""
+classes and the webhook's certificate expiry collector, instantiated into a fresh registry,
+with the counters' and histograms' suffixes)."""
 import json
 import os
 import re
+import tempfile
 
 import pytest
 import yaml
@@ -13,6 +15,8 @@ from tacker_hwaffinity.agent.runner import Metrics as AgentMetrics
 from tacker_hwaffinity.cli.webhook import Metrics as WebhookMetrics
 from tacker_hwaffinity.controller.exposure import ExposureMetrics
 from tacker_hwaffinity.controller.runner import Metrics as ControllerMetrics
+from tacker_hwaffinity.kube.tlsreload import EXPIRY_METRIC, CertificateExpiry
+from tacker_hwaffinity.webhook import certs
 
 from controlplane import harness
 from test_deploy_manifests import DEPLOY, _kubectl_kustomize, kustomize
@@ -30,6 +34,15 @@ def exported():
     registry = CollectorRegistry()
     for cls in (AgentMetrics, WebhookMetrics, ControllerMetrics, ExposureMetrics):
         cls(registry)
+    with tempfile.TemporaryDirectory() as tmp:      # what `webhook serve` registers
+        issued = certs.issue([], ["127.0.0.1"], days=1)
+        for name, data in (("tls.crt", issued.cert), ("tls.key", issued.key),
+                           ("ca.crt", issued.ca)):
+            with open(os.path.join(tmp, name), "wb") as f:
+                f.write(data)
+        registry.register(CertificateExpiry(os.path.join(tmp, "tls.crt"),
+                                            os.path.join(tmp, "tls.key"),
+                                            client_ca=os.path.join(tmp, "ca.crt")))
     names = set()
     for family in registry.collect():
         names.update(family.name + s for s in SUFFIXES.get(family.type, ("",)))
@@ -104,6 +117,21 @@ def test_every_alert_is_complete_and_names_exported_metrics():
     assert "hwaffinity_workload_host_loss_ratio" in metric_names(exposure["expr"])
     stale = next(a for a in alerts if a["alert"] == "HwaffinityStaleHostLabel")
     assert metric_names(stale["expr"]) == {"hwaffinity_node_label_stale"}
+
+
+def test_the_certificate_alerts_warn_at_30_days_and_page_at_7():
+    """On the gauge the webhook exports, with its label, at the documented thresholds."""
+    alerts = {r["alert"]: r for g in _rule()["spec"]["groups"] for r in g["rules"]}
+    assert EXPIRY_METRIC in exported()
+    for name, severity, days in (("HwaffinityWebhookCertificateExpiresSoon", "warning", 30),
+                                 ("HwaffinityWebhookCertificateExpiresVerySoon", "critical",
+                                  7)):
+        a = alerts[name]
+        assert metric_names(a["expr"]) == {EXPIRY_METRIC}, name
+        assert a["labels"]["severity"] == severity
+        assert re.search(r"- time\(\) < %d \* 86400\s*$" % days, a["expr"]), a["expr"]
+        assert "by (namespace, pod, certificate)" in a["expr"]
+        assert "{{ $labels.certificate }}" in a["annotations"]["summary"]
 
 
 def test_every_dashboard_query_names_exported_metrics():

@@ -51,11 +51,17 @@ NEEDS = {
     "CLUSTER_IP=$(kubectl -n hwaffinity-system get svc hwaffinity-webhook -o "
     "jsonpath='{.spec.clusterIP}')": "cluster",
     "hwaffinity webhook certs --ip \"$CLUSTER_IP\" --out certs/": "cluster",
-    "kubectl -n hwaffinity-system create secret tls hwaffinity-webhook-tls --cert "
-    "certs/tls.crt --key certs/tls.key": "cluster",
+    "kubectl -n hwaffinity-system create secret generic hwaffinity-webhook-tls "
+    "--type=kubernetes.io/tls \\\n"
+    "    --from-file=certs/tls.crt --from-file=certs/tls.key --from-file=certs/ca.crt": "cluster",
     "kubectl -n hwaffinity-system rollout status deployment/hwaffinity-webhook": "cluster",
     "sed \"s|CA_BUNDLE|$(base64 -w0 certs/ca.crt)|\" deploy/webhook/webhooks.yaml | "
     "kubectl apply -f -": "cluster",
+    "(umask 077; sed -e \"s|CLUSTER_IP|$CLUSTER_IP|\" -e "
+    "\"s|CA_BUNDLE|$(base64 -w0 certs/ca.crt)|\" \\\n"
+    "    -e \"s|CLIENT_CERT|$(base64 -w0 certs/client.crt)|\" "
+    "-e \"s|CLIENT_KEY|$(base64 -w0 certs/client.key)|\" \\\n"
+    "    deploy/webhook/scheduler-config.yaml > hwaffinity-scheduler.yaml)": "cluster",
     "kubectl -n hwaffinity-system get pods": "cluster",
     "kubectl -n hwaffinity-system logs daemonset/hwaffinity-agent | head -3": "cluster",
     "kubectl -n hwaffinity-system logs deployment/hwaffinity-controller | head -3": "cluster",

@@ -10,7 +10,10 @@
 * ``/mutate``: copies RequiredDuringExecution terms without Gt/Lt into the pod spec;
 * ``/healthz`` and ``/metrics``.
 
-``hwaffinity webhook certs`` makes a CA and a serving certificate for it.
+``/filter`` and ``/prioritize`` answer only the client certificate ``--client-ca``
+verifies (kube-scheduler's), unless ``--allow-anonymous-extender`` says any client
+may. ``hwaffinity webhook certs`` makes a CA, a serving certificate and
+kube-scheduler's client certificate.
 """
 import base64
 import ipaddress
@@ -24,6 +27,7 @@ import time
 
 from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.webhook.certs import CLIENT_NAME
 
 DEFAULT_PORT = 8443
 JSON = "application/json"
@@ -55,7 +59,9 @@ def register(sub):
     s.add_argument("--cert", help="serving certificate (PEM), e.g. the Secret's tls.crt")
     s.add_argument("--key", help="its private key (PEM)")
     s.add_argument("--insecure-for-tests", action="store_true",
-                   help="plain HTTP on a loopback address, for tests only")
+                   help="plain HTTP on a loopback address, for tests only (the extender "
+                        "is then open to any local client, as with "
+                        "--allow-anonymous-extender)")
     s.add_argument("--kubeconfig", help="kubeconfig (default: the in-cluster service account)")
     s.add_argument("--context", help="kubeconfig context")
     s.add_argument("--no-extender", action="store_true",
@@ -78,16 +84,24 @@ def register(sub):
                         "Ki/Mi/Gi (default %(default)s: node names of 5000 nodes and a pod; "
                         "raise it, e.g. to 64Mi, for a scheduler that sends whole NodeLists)")
     s.add_argument("--client-ca", metavar="FILE",
-                   help="CA (PEM) of the clients that may call /filter and /prioritize, e.g. "
-                        "the one that signed kube-scheduler's client certificate; without it "
-                        "any client may. /validate, /mutate, /healthz, /metrics need none")
+                   help="CA (PEM) of the clients that may call /filter and /prioritize: "
+                        "the one that signed kube-scheduler's client certificate (`webhook "
+                        "certs`' ca.crt). The extender needs it or "
+                        "--allow-anonymous-extender. /validate, /mutate, /healthz, /metrics "
+                        "need no client certificate")
     s.add_argument("--client-name", action="append", default=[], metavar="CN",
                    help="with --client-ca: the common name the extender's client "
                         "certificate must carry, e.g. system:kube-scheduler (repeatable; "
                         "default: any the CA signed)")
-    s.add_argument("--max-connections", type=int, default=256, metavar="N",
+    s.add_argument("--allow-anonymous-extender", action="store_true",
+                   help="serve /filter and /prioritize to any client, without --client-ca "
+                        "(anyone who reaches the port can then make the extender hold "
+                        "pending records and slow scheduling)")
+    s.add_argument("--max-connections", type=int, default=128, metavar="N",
                    help="open connections at most; at the cap a new one replaces the one "
-                        "waiting longest for its client (default %(default)s)")
+                        "waiting longest for its client (default %(default)s: with their "
+                        "headers and bodies they fit the Deployment's 512Mi, see "
+                        "doc/webhook.md)")
     s.add_argument("--read-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="for a TLS handshake, a new connection's first request, and "
                         "each request's headers and body (default %(default)s)")
@@ -96,15 +110,17 @@ def register(sub):
                         "this (default %(default)s)")
     s.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING"))
     s.set_defaults(func=serve)
-    c = verbs.add_parser("certs", help="make a CA and a serving certificate",
-                         description="Write a new CA (ca.crt) and a serving certificate "
+    c = verbs.add_parser("certs", help="make a CA, a serving and a client certificate",
+                         description="Write a new CA (ca.crt), a serving certificate "
                                      "signed by it (tls.crt, tls.key; ECDSA P-256) for the "
                                      "Service's DNS names (SERVICE, SERVICE.NAMESPACE, "
                                      "SERVICE.NAMESPACE.svc, SERVICE.NAMESPACE.svc."
-                                     "cluster.local) and the --dns/--ip given, then print "
-                                     "'caBundle: ' and the CA in base64, for the webhook "
-                                     "configurations' caBundle and the extender's caData. "
-                                     "The CA's key is not kept.")
+                                     "cluster.local) and the --dns/--ip given, and "
+                                     "kube-scheduler's client certificate signed by it "
+                                     "(client.crt, client.key; common name --client-name), "
+                                     "then print 'caBundle: ' and the CA in base64, for the "
+                                     "webhook configurations' caBundle and the extender's "
+                                     "caData. The CA's key is not kept.")
     c.add_argument("--service", default="hwaffinity-webhook",
                    help="the webhook's Service (deploy/webhook/service.yaml)")
     c.add_argument("--namespace", default="hwaffinity-system", help="the Service's namespace")
@@ -112,9 +128,13 @@ def register(sub):
                    help="one more DNS name (repeatable)")
     c.add_argument("--ip", action="append", default=[], metavar="ADDRESS",
                    help="an IP address SAN (repeatable), e.g. 127.0.0.1 for tests")
-    c.add_argument("--days", type=int, default=365, help="validity of both certificates")
+    c.add_argument("--client-name", default=CLIENT_NAME, metavar="CN",
+                   help="the client certificate's common name: the serve's --client-name "
+                        "(default %(default)s)")
+    c.add_argument("--days", type=int, default=365, help="validity of every certificate")
     c.add_argument("--out", required=True, metavar="DIR",
-                   help="writes ca.crt, tls.crt, tls.key (0600) there")
+                   help="writes ca.crt, tls.crt, tls.key (0600), client.crt, client.key "
+                        "(0600) there")
     c.set_defaults(func=certs)
 
 
@@ -127,17 +147,26 @@ def certs(args):
             raise InputError("not an IP address: %r" % ip, field="--ip")
     if args.days < 1:
         raise InputError("expected at least 1 day", field="--days")
-    ca, cert, key = certmod.issue(certmod.service_names(args.service, args.namespace)
-                                  + args.dns, args.ip, args.days)
+    if not args.client_name.strip():
+        raise InputError("expected a common name", field="--client-name")
+    issued = certmod.issue(certmod.service_names(args.service, args.namespace) + args.dns,
+                           args.ip, args.days, client_name=args.client_name)
     os.makedirs(args.out, exist_ok=True)
-    for name, data, mode in (("ca.crt", ca, 0o644), ("tls.crt", cert, 0o644),
-                             ("tls.key", key, 0o600)):
+    for name, data, mode in (("ca.crt", issued.ca, 0o644), ("tls.crt", issued.cert, 0o644),
+                             ("tls.key", issued.key, 0o600),
+                             ("client.crt", issued.client_cert, 0o644),
+                             ("client.key", issued.client_key, 0o600)):
         path = os.path.join(args.out, name)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.chmod(path, mode)
-    sys.stdout.write("caBundle: %s\n" % base64.b64encode(ca).decode())
+    sys.stdout.write("caBundle: %s\n" % base64.b64encode(issued.ca).decode())
+    sys.stderr.write("kube-scheduler's client certificate (common name %s): %s and %s, "
+                     "the extender's tlsConfig certData and keyData in base64; webhook serve "
+                     "--client-ca takes ca.crt\n" % (
+                         args.client_name, os.path.join(args.out, "client.crt"),
+                         os.path.join(args.out, "client.key")))
     return 0
 
 
@@ -228,6 +257,26 @@ def _http_options(args, tls):
             "idle_timeout": args.idle_timeout}
 
 
+def _extender_access(args, tls):
+    """Who may call /filter and /prioritize, as the start line says it; refuses an
+    extender open to anyone unless a flag asks for it."""
+    if args.no_extender:
+        return None
+    if args.client_ca and args.allow_anonymous_extender:
+        raise InputError("give --client-ca or --allow-anonymous-extender, not both",
+                         field="--allow-anonymous-extender")
+    if args.client_ca:
+        return "extender for client certificates of %s%s" % (
+            args.client_ca, " with common name " + ", ".join(args.client_name)
+            if args.client_name else "")
+    if tls is not None and not args.allow_anonymous_extender:
+        raise InputError("the extender (/filter, /prioritize) needs --client-ca FILE (the CA "
+                         "of kube-scheduler's client certificate: `webhook certs` ca.crt), "
+                         "or --allow-anonymous-extender to answer any client, or "
+                         "--no-extender", field="--client-ca")
+    return "extender open to any client"
+
+
 def _service_account(text):
     """The user name of ServiceAccount TEXT (system:serviceaccount:NAMESPACE:NAME)."""
     parts = text.split(":")
@@ -242,6 +291,7 @@ def serve(args):
 
     from tacker_hwaffinity.kube.health import Supervisor
     from tacker_hwaffinity.kube.serve import HealthServer, Route
+    from tacker_hwaffinity.kube.tlsreload import CertificateExpiry
     from tacker_hwaffinity.webhook import admission
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -262,18 +312,25 @@ def serve(args):
                 raise InputError("no such file: %s" % path, field=flag)
         tls = (args.cert, args.key)
     http_options = _http_options(args, tls)
+    access = _extender_access(args, tls)
     extender_max_body = _size(args.extender_max_body, "--extender-max-body")
     allowed = frozenset(args.allowed_anti_affinity_key or admission.DEFAULT_ALLOWED_KEYS)
     agent_user = _service_account(args.agent_service_account)
     registry = CollectorRegistry()
     metrics = Metrics(registry)
+    if tls is not None:
+        try:
+            registry.register(CertificateExpiry(*tls, client_ca=args.client_ca))
+        except (OSError, ValueError, KeyError) as e:        # ssl.SSLError is an OSError
+            raise InputError("cannot read the certificates: %s" % e, field="--cert")
     posts = {"/validate": Route(_route("/validate", lambda b: admission.handle(
                  "validate", b, allowed, agent_user), metrics), ADMISSION_MAX_BODY),
              "/mutate": Route(_route("/mutate", lambda b: admission.handle("mutate", b),
                                      metrics), ADMISSION_MAX_BODY)}
     stop = threading.Event()
     workers = Supervisor(stop, log=log)
-    cache_ready = _start_extender(args, posts, metrics, workers, log, extender_max_body)
+    cache_ready = _start_extender(args, posts, metrics, workers, log, extender_max_body,
+                                  registry)
     if cache_ready is None:
         return 2
 
@@ -290,9 +347,10 @@ def serve(args):
         raise InputError("cannot serve on %s:%d: %s" % (host, port, e), field="--address")
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    log.info("webhook on %s://%s:%d: %s; anti-affinity over all namespaces allowed on %s",
+    log.info("webhook on %s://%s:%d: %s; anti-affinity over all namespaces allowed on %s%s",
              "http" if tls is None else "https", host, server.port,
-             ", ".join(sorted(posts)), ", ".join(sorted(allowed)))
+             ", ".join(sorted(posts)), ", ".join(sorted(allowed)),
+             "; " + access if access else "")
     try:
         stop.wait()
     finally:
@@ -300,14 +358,14 @@ def serve(args):
     return 0
 
 
-def _start_extender(args, posts, metrics, workers, log, max_body):
-    """Start the cache's informers (threads of WORKERS, a kube.health.Supervisor) and
-    add the extender's paths to POSTS; returns a callable telling whether the cache is
-    synced (None: could not connect)."""
+def _start_extender(args, posts, metrics, workers, log, max_body, registry):
+    """Start the cache's informers (threads of WORKERS, a kube.health.Supervisor; their
+    counters in REGISTRY) and add the extender's paths to POSTS; returns a callable
+    telling whether the cache is synced (None: could not connect)."""
     if args.no_extender:
         return lambda: True
     from tacker_hwaffinity.kube import client as kube_client
-    from tacker_hwaffinity.kube.informer import Informer
+    from tacker_hwaffinity.kube.informer import Informer, InformerMetrics
     from tacker_hwaffinity.kube.serve import Route
     from tacker_hwaffinity.webhook.extender import Extender
     from tacker_hwaffinity.webhook.podcache import PodCache
@@ -317,18 +375,19 @@ def _start_extender(args, posts, metrics, workers, log, max_body):
         sys.stderr.write("hwaffinity webhook: %s\n" % e)
         return None
     core = conn.core()
-    cache = PodCache()
+    cache = PodCache(registry=registry)
+    counted = InformerMetrics(registry)
     # the cache keeps its own index: the informers keep no store, and prune what they
     # hand it to the fields it reads (PodCache.FIELDS)
     informers = [Informer(conn, core.list_node, "Node", "nodes", cache.on_node,
                           on_sync=cache.sync_nodes, log=log, store=False,
-                          fields=PodCache.FIELDS["Node"]),
+                          fields=PodCache.FIELDS["Node"], metrics=counted),
                  Informer(conn, core.list_namespace, "Namespace", "namespaces",
                           cache.on_namespace, on_sync=cache.sync_namespaces, log=log,
-                          store=False, fields=PodCache.FIELDS["Namespace"]),
+                          store=False, fields=PodCache.FIELDS["Namespace"], metrics=counted),
                  Informer(conn, core.list_pod_for_all_namespaces, "Pod", "pods", cache.on_pod,
                           on_sync=cache.sync_pods, log=log, store=False,
-                          fields=PodCache.FIELDS["Pod"])]
+                          fields=PodCache.FIELDS["Pod"], metrics=counted)]
     for i in informers:
         workers.start("%s-watch" % i.kind.lower(), i.run, workers.stop)
     extender = Extender(cache, hard_pod_affinity_weight=args.hard_pod_affinity_weight,

@@ -12,6 +12,9 @@ counted in ``failed``; the next change is tried again.
 With ``client_ca``, clients may present a certificate, which must then be signed by
 that CA (a client without one still connects: the routes decide, see
 :func:`verified_name`).
+
+:class:`CertificateExpiry` exports when the served certificate and the client CA
+expire, following the same files by the same rule.
 """
 import logging
 import os
@@ -27,13 +30,13 @@ class ServerTLS:
         self.loaded = 1
         self.failed = 0
         self._lock = threading.Lock()
-        self._signature = self._stat()
+        self._signature = _signature(self.files)
         self.context = self._make()         # a bad pair at start is the caller's error
 
     def check(self):
         """Reload when the files changed; True when a new context is in use."""
         with self._lock:
-            signature = self._stat()
+            signature = _signature(self.files)
             if signature == self._signature:
                 return False
             self._signature = signature
@@ -50,16 +53,6 @@ class ServerTLS:
             self.log.info("serving certificate reloaded from %s", self.cert)
             return True
 
-    def _stat(self):
-        out = []
-        for path in self.files:
-            try:
-                st = os.stat(path)
-                out.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
-            except OSError:
-                out.append(None)
-        return tuple(out)
-
     def _make(self):
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
@@ -68,6 +61,75 @@ class ServerTLS:
             context.load_verify_locations(cafile=self.client_ca)
             context.verify_mode = ssl.CERT_OPTIONAL
         return context
+
+
+EXPIRY_METRIC = "hwaffinity_tls_certificate_expiration_timestamp_seconds"
+
+
+class CertificateExpiry:
+    """A Prometheus collector of :data:`EXPIRY_METRIC`: when the serving certificate
+    CERT (label ``certificate="serving"``) and the earliest CA of the CLIENT_CA bundle
+    (``client_ca``) stop being valid, in seconds since the epoch. Read again at a
+    scrape when the files changed, by :class:`ServerTLS`'s rule: a pair that does not
+    load leaves the previous figures, as the server keeps serving the previous pair
+    (the server logs that and counts it in ``hwaffinity_tls_reloads``)."""
+
+    def __init__(self, cert, key, client_ca=None):
+        self.cert, self.key, self.client_ca = cert, key, client_ca
+        self.files = tuple(f for f in (cert, key, client_ca) if f)
+        self._lock = threading.Lock()
+        self._signature = _signature(self.files)
+        self.not_after = self._read()   # certificate -> seconds; at start, errors are the caller's
+
+    def describe(self):
+        return []
+
+    def collect(self):
+        from prometheus_client.core import GaugeMetricFamily
+        with self._lock:
+            signature = _signature(self.files)
+            if signature != self._signature:
+                self._signature = signature
+                try:
+                    self.not_after = self._read()
+                except (OSError, ValueError, KeyError):     # ssl.SSLError is an OSError
+                    pass                                    # the server logs and counts it
+            not_after = dict(self.not_after)
+        family = GaugeMetricFamily(
+            EXPIRY_METRIC, "When the certificate in use stops being valid (notAfter), in "
+            "seconds since the epoch: the serving certificate, and the earliest CA of the "
+            "client CA bundle", labels=["certificate"])
+        for name, seconds in sorted(not_after.items()):
+            family.add_metric([name], seconds)
+        yield family
+
+    def _read(self):
+        ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(self.cert, self.key)
+        # the ssl module's own X.509 decoder (what getpeercert() returns): the image has
+        # no other (cryptography is on the operator's side only, for `webhook certs`)
+        out = {"serving": ssl.cert_time_to_seconds(
+            ssl._ssl._test_decode_cert(self.cert)["notAfter"])}
+        if self.client_ca:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.load_verify_locations(cafile=self.client_ca)
+            cas = context.get_ca_certs()
+            if not cas:
+                raise ValueError("no CA certificate in %s" % self.client_ca)
+            out["client_ca"] = min(ssl.cert_time_to_seconds(c["notAfter"]) for c in cas)
+        return out
+
+
+def _signature(paths):
+    """What the files at PATHS are now (device, inode, size, modification time, through
+    symlinks; None for a missing one): a change means they were replaced."""
+    out = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+            out.append((st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append(None)
+    return tuple(out)
 
 
 def verified_name(sock):

@@ -68,7 +68,8 @@ def webhook(control_plane, certs, tmp_path_factory):
     kubeconfig = control_plane.user_kubeconfig("hwaffinity-webhook", "hwaffinity-webhook")
     log = tmp_path_factory.mktemp("webhook-log") / "webhook.log"
     proc, url, context = harness.serve_webhook(
-        ["--kubeconfig", kubeconfig, "--allowed-anti-affinity-key", "kubernetes.io/hostname"],
+        ["--kubeconfig", kubeconfig, "--allowed-anti-affinity-key", "kubernetes.io/hostname",
+         "--client-ca", str(out / "ca.crt"), "--client-name", "system:kube-scheduler"],
         out, log, what="the webhook's caches synced")
     yield {"url": url, "proc": proc, "log": log, "context": context}
     proc.terminate()
@@ -136,7 +137,9 @@ def schedulers(control_plane, webhook, certs):
         return {"urlPrefix": url, "filterVerb": "filter", "prioritizeVerb": "prioritize",
                 "weight": 1, "nodeCacheCapable": True, "ignorable": ignorable,
                 "enableHTTPS": True, "httpTimeout": "5s",
-                "tlsConfig": {"caFile": str(out / "ca.crt")}}
+                "tlsConfig": {"caFile": str(out / "ca.crt"),         # as deploy/ ships it:
+                              "certFile": str(out / "client.crt"),   # the webhook answers
+                              "keyFile": str(out / "client.key")}}   # this client only
     started = [control_plane.start_scheduler(LIVE, [extender(webhook["url"], False)]),
                control_plane.start_scheduler(STRICT, [extender(dead, False)]),
                control_plane.start_scheduler(LENIENT, [extender(dead, True)])]

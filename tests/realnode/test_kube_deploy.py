@@ -3,7 +3,8 @@
 README's steps with kubectl: ``kubectl apply -k deploy/`` (the image set once in
 deploy/kustomization.yaml's ``images:``), the controller's Secret, the webhook's
 certificate with ``hwaffinity webhook certs``, webhooks.yaml, and a second kube-scheduler
-with the shipped extender configuration. The pods run under a real kubelet with
+with the shipped extender configuration filled in as the README does (its client
+certificate is the one the webhook answers). The pods run under a real kubelet with
 containerd 1.7 (NRI), runc, CNI and kube-proxy (tests/realnode/kubenode.py), joined to a
 test control plane of its own (its Services are routed here, the shared one's are not).
 
@@ -125,13 +126,14 @@ def _ready(obj):
 
 def readme_steps():
     """The README's cluster commands ("Deploy to a cluster"), in its order, as
-    {step: [command text]}: apply, secret, webhook, check."""
+    {step: [command text]}: apply, secret, webhook, scheduler, check."""
     with open(os.path.join(ROOT, "README.md")) as f:
         found = [c.text for c in readme.commands(f.read()) if c.needs == "cluster"]
     steps, i = {}, 0
     for name, last in (("apply", "kubectl apply -k deploy/"),
                        ("secret", "create secret generic hwaffinity-controller-vim"),
                        ("webhook", "deploy/webhook/webhooks.yaml"),
+                       ("scheduler", "> hwaffinity-scheduler.yaml"),
                        ("check", "curl -s http://127.0.0.1:9465/metrics")):
         j = next(k for k in range(i, len(found)) if last in found[k])
         steps[name], i = found[i:j + 1], j + 1
@@ -333,10 +335,17 @@ def test_admission_refuses_the_seed_dos_pod_through_the_service(cluster, webhook
 
 
 def test_a_scheduler_with_the_shipped_extender_config_calls_the_webhook(cluster, webhook):
-    with open(os.path.join(ROOT, "deploy", "webhook", "scheduler-config-v1beta1.yaml")) as f:
-        shipped = yaml.safe_load(f)
-    extenders = json.loads(json.dumps(shipped["extenders"]).replace(
-        "CLUSTER_IP", webhook["ip"]).replace("CA_BUNDLE", webhook["bundle"]))
+    """The README's step 6 as shown, on the v1beta1 file (the 1.20 control plane): the
+    scheduler presents the client certificate the webhook's --client-ca verifies."""
+    steps = [c.replace("deploy/webhook/scheduler-config.yaml",
+                       "deploy/webhook/scheduler-config-v1beta1.yaml")
+             for c in readme_steps()["scheduler"]]
+    cluster.shell(steps, env={"CLUSTER_IP": webhook["ip"]})
+    made = os.path.join(cluster.workdir, "hwaffinity-scheduler.yaml")
+    assert os.stat(made).st_mode & 0o077 == 0           # the client key: owner only
+    with open(made) as f:
+        extenders = yaml.safe_load(f)["extenders"]
+    assert extenders[0]["tlsConfig"]["caData"] == webhook["bundle"]
     cluster.cp.start_scheduler(SCHEDULER, extenders=extenders)
     cluster.kubectl("create", "namespace", "extended")
     pod = {"apiVersion": "v1", "kind": "Pod",

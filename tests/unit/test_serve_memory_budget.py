@@ -1,0 +1,77 @@
+"""What the webhook's HTTP server may hold fits the memory limit ``deploy/`` ships.
+
+The sum is taken from the shipped Deployment (its container args, read by the CLI's
+own parser, and ``resources.limits.memory``) and the server's caps
+(``kube.serve``): every allowed connection holding its most (headers at the cap, a
+body of up to ``BIG_BODY`` and that body decoded), plus the one larger body handled
+at a time (and it decoded as badly as JSON decodes), plus the process and its pod
+cache. The allowances are stated below with where they come from.
+"""
+import os
+
+import yaml
+
+from tacker_hwaffinity.cli import webhook as cli
+from tacker_hwaffinity.cli.main import build_parser
+from tacker_hwaffinity.kube import serve
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+KiB, MiB = 1 << 10, 1 << 20
+# the process with its caches: benchmarks/bench_memory.py's webhook peaks at 157 MiB
+# fed 30,000 pods and 1,000 nodes (doc/benchmarks.md); idle it is 27 MiB
+PROCESS_AND_CACHE = 192 * MiB
+# per connection beyond what it reads: its thread's stack pages, the TLS state, h11's
+# objects. bench_webhook_attacks.py measures 80-150 KiB (200 slow clients: +16 MiB;
+# 80 stalled just under the header cap: +12 MiB)
+CONNECTION_OVERHEAD = 256 * KiB
+# how many bytes of Python objects a byte of JSON decodes to: an AdmissionReview of a
+# captured pod (benchmarks/data/captured-pod.json, as object and oldObject) 6.9; the
+# worst shape, small objects ([{},{},...]), 25 (tracemalloc's peak over json.loads)
+REVIEW_DECODED = 8
+WORST_DECODED = 26
+
+
+def _deployment():
+    with open(os.path.join(ROOT, "deploy", "webhook", "deployment.yaml")) as f:
+        deployment = yaml.safe_load(f)
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return container
+
+
+def _quantity(text):
+    units = {"Ki": KiB, "Mi": MiB, "Gi": 1 << 30}
+    return int(text[:-2]) * units[text[-2:]] if text[-2:] in units else int(text)
+
+
+def budget(container):
+    """(what the server may hold, the memory limit) in bytes for CONTAINER."""
+    args = build_parser().parse_args(container["args"])
+    largest_body = max(cli.ADMISSION_MAX_BODY,
+                       cli._size(args.extender_max_body, "--extender-max-body"))
+    per_connection = (serve.CONNECTION_BYTES + CONNECTION_OVERHEAD
+                      + serve.BIG_BODY * REVIEW_DECODED)
+    large = largest_body * (2 + WORST_DECODED)      # read, handed over, decoded
+    held = args.max_connections * per_connection + large + PROCESS_AND_CACHE
+    return held, _quantity(container["resources"]["limits"]["memory"])
+
+
+def test_the_shipped_connections_with_their_caps_fit_the_memory_limit():
+    held, limit = budget(_deployment())
+    assert held <= limit, "the webhook may hold %.0f MiB, over its %.0f MiB limit" % (
+        held / MiB, limit / MiB)
+
+
+def test_the_caps_are_what_the_sum_assumes():
+    # the header cap and one read bound what h11 buffers for a request's head
+    assert serve.HEADER_BYTES <= 64 * KiB and serve.READ_CHUNK <= 64 * KiB
+    assert serve.CONNECTION_BYTES == 2 * (serve.HEADER_BYTES + serve.READ_CHUNK) \
+        + 2 * serve.BIG_BODY
+
+
+def test_the_old_default_of_256_connections_would_not_have_fit():
+    container = _deployment()
+    container["args"] = [a for a in container["args"]
+                         if not a.startswith("--max-connections")] + ["--max-connections",
+                                                                      "256"]
+    held, limit = budget(container)
+    assert held > limit
