@@ -2,12 +2,13 @@
 
 build: exit 0 written; 2 bad input (nothing written).
 validate: exit 0 no problem; 1 problems (listed, each with file and field);
-2 unusable input (not a zip, unreadable cluster snapshot).
+2 unusable input (not a zip, over the archive limits, unreadable cluster snapshot).
 """
 import json
 import sys
 
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
+from tacker_hwaffinity.csar import zipio
 
 EXIT_OK, EXIT_PROBLEMS = 0, 1
 
@@ -42,6 +43,15 @@ def register(subparsers):
     v.add_argument("--topology-key", default=DEFAULT_HOST_LABEL, metavar="KEY",
                    help="node label naming the compute host (default: %(default)s)")
     v.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    v.add_argument("--max-member-bytes", type=int, default=zipio.Limits.member_bytes,
+                   metavar="N", help="refuse a member declaring more (default: %(default)s, "
+                                     "8 GiB: a large image needs more)")
+    v.add_argument("--max-package-bytes", type=int, default=zipio.Limits.total_bytes,
+                   metavar="N", help="refuse a package unpacking to more (default: "
+                                     "%(default)s, 16 GiB)")
+    v.add_argument("--max-ratio", type=int, default=zipio.Limits.ratio, metavar="N",
+                   help="refuse a member over 64 KiB compressed more than N:1 (default: "
+                        "%(default)s; a deflated raw image of zeros may need more)")
     v.set_defaults(func=run_validate)
 
 
@@ -62,7 +72,9 @@ def run_validate(args):
     if args.scheduler_config and not args.cluster:
         raise InputError("needs --cluster", field="--scheduler-config")
     plan_inputs = load_inputs(args) if args.cluster else None
-    report = validate.validate(args.package, plan_inputs, args.topology_key)
+    limits = zipio.Limits(member_bytes=args.max_member_bytes,
+                          total_bytes=args.max_package_bytes, ratio=args.max_ratio)
+    report = validate.validate(args.package, plan_inputs, args.topology_key, limits)
     problems = report.unique()
     if args.output == "json":
         json.dump(report.to_dict(), sys.stdout, indent=2)

@@ -12,6 +12,7 @@ from tacker_hwaffinity.errors import InputError
 ALGORITHMS = {"sha-224": hashlib.sha224, "sha-256": hashlib.sha256,
               "sha-384": hashlib.sha384, "sha-512": hashlib.sha512}
 UNHASHED_DIRS = ("TOSCA-Metadata/", "Definitions/")
+META_BYTES = 1 << 20        # TOSCA.meta is read whole: a few blocks per artifact
 
 
 def archive(z, problems):
@@ -37,7 +38,7 @@ def tosca_meta(z, names, problems):
                                 "hashes through it"))
         return None
     try:
-        blocks = meta.parse(z.read(meta.PATH).decode("utf-8"))
+        blocks = meta.parse(zipio.read_member(z, meta.PATH, META_BYTES).decode("utf-8"))
     except UnicodeDecodeError as e:
         problems.append(Problem(meta.PATH, "not UTF-8 text (%s)" % e.reason))
         return None
@@ -73,7 +74,10 @@ def _diagnose(block, names, z):
         return None             # Tacker never hashes images
     if src not in names:
         return "Source", "%s is missing from the package" % src
-    digest = ALGORITHMS[algorithm](z.read(src)).hexdigest()
+    try:
+        digest = zipio.digest(z, src, ALGORITHMS[algorithm])
+    except InputError as e:
+        return "Source", "%s %s" % (src, e.message)
     if block.get("Hash") != digest:
         return "Hash", "stale: %s of %s is %s" % (algorithm, src, digest)
     return None

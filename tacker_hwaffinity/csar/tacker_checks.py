@@ -5,7 +5,8 @@
   zip_path)``: extraction with the disk-space check, toscaparser over the
   zip (TOSCA.meta, Entry-Definitions, imports, artifact references), VNF
   properties, flavours, instantiation levels, ``sw_image_data``, and every
-  TOSCA.meta hash. We call it as is. It does not use its context; its
+  TOSCA.meta hash. We call it as is, with its URL openers refusing
+  (``translator.loader.offline``). It does not use its context; its
   extraction directory (``[vnf_package] vnf_package_csar_path``) is pointed
   at a temporary directory. What the conductor does next
   (``_onboard_vnf_package``) only writes database rows and is not called.
@@ -68,11 +69,12 @@ def _workdir(path):
     it; pointing ``tempfile.tempdir`` at PATH for the call keeps that inside
     our own temporary directory.
     """
+    from tacker_hwaffinity.translator import loader
     conf = _import("tacker.conf").CONF
     conf.set_override("vnf_package_csar_path", path, group="vnf_package")
     saved, tempfile.tempdir = tempfile.tempdir, path
     try:
-        with silent():
+        with silent(), loader.offline():
             yield
     finally:
         tempfile.tempdir = saved
@@ -99,7 +101,8 @@ def artifact_block(block_text, zip_path, root):
     """Tacker's error for one TOSCA.meta block (bytes), or None when it passes."""
     csar_utils = _import("tacker.common.csar_utils")
     exceptions = _import("tacker.common.exceptions")
-    with zipfile.ZipFile(zip_path) as z, silent():
+    from tacker_hwaffinity.translator import loader
+    with zipfile.ZipFile(zip_path) as z, silent(), loader.offline():
         # _convert_artifacts reads .zfile and .path of toscaparser's CSAR object.
         csar = types.SimpleNamespace(zfile=z, path=zip_path)
         try:

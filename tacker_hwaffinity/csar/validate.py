@@ -54,6 +54,23 @@ def _upload(report, zip_path, work):
                                        "upload: %s" % theirs))
 
 
+def _imports(report, root):
+    """Are the package's imports all its own files (no fetch, no cycle)? If not, a
+    problem, and Tacker's upload check and the flavours (which would follow them)
+    are skipped."""
+    from tacker_hwaffinity.translator import loader
+    try:
+        count = loader.check_imports(root)
+    except InputError as e:
+        report.problems.append(vnfd.relative(e, root))
+        report.checks.append("imports: refused; Tacker's upload check and the flavours "
+                             "skipped (they would follow them)")
+        return False
+    report.checks.append("imports: %d TOSCA file(s), every import a file of the package "
+                         "(nothing fetched)" % count)
+    return True
+
+
 def _manifests(report, root, names):
     """[(object, file)] of the CNF manifests, checked against the models."""
     objects = []
@@ -75,11 +92,14 @@ def _manifests(report, root, names):
     return files, objects
 
 
-def validate(zip_path, plan_inputs=None, topology_key=DEFAULT_HOST_LABEL):
+def validate(zip_path, plan_inputs=None, topology_key=DEFAULT_HOST_LABEL,
+             limits=zipio.Limits()):
     """Report on the package ZIP_PATH.
 
     PLAN_INPUTS: (snapshot, profile, notes) as ``cli.common.load_inputs``
     returns them, to plan a CNF's manifests; None to skip that check.
+    LIMITS: what the archive may unpack to; over them it is an InputError,
+    raised before anything is extracted or fetched.
     """
     report = Report(zip_path)
     problems, notes, checks = report.problems, report.notes, report.checks
@@ -90,19 +110,22 @@ def validate(zip_path, plan_inputs=None, topology_key=DEFAULT_HOST_LABEL):
         os.makedirs(work)
         root = os.path.realpath(root)
         names = integrity.archive(z, problems)
-        zipio.extract_safe(z, root)
+        zipio.extract_safe(z, root, limits)
         checks.append("archive: %d file(s)" % len(names))
         blocks = integrity.tosca_meta(z, names, problems)
         count = integrity.artifacts(blocks, names, z, zip_path, root, problems, notes)
         checks.append("TOSCA.meta: %d hashed artifact(s), each also through Tacker's "
                       "_convert_artifacts" % count)
-        _upload(report, zip_path, work)
+        offline = _imports(report, root)
+        if offline:
+            _upload(report, zip_path, work)
         defs = vnfd.definitions(root, names, problems)
         files, objects = _manifests(report, root, names)
         if files:
             notes.append("a CNF package (manifests under %s): its flavours are parsed, not "
                          "translated to HOT" % K8S_DIR)
-        vnfd.flavours(root, not files, problems, checks)
+        if offline:
+            vnfd.flavours(root, not files, problems, checks)
         vnfd.hooks(root, defs, names, problems, notes, checks)
     if objects and plan_inputs is not None:
         snapshot, profile, plan_notes = plan_inputs

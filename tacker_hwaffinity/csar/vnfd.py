@@ -16,7 +16,7 @@ from tacker_hwaffinity.errors import InputError
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-def _relative(error, root):
+def relative(error, root):
     """The InputError as a Problem with its file relative to the package root."""
     source = error.source or ""
     if source.startswith(root + os.sep):
@@ -66,7 +66,7 @@ def flavours(root, translate, problems, checks):
                     run.translate(tosca, vnfd.parsed_params, source=vnfd.path)
                     done += ", translated (heat-translator + tacker-hwaffinity)"
         except InputError as e:
-            problems.append(_relative(e, root))
+            problems.append(relative(e, root))
             continue
         checks.append("flavour %s: %s" % (fid, done))
 

@@ -1,20 +1,41 @@
-"""Zip archives: deterministic writing, and reading that refuses unsafe names.
+"""Zip archives: deterministic writing, and reading within stated sizes that
+refuses unsafe names.
 
 A package written twice from the same inputs is the same bytes: members in
 path order, no directory entries, a fixed time stamp (1980-01-01, the zip
 epoch), Unix attributes 0644 (0755 for files executable in the source),
 deflate level 9 (images stored), and no archive comment.
+
+Reading: what the central directory declares is checked against :class:`Limits`
+before anything is extracted (each member, the total, the compression ratio, the
+count), and what a member really holds is counted while it is written or hashed,
+a chunk at a time (doc/packages.md).
 """
+import dataclasses
 import os
 import posixpath
 import shutil
 import tempfile
 import zipfile
+import zlib
 
 from tacker_hwaffinity.errors import InputError
 
 EPOCH = (1980, 1, 1, 0, 0, 0)
 _CHUNK = 1 << 20
+RATIO_FLOOR = 64 << 10      # bytes a member may declare whatever its compression ratio
+_CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError,
+            ValueError, OSError)      # what zipfile raises reading a damaged member
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """What one package may unpack to; the defaults hold a VNF image of a few GiB."""
+
+    member_bytes: int = 8 << 30     # bytes one member may declare (and write)
+    total_bytes: int = 16 << 30     # bytes all members together may declare
+    ratio: int = 100                # a member's size over its zipped size (over RATIO_FLOOR)
+    members: int = 10000            # entries in the central directory
 
 
 def _info(name, executable, stored, size):
@@ -77,19 +98,90 @@ def open_zip(path):
         raise InputError("no such file", source=path)
     try:
         return zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as e:
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
         raise InputError("not a zip archive: %s" % e, source=path)
 
 
-def extract_safe(z, into):
-    """Extract every member whose name is safe; return their names."""
+def check_sizes(z, limits=Limits()):
+    """Refuse (InputError) an archive whose central directory declares more than
+    LIMITS allow: nothing has been extracted or decompressed yet."""
+    source = z.filename
+    infos = z.infolist()
+    if len(infos) > limits.members:
+        raise InputError("%d archive members, over %d" % (len(infos), limits.members),
+                         source=source)
+    total = 0
+    for info in infos:
+        name, size = info.filename, info.file_size
+        if size > limits.member_bytes:
+            raise InputError("declares %d bytes, over the %d a member may hold (csar validate "
+                             "--max-member-bytes)" % (size, limits.member_bytes),
+                             source=source, obj=name)
+        if size > RATIO_FLOOR and size > limits.ratio * max(info.compress_size, 1):
+            raise InputError("declares %d bytes from %d zipped: a compression ratio over %d "
+                             "(a zip bomb?; csar validate --max-ratio)"
+                             % (size, info.compress_size, limits.ratio), source=source, obj=name)
+        total += size
+    if total > limits.total_bytes:
+        raise InputError("members unpack to %d bytes, over %d (csar validate "
+                         "--max-package-bytes)" % (total, limits.total_bytes), source=source)
+
+
+def chunks(z, info):
+    """The bytes of member INFO, a chunk at a time; InputError when the member holds more
+    than it declares or is damaged (zipfile also stops at the declared size)."""
+    left = info.file_size
+    try:
+        with z.open(info) as src:
+            while True:
+                chunk = src.read(min(_CHUNK, left + 1))
+                if not chunk:
+                    return
+                left -= len(chunk)
+                if left < 0:
+                    raise InputError("holds more than the %d bytes it declares: cut off"
+                                     % info.file_size, source=z.filename, obj=info.filename)
+                yield chunk
+    except _CORRUPT as e:
+        raise InputError("cannot be read as the %d bytes it declares (damaged, or holding "
+                         "more: cut off): %s" % (info.file_size, e), source=z.filename,
+                         obj=info.filename)
+
+
+def read_member(z, name, cap):
+    """The bytes of member NAME, read whole: InputError when it declares over CAP bytes."""
+    info = z.getinfo(name)
+    if info.file_size > cap:
+        raise InputError("declares %d bytes, over the %d read whole" % (info.file_size, cap),
+                         source=z.filename, obj=name)
+    return b"".join(chunks(z, info))
+
+
+def digest(z, name, algorithm):
+    """Hex digest (ALGORITHM: a hashlib constructor) of member NAME, read streamed."""
+    h = algorithm()
+    for chunk in chunks(z, z.getinfo(name)):
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def extract_safe(z, into, limits=Limits(), skip=None):
+    """Extract every member whose name is safe (and SKIP(name) is not true) within
+    LIMITS; return their names. A member that turns out bigger than it declared is
+    removed and refused."""
+    check_sizes(z, limits)
     names = []
     for info in z.infolist():
-        if info.is_dir() or unsafe_reason(info.filename):
+        if info.is_dir() or unsafe_reason(info.filename) or (skip and skip(info.filename)):
             continue
         dest = os.path.join(into, *info.filename.split("/"))
         os.makedirs(os.path.dirname(dest), exist_ok=True)
-        with z.open(info) as src, open(dest, "wb") as dst:
-            shutil.copyfileobj(src, dst, _CHUNK)
+        try:
+            with open(dest, "wb") as dst:
+                for chunk in chunks(z, info):
+                    dst.write(chunk)
+        except InputError:
+            os.unlink(dest)
+            raise
         names.append(info.filename)
     return names

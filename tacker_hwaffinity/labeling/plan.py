@@ -92,13 +92,34 @@ def choose_source(workers, host_source):
     return "host" if workers and all(w.host for w in workers) else "hostId"
 
 
-def plan(workers, nodes, hw):
-    """The LabelPlan for WORKERS over NODES with validated parameters HW."""
-    source = choose_source(workers, hw["host_source"])
+def nodes_by_ip(nodes):
+    """{InternalIP: [the nodes that have it]} of NODES."""
     by_ip = {}
     for n in nodes:
         for ip in n.internal_ips:
             by_ip.setdefault(ip, []).append(n)
+    return by_ip
+
+
+def node_of(worker, by_ip):
+    """(node, None) when exactly one node has an InternalIP among WORKER's addresses,
+    else (None, why not): no such node, or several (never a guess between them).
+    BY_IP: :func:`nodes_by_ip` of the cluster's nodes."""
+    matches = {n.name: n for ip in worker.addresses for n in by_ip.get(ip, ())}
+    if not matches:
+        return None, ("no Kubernetes node has an InternalIP among %s (has it joined the "
+                      "cluster? hwaffinity_param.join_timeout waits for it)"
+                      % ", ".join(worker.addresses or ("<no address>",)))
+    if len(matches) > 1:
+        return None, "addresses %s match several nodes: %s" % (
+            ", ".join(worker.addresses), ", ".join(sorted(matches)))
+    return next(iter(matches.values())), None
+
+
+def plan(workers, nodes, hw):
+    """The LabelPlan for WORKERS over NODES with validated parameters HW."""
+    source = choose_source(workers, hw["host_source"])
+    by_ip = nodes_by_ip(nodes)
     assignments, hosts = [], {}
     for w in workers:
         raw = w.host if source == "host" else w.host_id
@@ -107,22 +128,13 @@ def plan(workers, nodes, hw):
             continue
         host = label_value(raw)
         hosts.setdefault(host, []).append(w.name)
-        matches = {n.name: n for ip in w.addresses for n in by_ip.get(ip, ())}
-        if not matches:
-            assignments.append(Assignment(w, host=host, error=(
-                "no Kubernetes node has an InternalIP among %s (has it joined the cluster? "
-                "hwaffinity_param.join_timeout waits for it)"
-                % ", ".join(w.addresses or ("<no address>",)))))
-            continue
-        if len(matches) > 1:
-            assignments.append(Assignment(w, host=host, error=(
-                "addresses %s match several nodes: %s" % (
-                    ", ".join(w.addresses), ", ".join(sorted(matches))))))
+        node, error = node_of(w, by_ip)
+        if error:
+            assignments.append(Assignment(w, host=host, error=error))
             continue
         labels = {k: host for k in hw["label_keys"]}
         if hw.get("zone_label_key") and w.zone:
             labels[hw["zone_label_key"]] = label_value(w.zone)
-        assignments.append(Assignment(w, node=next(iter(matches.values())), host=host,
-                                      labels=labels))
+        assignments.append(Assignment(w, node=node, host=host, labels=labels))
     colocated = {h: names for h, names in hosts.items() if len(names) > 1}
     return LabelPlan(assignments, source, colocated, hw["on_colocation"])

@@ -80,16 +80,24 @@ def relabel(kube, workers, hw, log, dry_run=False, nodes=None):
 
 
 def nodes_of(workers, nodes):
-    """({worker name: node name}, [worker names with no node])."""
-    by_ip = {ip: n.name for n in nodes for ip in n.internal_ips}
-    found, missing = {}, []
+    """({worker name: node name}, [workers with no node], [why a worker's node is
+    ambiguous]): the label plan's rule (``labeling.plan.node_of``), never a guess."""
+    by_ip = planning.nodes_by_ip(nodes)
+    found, missing, ambiguous = {}, [], []
     for w in workers:
-        names = sorted({by_ip[a] for a in w.addresses if a in by_ip})
-        if names:
-            found[w.name] = names[0]
+        node, error = planning.node_of(w, by_ip)
+        if node is not None:
+            found[w.name] = node.name
+        elif any(a in by_ip for a in w.addresses):
+            ambiguous.append("worker %s (server %s): %s" % (w.name, w.server_id, error))
         else:
             missing.append(w.name)
-    return found, missing
+    return found, missing, ambiguous
+
+
+def _refuse_ambiguous(ambiguous, what):
+    if ambiguous:
+        raise HookFailed("%s refused, no node touched: %s" % (what, "; ".join(ambiguous)))
 
 
 def wait_joined(kube, workers, timeout, log, nodes=None, poll=2.0, clock=time.monotonic,
@@ -99,7 +107,7 @@ def wait_joined(kube, workers, timeout, log, nodes=None, poll=2.0, clock=time.mo
     read, whose plan names the workers still without a node. NODES: the nodes as
     just read (saves the first read)."""
     nodes = read_nodes(kube) if nodes is None else nodes
-    _, missing = nodes_of(workers, nodes)
+    _, missing, _ = nodes_of(workers, nodes)
     if not missing or timeout <= 0:
         return nodes
     log.info("waiting up to %g s for worker(s) %s to join the cluster", timeout,
@@ -109,7 +117,7 @@ def wait_joined(kube, workers, timeout, log, nodes=None, poll=2.0, clock=time.mo
     while missing and clock() < deadline:
         sleep(max(0.0, min(poll, deadline - clock())))
         nodes = read_nodes(kube)
-        _, missing = nodes_of(workers, nodes)
+        _, missing, _ = nodes_of(workers, nodes)
     if missing:
         log.warning("worker(s) %s still without a node after %g s", ", ".join(missing), timeout)
     else:
@@ -119,7 +127,8 @@ def wait_joined(kube, workers, timeout, log, nodes=None, poll=2.0, clock=time.mo
 
 def evict(kube, workers, hw, log, delete):
     """Cordon and drain (and, if DELETE, delete) the nodes of WORKERS."""
-    found, missing = nodes_of(workers, read_nodes(kube))
+    found, missing, ambiguous = nodes_of(workers, read_nodes(kube))
+    _refuse_ambiguous(ambiguous, "drain" + (" and delete" if delete else ""))
     for name in missing:
         log.info("worker %s has no Kubernetes node (already removed?): nothing to drain", name)
     names = sorted(set(found.values()))
@@ -144,7 +153,8 @@ def evict(kube, workers, hw, log, delete):
 def uncordon(kube, workers, log, nodes=None):
     """Make WORKERS' nodes schedulable; (node names, workers without a node).
     NODES: the nodes as just read (saves the read)."""
-    found, missing = nodes_of(workers, read_nodes(kube) if nodes is None else nodes)
+    found, missing, ambiguous = nodes_of(workers, read_nodes(kube) if nodes is None else nodes)
+    _refuse_ambiguous(ambiguous, "uncordon")
     names = sorted(set(found.values()))
     if names:
         _checked(kube, ["kubectl", "uncordon"] + names, what="kubectl uncordon")

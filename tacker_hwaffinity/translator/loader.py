@@ -26,15 +26,21 @@ import contextlib
 import dataclasses
 import os
 import shutil
+import sys
 import tempfile
+import types
+import urllib.error
 import zipfile
 
 import yaml
 
 from tacker_hwaffinity import etsi_types
+from tacker_hwaffinity.csar import meta, zipio
 from tacker_hwaffinity.errors import InputError
 
 _URL_PREFIXES = ("http://", "https://", "ftp://")
+MAX_YAML_BYTES = 16 << 20   # one VNFD or types file (ETSI's vnfd types: 120 KB)
+MAX_IMPORT_DEPTH = 32       # files in one chain of imports (ETSI's own are 3 deep)
 _YAML_EXT = (".yaml", ".yml")
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -54,6 +60,10 @@ class Vnfd:
 def _read_yaml(path, field=None):
     try:
         with open(path, encoding="utf-8") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size > MAX_YAML_BYTES:
+                raise InputError("%d bytes, over the %d a VNFD file may hold"
+                                 % (size, MAX_YAML_BYTES), source=path, field=field)
             data = yaml.load(f, Loader=_Loader)
     except OSError as e:
         raise InputError("cannot read: %s" % (e.strerror or e), source=path)
@@ -133,48 +143,147 @@ def _local_for_url(url, *dirs):
     return None
 
 
-def _resolve_imports(path, data, flavour_dir):
-    """Absolute imports for the flavour file; local_defs for every URL import."""
-    local_defs = {}
-    seen = set()
+def _inside(root, path):
+    """Is PATH (symbolic links resolved) in the directory ROOT?"""
+    real = os.path.realpath(path)
+    return os.path.commonpath([root, real]) == root
 
-    def walk(file_path, imports, rewrite):
-        here = os.path.dirname(os.path.abspath(file_path))
+
+def _shown(root, path):
+    return os.path.relpath(os.path.realpath(path), root).replace(os.sep, "/")
+
+
+def _resolve_imports(path, data, flavour_dir, root):
+    """Absolute imports for the flavour file; local_defs for every URL import.
+
+    Every file imported, directly or not, is a file of the package ROOT: a URL
+    resolves to a package file of the same name, an import from a repository
+    (which tosca-parser would fetch) or of a file outside ROOT is an InputError,
+    and so is an import cycle (tosca-parser would recurse until RecursionError)."""
+    root = os.path.realpath(root)
+    local_defs = {}
+    done = set()
+
+    def target_of(file_path, here, index, entry):
+        uri, setter = _import_uri(entry)
+        if uri is None:
+            raise InputError("import #%d is neither a path nor a {name: path} entry"
+                             % (index + 1), source=file_path, field="imports")
+        if _repository_of(entry) is not None:
+            raise InputError("import %s names repository %r: it would be fetched; put the "
+                             "file in the package and import it by path"
+                             % (uri, _repository_of(entry)), source=file_path,
+                             field="imports")
+        if _is_url(uri):
+            local = _local_for_url(uri, here, flavour_dir)
+            if local is None:
+                raise InputError("import %s cannot be resolved offline; put %s next "
+                                 "to this file" % (uri, uri.rsplit("/", 1)[-1]),
+                                 source=file_path, field="imports")
+            if not _inside(root, local):
+                raise InputError("import %s resolves to %s, outside the package"
+                                 % (uri, local), source=file_path, field="imports")
+            local_defs[uri] = local
+            return local, None
+        if "://" in uri:
+            raise InputError("import %s is a URL; nothing is fetched: import a file of the "
+                             "package by path" % uri, source=file_path, field="imports")
+        target = os.path.normpath(os.path.join(here, uri))
+        if not _inside(root, target):
+            raise InputError("import %s is outside the package (%s); only its own files "
+                             "are read" % (uri, root), source=file_path, field="imports")
+        if not os.path.isfile(target):
+            raise InputError("import %s not found (looked for %s)" % (uri, target),
+                             source=file_path, field="imports")
+        return target, setter
+
+    def walk(file_path, imports, rewrite, chain):
         if imports is None:
             return
         if not isinstance(imports, list):
             raise InputError("imports must be a list", source=file_path, field="imports")
+        here = os.path.dirname(os.path.abspath(file_path))
         for index, entry in enumerate(imports):
-            uri, setter = _import_uri(entry)
-            if uri is None:
-                raise InputError("import #%d is neither a path nor a {name: path} entry"
-                                 % (index + 1), source=file_path, field="imports")
-            if _is_url(uri):
-                local = _local_for_url(uri, here, flavour_dir)
-                if local is None:
-                    raise InputError("import %s cannot be resolved offline; put %s next "
-                                     "to this file" % (uri, uri.rsplit("/", 1)[-1]),
-                                     source=file_path, field="imports")
-                local_defs[uri] = local
-                target = local
-            else:
-                target = os.path.normpath(os.path.join(here, uri))
-                if not os.path.isfile(target):
-                    raise InputError("import %s not found (looked for %s)" % (uri, target),
-                                     source=file_path, field="imports")
-                if rewrite:
-                    if setter is None:
-                        imports[index] = target
-                    else:
-                        setter(target)
-            if target not in seen:
-                seen.add(target)
+            target, setter = target_of(file_path, here, index, entry)
+            if rewrite and not _is_url(_import_uri(entry)[0]):
+                if setter is None:
+                    imports[index] = target
+                else:
+                    setter(target)
+            real = os.path.realpath(target)
+            if real in chain:
+                cycle = chain[chain.index(real):] + [real]
+                raise InputError("import cycle: %s" % " -> ".join(_shown(root, f)
+                                                                  for f in cycle),
+                                 source=file_path, field="imports")
+            if len(chain) >= MAX_IMPORT_DEPTH:
+                raise InputError("imports nest deeper than %d files" % MAX_IMPORT_DEPTH,
+                                 source=file_path, field="imports")
+            if real not in done:
                 sub = _read_yaml(target)
                 if isinstance(sub, dict):
-                    walk(target, sub.get("imports"), False)
+                    walk(target, sub.get("imports"), False, chain + [real])
+                done.add(real)
 
-    walk(path, data.get("imports"), True)
+    walk(path, data.get("imports"), True, [os.path.realpath(path)])
     return local_defs
+
+
+def check_imports(root):
+    """Check the imports of every TOSCA file of the extracted package ROOT (any
+    depth) as the loader does, before tosca-parser or Tacker reads them: an
+    InputError for a fetch, a file outside ROOT or a cycle. Returns the file count."""
+    count = 0
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            path = os.path.join(folder, name)
+            if not name.endswith(_YAML_EXT):
+                continue
+            try:
+                data = _read_yaml(path)
+            except InputError:
+                continue    # not one YAML document (a manifest?); imported, it is refused
+            if isinstance(data, dict) and "tosca_definitions_version" in data:
+                _resolve_imports(path, data, os.path.dirname(path), root)
+                count += 1
+    return count
+
+
+@contextlib.contextmanager
+def offline():
+    """tosca-parser's and Tacker's URL openers refuse for the duration: whatever
+    a template names, parsing it fetches nothing (the loader already refuses
+    what would be fetched; this is the second wall)."""
+    def refuse(url, *args, **kwargs):
+        raise urllib.error.URLError("not fetched: hwaffinity reads packages offline (%s)"
+                                    % getattr(url, "full_url", url))
+
+    opener = types.SimpleNamespace(urlopen=refuse)
+    patched = []
+    for module, attribute, value in (
+            ("toscaparser.utils.yamlparser", "urllib",
+             types.SimpleNamespace(request=opener, error=urllib.error)),
+            ("toscaparser.utils.urlutils", "urllib2", opener),
+            ("tacker.common.csar_utils", "urllib2", opener)):
+        loaded = sys.modules.get(module)
+        if loaded is not None and hasattr(loaded, attribute):
+            patched.append((loaded, attribute, getattr(loaded, attribute)))
+            setattr(loaded, attribute, value)
+    try:
+        yield
+    finally:
+        for loaded, attribute, value in patched:
+            setattr(loaded, attribute, value)
+
+
+def _repository_of(entry):
+    """The repository an import entry names ({name: {file: ..., repository: ...}}), or None."""
+    if isinstance(entry, dict) and len(entry) == 1:
+        value = next(iter(entry.values()))
+        if isinstance(value, dict):
+            return value.get("repository")
+    return None
 
 
 def _param_data(data):
@@ -200,7 +309,7 @@ def _param_data(data):
     return params
 
 
-def _prepare(path, data, flavour):
+def _prepare(path, data, flavour, root):
     if not isinstance(data, dict) or not isinstance(data.get("topology_template"), dict):
         raise InputError("not a TOSCA service template (no topology_template)", source=path)
     policies = data["topology_template"].get("policies")
@@ -211,7 +320,7 @@ def _prepare(path, data, flavour):
                          "not a %s" % type(policies).__name__, source=path,
                          field="topology_template.policies")
     flavour_dir = os.path.dirname(os.path.abspath(path))
-    local_defs = _resolve_imports(path, data, flavour_dir)
+    local_defs = _resolve_imports(path, data, flavour_dir, root)
     subst = data["topology_template"].get("substitution_mappings")
     if isinstance(subst, dict):
         subst.pop("requirements", None)
@@ -225,7 +334,17 @@ def _from_directory(root, flavour, where):
         data = _read_yaml(f)
         candidates.append((f, data, _flavour_of(data)))
     path, data = _pick_flavour(candidates, flavour, where)
-    return _prepare(path, data, _flavour_of(data))
+    return _prepare(path, data, _flavour_of(data), root)
+
+
+def package_root(path):
+    """The package a VNFD file belongs to: its directory, or that directory's parent
+    when the parent is a package (holds TOSCA-Metadata/ or Definitions/)."""
+    here = os.path.dirname(os.path.abspath(path))
+    parent = os.path.dirname(here)
+    if any(os.path.isdir(os.path.join(parent, d)) for d in ("TOSCA-Metadata", "Definitions")):
+        return parent
+    return here
 
 
 def _from_file(path, flavour):
@@ -235,13 +354,13 @@ def _from_file(path, flavour):
         if flavour is not None and flavour != own:
             raise InputError("this file is deployment flavour %r, not %r" % (own, flavour),
                              source=path, field="--flavour")
-        return _prepare(path, data, own)
+        return _prepare(path, data, own, package_root(path))
     if not isinstance(data, dict) or "tosca_definitions_version" not in data:
         raise InputError("not a TOSCA service template (no tosca_definitions_version)",
                          source=path)
     topo = data.get("topology_template")
     if isinstance(topo, dict) and topo.get("node_templates") and flavour is None:
-        return _prepare(path, data, None)       # a plain template
+        return _prepare(path, data, None, package_root(path))       # a plain template
     # A top VNFD: its flavours are the files next to it.
     folder = os.path.dirname(os.path.abspath(path))
     candidates = []
@@ -251,20 +370,17 @@ def _from_file(path, flavour):
             d = data if os.path.samefile(f, path) else _read_yaml(f)
             candidates.append((f, d, _flavour_of(d)))
     found, found_data = _pick_flavour(candidates, flavour, path)
-    return _prepare(found, found_data, _flavour_of(found_data))
+    return _prepare(found, found_data, _flavour_of(found_data), package_root(path))
 
 
 def _extract(csar, into):
-    try:
-        with zipfile.ZipFile(csar) as z:
-            for member in z.namelist():
-                norm = os.path.normpath(member)
-                if os.path.isabs(norm) or norm.split(os.sep)[0] == "..":
-                    raise InputError("archive member %r escapes the package" % member,
-                                     source=csar)
-            z.extractall(into)
-    except zipfile.BadZipFile as e:
-        raise InputError("not a CSAR zip archive: %s" % e, source=csar)
+    """Extract what translate reads (every member but images) within the zip limits."""
+    with zipio.open_zip(csar) as z:
+        for member in z.namelist():
+            if zipio.unsafe_reason(member):
+                raise InputError("archive member %r escapes the package" % member,
+                                 source=csar)
+        zipio.extract_safe(z, into, skip=meta.is_image)
 
 
 def _lacking_etsi(root):

@@ -32,9 +32,11 @@ def parse(vnfd):
     """ToscaTemplate of a :class:`loader.Vnfd`."""
     from toscaparser.common.exception import ExceptionCollector, ValidationError
     from toscaparser.tosca_template import ToscaTemplate
+    from tacker_hwaffinity.translator import loader
     try:
-        return ToscaTemplate(parsed_params=dict(vnfd.parsed_params), a_file=False,
-                             yaml_dict_tpl=vnfd.template, local_defs=vnfd.local_defs)
+        with loader.offline():
+            return ToscaTemplate(parsed_params=dict(vnfd.parsed_params), a_file=False,
+                                 yaml_dict_tpl=vnfd.template, local_defs=vnfd.local_defs)
     except ValidationError:
         # The collected errors without their stack traces.
         report = "; ".join(ExceptionCollector.getExceptionsReport(False))

@@ -1,5 +1,6 @@
 """``hwaffinity translate`` and the offline package loader behind it."""
 import os
+import pathlib
 import shutil
 import zipfile
 
@@ -7,7 +8,7 @@ import pytest
 
 from tacker_hwaffinity.cli.main import main
 from translate_helpers import (CASES, EXPECTED, K8S_PACKAGE, absolute_imports, load_yaml,
-                               translate_file, write_vnfd)
+                               scratch_dir, translate_file, write_vnfd)
 
 TOP = os.path.join(K8S_PACKAGE, "Definitions", "sample_kubernetes_top.vnfd.yaml")
 
@@ -181,8 +182,8 @@ def test_output_directory_that_is_a_file(tmp_path, capsys):
     assert "field --output-dir: cannot create directory" in err
 
 
-def test_tosca_parser_errors_are_one_line(tmp_path, capsys):
-    bad = tmp_path / "vnfd.yaml"
+def test_tosca_parser_errors_are_one_line(capsys):
+    bad = pathlib.Path(scratch_dir()) / "vnfd.yaml"
     text = open(os.path.join(CASES, "vdu_targets.yaml")).read()
     text = text.replace("../Definitions/", os.path.join(os.path.dirname(CASES),
                                                         "Definitions") + "/")
@@ -197,7 +198,7 @@ def test_policies_as_a_map(tmp_path, capsys):
     data = absolute_imports(data, CASES)
     data["topology_template"]["policies"] = {
         k: v for p in data["topology_template"]["policies"] for k, v in p.items()}
-    path = write_vnfd(tmp_path, data)
+    path = write_vnfd(data)
     err = _error(capsys, path)
     assert "%s: field topology_template.policies: policies must be a list" % path in err
 

@@ -131,21 +131,20 @@ CASES = [
 ]
 
 
-def _vnfd(tmp_path, groups, policies, inputs):
+def _vnfd(groups, policies, inputs):
     data = absolute_imports(load_yaml(BASE), os.path.dirname(BASE))
     topo = data["topology_template"]
     topo["groups"].update(groups)
     topo["policies"].extend(policies)
     if inputs:
         topo.setdefault("inputs", {}).update(inputs)
-    return write_vnfd(tmp_path, data, "bad_vnfd.yaml")
+    return write_vnfd(data, "bad_vnfd.yaml")
 
 
 @pytest.mark.parametrize("case,groups,policies,inputs,fragments", CASES,
                          ids=[c[0] for c in CASES])
-def test_error_names_policy_target_and_field(case, groups, policies, inputs, fragments,
-                                             tmp_path):
-    path = _vnfd(tmp_path, groups, policies, inputs)
+def test_error_names_policy_target_and_field(case, groups, policies, inputs, fragments):
+    path = _vnfd(groups, policies, inputs)
     with pytest.raises(InputError) as info:
         translate_file(path)
     message = str(info.value)
@@ -158,7 +157,7 @@ def test_error_names_policy_target_and_field(case, groups, policies, inputs, fra
                          ids=[c[0] for c in CASES[:6] + CASES[-4:]])
 def test_cli_prints_one_line_and_exits_2(case, groups, policies, inputs, fragments,
                                          tmp_path, capsys):
-    path = _vnfd(tmp_path, groups, policies, inputs)
+    path = _vnfd(groups, policies, inputs)
     status = main(["translate", path, "-o", str(tmp_path / "out")])
     out, err = capsys.readouterr()
     assert status == 2
@@ -170,7 +169,7 @@ def test_cli_prints_one_line_and_exits_2(case, groups, policies, inputs, fragmen
     assert not (tmp_path / "out").exists(), "nothing is written on error"
 
 
-def test_base_vnfd_translates(tmp_path):
+def test_base_vnfd_translates():
     """The error cases fail because of what they add, not because of the base."""
-    files = translate_file(_vnfd(tmp_path, {}, [], {}))
+    files = translate_file(_vnfd({}, [], {}))
     assert "VDU1_scale.hot.yaml" in files

@@ -30,7 +30,7 @@ import pytest
 import yaml
 
 from tacker_hwaffinity import translator
-from translate_helpers import CASES, EXPECTED, translate_file
+from translate_helpers import CASES, EXPECTED, translate_file, write_vnfd
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "openstack"))
 import osharness  # noqa: E402
@@ -70,7 +70,7 @@ def _stock_aa_first():
 
 
 @pytest.fixture(scope="module")
-def results(tmp_path_factory):
+def results():
     python = osharness.python_or_skip()
     bundles = {case: _bundle(_golden(case), ZONES.get(case)) for case in GOLDEN}
     # Negative controls: the validator must catch what we guard against.
@@ -80,8 +80,7 @@ def results(tmp_path_factory):
     broken["VDU1_scale.hot.yaml"] = broken["VDU1_scale.hot.yaml"].replace(
         "  anti_affinity:\n    type: string\n", "")
     bundles["control_undeclared_nested_parameter"] = _bundle(broken)
-    path = tmp_path_factory.mktemp("stock") / "aa_first.yaml"
-    path.write_text(yaml.safe_dump(_stock_aa_first()))
+    path = write_vnfd(_stock_aa_first(), "aa_first.yaml")
     translator.unregister()
     try:
         stock = translate_file(str(path))

@@ -6,6 +6,7 @@ writes the nested templates into the working directory) and then
 extension registered, that path alone must produce our output.
 """
 import os
+import pathlib
 
 import pytest
 import yaml
@@ -13,7 +14,8 @@ import yaml
 from tacker_hwaffinity import translator
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.translator import names
-from translate_helpers import CASES, EXPECTED, K8S_PACKAGE, parsed, translate_file
+from translate_helpers import (CASES, EXPECTED, K8S_PACKAGE, parsed, scratch_dir,
+                               translate_file)
 
 
 @pytest.fixture
@@ -86,14 +88,15 @@ def _check_stock(tnt):
     assert names.SERVER_GROUP not in {r["type"] for r in main["resources"].values()}
 
 
-def test_type_name_reused_by_another_template_is_not_hijacked(tmp_path):
+def test_type_name_reused_by_another_template_is_not_hijacked():
     """A derived-rule alias from one VNFD must not capture the same type name
     meaning something else in the next VNFD translated by the process."""
     from translator.hot import translate_node_templates as tnt
     translate_file(os.path.join(CASES, "derived_types.yaml"))
     assert tnt.TOSCA_TO_HOT_TYPE["company.policies.HostAffinity"].__module__.startswith(
         "tacker_hwaffinity")
-    types = tmp_path / "types.yaml"
+    scratch = pathlib.Path(scratch_dir())      # in DATA: the VNFD imports DATA's files
+    types = scratch / "types.yaml"
     types.write_text(yaml.safe_dump({
         "tosca_definitions_version": "tosca_simple_yaml_1_2",
         "policy_types": {"company.policies.HostAffinity": {
@@ -106,7 +109,7 @@ def test_type_name_reused_by_another_template_is_not_hijacked(tmp_path):
     data["topology_template"]["policies"][1] = {"VDU1_initial_delta": {
         "type": "company.policies.HostAffinity",
         "properties": {"initial_delta": {"number_of_instances": 1}}, "targets": ["VDU1"]}}
-    path = tmp_path / "other.yaml"
+    path = scratch / "other.yaml"
     path.write_text(yaml.safe_dump(data))
     # Here the name is a VduInitialDelta. heat-translator itself cannot map a
     # type derived from VduInitialDelta (KeyError); what matters is that our

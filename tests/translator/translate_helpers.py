@@ -71,8 +71,16 @@ def absolute_imports(data, base_dir):
     return data
 
 
-def write_vnfd(tmp_path, data, name="vnfd.yaml"):
-    path = os.path.join(str(tmp_path), name)
+def scratch_dir():
+    """A new directory inside DATA: a VNFD written there may import DATA's
+    Definitions/ (the loader reads no file outside a VNFD's package, and DATA is
+    the package of the files one directory down)."""
+    return tempfile.mkdtemp(prefix="scratch-", dir=DATA)
+
+
+def write_vnfd(data, name="vnfd.yaml"):
+    """The path of DATA written as a VNFD in a new scratch_dir()."""
+    path = os.path.join(scratch_dir(), name)
     with open(path, "w", encoding="utf-8") as f:
         yaml.safe_dump(data, f, sort_keys=False)
     return path
