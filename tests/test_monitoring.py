@@ -1,6 +1,6 @@
 """deploy/monitoring/: the PrometheusRule and the Grafana dashboard are well-formed, and every
 PromQL expression in them names only metrics the code exports (the components' Metrics
-classes and the webhook's certificate expiry collector, instantiated into a fresh registry,
+classes, the informers' and the pod cache's counters, the webhook's certificate expiry collector, instantiated into a fresh registry,
 with the counters' and histograms' suffixes)."""
 import json
 import os
@@ -15,8 +15,10 @@ from tacker_hwaffinity.agent.runner import Metrics as AgentMetrics
 from tacker_hwaffinity.cli.webhook import Metrics as WebhookMetrics
 from tacker_hwaffinity.controller.exposure import ExposureMetrics
 from tacker_hwaffinity.controller.runner import Metrics as ControllerMetrics
+from tacker_hwaffinity.kube.informer import InformerMetrics
 from tacker_hwaffinity.kube.tlsreload import EXPIRY_METRIC, CertificateExpiry
 from tacker_hwaffinity.webhook import certs
+from tacker_hwaffinity.webhook.podcache import CacheMetrics
 
 from controlplane import harness
 from test_deploy_manifests import DEPLOY, _kubectl_kustomize, kustomize
@@ -32,7 +34,8 @@ KEYWORDS = {"and", "or", "unless", "by", "without", "on", "ignoring", "group_lef
 def exported():
     """Every series name the components can export."""
     registry = CollectorRegistry()
-    for cls in (AgentMetrics, WebhookMetrics, ControllerMetrics, ExposureMetrics):
+    for cls in (AgentMetrics, WebhookMetrics, ControllerMetrics, ExposureMetrics,
+                InformerMetrics, CacheMetrics):
         cls(registry)
     with tempfile.TemporaryDirectory() as tmp:      # what `webhook serve` registers
         issued = certs.issue([], ["127.0.0.1"], days=1)
