@@ -1,6 +1,7 @@
 """deploy/monitoring/: the PrometheusRule and the Grafana dashboard are well-formed, and every
 PromQL expression in them names only metrics the code exports (the components' Metrics
-classes, the informers' and the pod cache's counters, the webhook's certificate expiry collector, instantiated into a fresh registry,
+classes, the informers' and the pod cache's counters, the webhook's certificate expiry
+collector, instantiated into a fresh registry,
 with the counters' and histograms' suffixes)."""
 import json
 import os

@@ -108,7 +108,8 @@ def _convert(node, text, depth, active, count):
     items = MapItems()
     merged = []
     for k, v in node.value:
-        if k.tag == "tag:yaml.org,2002:merge" or (not k.style and k.value == "<<"):
+        if k.tag == "tag:yaml.org,2002:merge" or (
+                isinstance(k, yaml.ScalarNode) and not k.style and k.value == "<<"):
             merged.append(v)
             continue
         items.append((_convert(k, text, depth + 1, active, count),

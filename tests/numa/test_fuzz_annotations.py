@@ -65,6 +65,8 @@ _SUBJECT = _POD.add_container("c" * 63)
          CR + "affinity")
 @example("c: [%s]" % ("1" * 401), CR + "affinity")
 @example(hostile.issue_36_annotation(), CR + "affinity")
+@example("c:\n- &a {match: {key: labels/app, operator: In, values: [1]}}\nd:\n- *a: *a\n",
+         CR + "affinity")      # an alias as a mapping key: AttributeError, found in CI
 def test_fuzz_affinity_annotations(text, key):
     fuzzing.bounded(_read, {key: text})
 
