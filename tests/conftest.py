@@ -30,8 +30,8 @@ pytest.register_assert_rewrite("ci_policy")
 
 from ci_policy import unavailable  # noqa: E402  (after the rewrite registration)
 from controlplane.fixtures import (  # noqa: E402,F401  (fixtures and hooks pytest collects)
-    control_plane, control_plane_panic_guard, host_nodes, namespace, pytest_configure,
-    pytest_runtest_makereport, pytest_terminal_summary)
+    control_plane, control_plane_panic_guard, host_nodes, namespace, pytest_runtest_makereport,
+    pytest_terminal_summary)
 from ssh import sshd as sshd_mod  # noqa: E402
 
 pytest_plugins = ["ci_policy", "pytester"]

@@ -19,6 +19,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
@@ -185,6 +187,7 @@ def _copy_checkout(dest):
             shutil.copy2(src, os.path.join(dest, name))
 
 
+@pytest.mark.slow
 def test_every_readme_command_that_needs_no_cluster_runs_as_shown(tmp_path):
     runnable = [c for c in _readme_commands()
                 if c.text not in SETUP and c.text not in NEEDS]

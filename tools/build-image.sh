@@ -45,7 +45,8 @@
 #
 # Environment:
 #   HWAFFINITY_CACHE          cache root (default: $HOME/.cache/tacker-hwaffinity)
-#   HWAFFINITY_DEBIAN_MIRROR  Debian mirror (default: http://deb.debian.org/debian)
+#   HWAFFINITY_DEBIAN_MIRROR  Debian mirror (default: the one the machine's apt uses,
+#                             tools/apt-mirror.sh)
 #   HWAFFINITY_IMAGE_STORE_MAX_MIB  when buildah's storage grows past this after a
 #                             build, every image but the base is removed (default 4096)
 #
@@ -56,7 +57,6 @@ started="${SECONDS}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "${here}/.." && pwd)"
 CACHE_ROOT="${HWAFFINITY_CACHE:-${HOME}/.cache/tacker-hwaffinity}"
-MIRROR="${HWAFFINITY_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 STORE_MAX_MIB="${HWAFFINITY_IMAGE_STORE_MAX_MIB:-4096}"
 SUITE="bookworm"
 BASE_PACKAGES=(python3 python3-venv ca-certificates)
@@ -179,6 +179,9 @@ trap cleanup EXIT
 if "${B[@]}" inspect --type image "${BASE_REF}" > /dev/null 2>&1; then
     log "base cached: ${BASE_REF}"
 else
+    # shellcheck source=tools/apt-mirror.sh
+    source "${here}/apt-mirror.sh"
+    MIRROR="$(debian_mirror)" || die "no Debian mirror to debootstrap ${SUITE} from"
     log "base ${BASE_REF}: debootstrap ${SUITE} (minbase + ${BASE_PACKAGES[*]}) from ${MIRROR}"
     if ! build_base "${work}/rootfs" "${work}/debootstrap.log"; then
         cat "${work}/debootstrap.log" "${work}/rootfs/debootstrap/debootstrap.log" \

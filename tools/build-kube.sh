@@ -120,11 +120,15 @@ ensure_deb_src() {
     local f=/etc/apt/sources.list.d/hwaffinity-bookworm-src.sources
     if [ ! -e "${f}" ]; then
         [ "$(id -u)" -eq 0 ] || die "need root to add a deb-src entry (${f})"
-        log "adding deb-src entry for bookworm main: ${f}"
-        cat >"${f}" <<'EOF'
+        local mirror
+        # shellcheck source=tools/apt-mirror.sh
+        source "$(dirname "${BASH_SOURCE[0]}")/apt-mirror.sh"
+        mirror="$(debian_mirror)" || die "no Debian mirror for the deb-src entry"
+        log "adding deb-src entry for bookworm main (${mirror}): ${f}"
+        cat >"${f}" <<EOF
 # Added by tacker-hwaffinity tools/build-kube.sh (source of Debian's kubernetes)
 Types: deb-src
-URIs: http://deb.debian.org/debian
+URIs: ${mirror}
 Suites: bookworm
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg

@@ -35,7 +35,8 @@
 #
 # Environment:
 #   HWAFFINITY_CACHE          cache root (default: $HOME/.cache/tacker-hwaffinity)
-#   HWAFFINITY_DEBIAN_MIRROR  Debian mirror (default: http://deb.debian.org/debian)
+#   HWAFFINITY_DEBIAN_MIRROR  Debian mirror (default: the one the machine's apt uses,
+#                             tools/apt-mirror.sh)
 #
 # Must run as root when building (debootstrap, apt-get).
 set -euo pipefail
@@ -46,7 +47,6 @@ CACHE_ROOT="${HWAFFINITY_CACHE:-${HOME}/.cache/tacker-hwaffinity}"
 RECIPE_KEY="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)"
 OUT="${CACHE_ROOT}/vm-${RECIPE_KEY}"
 SUITE="trixie"
-MIRROR="${HWAFFINITY_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 HOST_PACKAGES=(qemu-system-x86 qemu-utils debootstrap e2fsprogs python3-venv)
 # python3-* : the project's install_requires (PyYAML, numpy, kubernetes,
 # prometheus_client, h11), so `python3 -m tacker_hwaffinity...` runs from the share.
@@ -92,6 +92,9 @@ if complete; then
 fi
 
 [ "$(id -u)" -eq 0 ] || die "building the image needs root (debootstrap, apt-get)"
+# shellcheck source=tools/apt-mirror.sh
+source "${here}/apt-mirror.sh"
+MIRROR="$(debian_mirror)" || die "no Debian mirror to debootstrap ${SUITE} from"
 mkdir -p "${CACHE_ROOT}"
 # One lock for every recipe: builds are heavy (2 cores) and share the .deb cache.
 lock="${CACHE_ROOT}/vm-build.lock"

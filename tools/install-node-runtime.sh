@@ -6,7 +6,8 @@
 # Why: the node agent is an NRI plugin, and NRI needs containerd 1.7 or later.
 # Debian bookworm ships containerd 1.6 (no NRI); trixie ships 1.7, whose
 # binaries run on bookworm (they need only libc6 >= 2.34 and runc). So this
-# adds an apt source for trixie with a pin that lets exactly one package come
+# adds an apt source for trixie (from the Debian mirror the machine's apt uses,
+# tools/apt-mirror.sh; HWAFFINITY_DEBIAN_MIRROR overrides it) with a pin that lets exactly one package come
 # from it:
 #
 #   containerd      from trixie (1.7.x, NRI built in); priority 500 for it,
@@ -38,10 +39,14 @@ sources=/etc/apt/sources.list.d/hwaffinity-trixie.sources
 prefs=/etc/apt/preferences.d/hwaffinity-trixie-containerd
 keyring=/usr/share/keyrings/debian-archive-keyring.gpg
 
+# shellcheck source=tools/apt-mirror.sh
+source "${here}/apt-mirror.sh"
+# trixie from the mirror the machine's apt uses for its own release
+mirror="$(debian_mirror)" || { log "no Debian mirror for the trixie source" >&2; exit 1; }
 sources_text="# Added by tacker-hwaffinity tools/install-node-runtime.sh: containerd 1.7 (NRI)
 # only; ${prefs} pins everything else from trixie to priority 1.
 Types: deb
-URIs: http://deb.debian.org/debian
+URIs: ${mirror}
 Suites: trixie
 Components: main
 Signed-By: ${keyring}

@@ -9,6 +9,7 @@ affinity terms together, on every pod with rules.
 import copy
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tacker_hwaffinity.controller.rules import Cluster, Rules, RunningPod
@@ -78,6 +79,7 @@ def _code(plugin, state, p, i, **terms):
     return 0 if r is None else int(r.codes[i])
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cluster())
 def test_controller_verdicts_equal_the_engines(sc):

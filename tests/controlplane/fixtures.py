@@ -17,17 +17,6 @@ MARKER = "controlplane"
 HOST_VALUES = ("host-a", "host-b", "host-c")
 
 
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers",
-        "%s: needs the real Kubernetes control plane (etcd, kube-apiserver, "
-        "kube-scheduler, kube-controller-manager) built by tools/build-kube.sh" % MARKER)
-    # repeated from tests/openstack/conftest.py: controlplane modules that also need Nova
-    # are marked openstack, and may run without that conftest loaded
-    config.addinivalue_line("markers", "openstack: needs the real Nova/Heat venv "
-                                       "(tests/openstack fixtures)")
-
-
 _RUN_DIR_KEY = pytest.StashKey[str]()
 _CONTROL_PLANE_KEY = pytest.StashKey[object]()
 _FIGURES_KEY = pytest.StashKey[str]()

@@ -15,6 +15,8 @@ from tacker_hwaffinity.numa.cpuset import parse_list
 
 from .containers import MOUNT, PREFIX, CgroupRuntime, allowed, cpuset_of
 
+pytestmark = pytest.mark.root
+
 
 def _mount_cpus():
     with open(os.path.join(MOUNT, "cpuset.cpus")) as f:

@@ -57,6 +57,7 @@ _VALUE = st.from_regex(r"[A-Za-z0-9_/][A-Za-z0-9_./-]{0,30}", fullmatch=True)
 _BLOCK = st.dictionaries(_KEY, _VALUE, min_size=1, max_size=5)
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(st.lists(_BLOCK, min_size=1, max_size=5))
 def test_render_then_parse_is_identity_and_tacker_splits_it_the_same(raw_blocks):

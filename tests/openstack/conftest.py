@@ -34,10 +34,6 @@ _FIGURES_KEY = pytest.StashKey[list]()
 
 
 def pytest_configure(config):
-    config.addinivalue_line(
-        "markers",
-        "%s: needs real OpenStack Nova/Heat servers from the venv built by "
-        "tools/openstack-venv.sh (tests/openstack fixtures)" % MARKER)
     config.stash[_CLOUDS_KEY] = []
     config.stash[_FIGURES_KEY] = []
 

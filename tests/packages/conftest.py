@@ -82,12 +82,3 @@ def k8s_v2_vnfd(k8s_package):
 @pytest.fixture(scope="session")
 def cnf_v2_vnfd(cnf_package):
     return v2_vnfd(cnf_package)
-
-
-def pytest_configure(config):
-    # Declared by tests/openstack/conftest.py and tests/ssh/conftest.py too;
-    # repeated so that running tests/packages alone knows the markers of
-    # test_vnf_a_heat.py and test_vnf_a_instantiate.py.
-    config.addinivalue_line("markers", "openstack: needs the real Nova/Heat venv "
-                                       "(tools/openstack-venv.sh)")
-    config.addinivalue_line("markers", "ssh: needs a real OpenSSH sshd on 127.0.0.1")

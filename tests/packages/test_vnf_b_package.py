@@ -272,6 +272,7 @@ def test_one_replica_per_host_rolls_without_surge():
                                                                 "maxUnavailable": 1}, name
 
 
+@pytest.mark.slow
 def test_csar_validate_is_clean_on_the_sample_cluster(cnf_built):
     """``hwaffinity csar validate`` (upload, manifests, flavour, and the plan
     on samples/cluster.yaml: 6 workers on 3 hosts) finds no problem."""

@@ -16,17 +16,7 @@ from ci_policy import unavailable
 from .containerd import CONTAINERD, CTR, Containerd, containerd_version
 from .images import BUSYBOX_CANDIDATES
 
-MARKER = "realnode"
 INSTALL_HINT = "containerd 1.7 with NRI is not installed (tools/install-node-runtime.sh)"
-
-
-def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "%s: runs a private containerd 1.7 with NRI and real containers through the "
-                   "CRI (root; tools/install-node-runtime.sh)" % MARKER)
-    config.addinivalue_line(
-        "markers", "vm: boots the QEMU test VM (cgroup v2, systemd, containerd 1.7 with NRI; "
-                   "tools/build-vm-image.sh); deselect with -m 'not vm'")
 
 
 _LAST_VM_TEST = pytest.StashKey[str]()

@@ -32,12 +32,6 @@ collect_ignore = sorted(
 
 
 def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "%s: needs a real OpenSSH sshd on 127.0.0.1 "
-        "(tools/install-test-packages.sh installs it)" % MARKER)
-    # the integration test also uses the control-plane fixture; register its
-    # marker even when tests/controlplane is not collected in this run
-    config.addinivalue_line("markers", "controlplane: needs the real Kubernetes control plane")
     config.stash[_FIGURES_KEY] = {}
 
 

@@ -18,13 +18,6 @@ import rabbit  # noqa: E402
 import tackerharness  # noqa: E402
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "tacker: runs a real tacker-server and "
-                                       "tacker-conductor (MariaDB, RabbitMQ, Nova, Heat)")
-    config.addinivalue_line("markers", "openstack: needs real OpenStack Nova/Heat servers")
-    config.addinivalue_line("markers", "ssh: needs a real OpenSSH sshd on 127.0.0.1")
-
-
 @pytest.fixture(scope="package")
 def tacker_broker():
     with rabbit.running() as broker:

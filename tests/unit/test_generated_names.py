@@ -37,6 +37,7 @@ def names(objs, snap=None):
     return [p.name for p in pods]
 
 
+@pytest.mark.slow
 def test_5000_replicas_plan_with_unique_names_and_repeat_exactly(tmp_path, capsys):
     big = controller("Deployment", "big-0", 5000)
     h = workloads.template_hash(TEMPLATE)
