@@ -33,7 +33,7 @@ from tacker_hwaffinity.constants import NUMA_ANNOTATION, TERMINAL_PHASES
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.numa import affinity as affmod
 from tacker_hwaffinity.numa.cpuset import format_list, parse_list
-from tacker_hwaffinity.numa.placement import Placer
+from tacker_hwaffinity.numa.config import PlacementConfig
 from tacker_hwaffinity.numa.subjects import pod_from_object
 
 ANNOTATION = NUMA_ANNOTATION
@@ -128,10 +128,11 @@ _LOG = logging.getLogger("hwaffinity.agent")
 
 class NodeState:
     """Placement of the containers of the pods bound to one node. AFFINITY_BUDGET: the
-    seconds one container's affinities may take (None: no limit)."""
+    seconds one container's affinities may take (None: no limit); CONFIG: the
+    ``numa.config.PlacementConfig`` (``hwaffinity numa plan``'s too)."""
 
-    def __init__(self, machine, affinity_budget=AFFINITY_BUDGET, **placer_opts):
-        self.placer = Placer(machine, affinity_budget=affinity_budget, **placer_opts)
+    def __init__(self, machine, affinity_budget=AFFINITY_BUDGET, config=PlacementConfig()):
+        self.placer = config.placer(machine, affinity_budget)
         self.pods = {}          # pod uid -> numa.subjects.Pod (the first view with IDs)
         self.placed = {}        # (pod uid, container name) -> numa.subjects.Container
         self.ids = {}           # (pod uid, container name) -> (container id, runtime)

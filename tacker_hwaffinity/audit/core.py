@@ -235,7 +235,7 @@ def _intents(found, node_objs, namespace_objs, selector_objs, key, notes):
     snap = cluster_from_objects(objs, bad_annotations)
     state = snap.state()
     engine = {p.key: (p, state.index[p.node_name]) for p in snap.pods}
-    index = intentmod.LabelIndex(state)
+    index = intentmod.label_index(state)
     for w in todo:
         broken = [p for p in w.pods if "%s/%s" % (w.namespace, p["metadata"]["name"]) in bad]
         if broken:

@@ -12,9 +12,10 @@ Replicas of one label set on one host share a verdict, so this costs one pair of
 calls per (workload, host), not per pod.
 """
 import copy
+import itertools
 
 from tacker_hwaffinity.scheduling import annotations as term_annotations
-from tacker_hwaffinity.scheduling import selectors
+from tacker_hwaffinity.scheduling.labelindex import LabelIndex
 from tacker_hwaffinity.scheduling.plugins import interpod
 from tacker_hwaffinity.scheduling.framework import Cycle
 from tacker_hwaffinity.scheduling.plugins.interpod import InterPodAffinity
@@ -86,7 +87,7 @@ def judge_pod(pod, key, ns_labels):
 
 def verdict(state, pod, node_index, key, index=None):
     """Reasons (list of str) why POD, bound at NODE_INDEX, breaks its intent on KEY
-    there, judged without itself; [] when it holds. INDEX: a LabelIndex of STATE."""
+    there, judged without itself; [] when it holds. INDEX: ``label_index(STATE)``."""
     judge = judge_pod(pod, key, state.ns_labels(pod.namespace))
     if index is not None:
         prime(state, index, judge)
@@ -105,25 +106,19 @@ def verdict(state, pod, node_index, key, index=None):
         state.restore(pod, node_index)
 
 
-class LabelIndex:
-    """Bound pods by label (key, value), to find the pods a selector may match without
-    looking at all of them: the candidates of a selector are the pods carrying one of the
-    values of its first ``In``/``=`` requirement (None: it has none; scan all)."""
+def label_index(state):
+    """A ``scheduling.labelindex.LabelIndex`` of STATE's bound pods: items are
+    ``(pod, node index)``."""
+    index = LabelIndex()
+    for pod, i in state.pods:
+        index.add((pod, i), pod.labels)
+    return index
 
-    def __init__(self, state):
-        self.by_label = {}
-        for pod, i in state.pods:
-            for kv in pod.labels.items():
-                self.by_label.setdefault(kv, []).append((pod, i))
 
-    def candidates(self, selector):
-        for r in selector.requirements:
-            if r.op in (selectors.IN, selectors.EQUALS):
-                out = []
-                for v in r.values:
-                    out.extend(self.by_label.get((r.key, v), ()))
-                return out
-        return None
+def _candidates(index, selector):
+    """The (pod, node index) pairs of INDEX that SELECTOR may match; None: every one."""
+    sets = index.candidates(selector)
+    return None if sets is None else itertools.chain.from_iterable(sets)
 
 
 def prime(state, index, judge):
@@ -131,13 +126,13 @@ def prime(state, index, judge):
     candidates (exactly the counts they would build by scanning every bound pod)."""
     for t in judge.terms["required_anti"]:
         t = state.resolve_namespaces(t)
-        cand = index.candidates(t.selector)
+        cand = _candidates(index, t.selector)
         if cand is not None:
             state.prime_counts(interpod.counts_sig((t,)), interpod.matches_all((t,)),
                                t.topology_key, cand)
     ns = judge.namespace
     for c in judge.spread:
-        cand = index.candidates(c.selector)
+        cand = _candidates(index, c.selector)
         if cand is not None:
             sel = c.selector
             state.prime_node_counts(("pts", ns, sel.sig),

@@ -16,6 +16,7 @@ import sys
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.yamlio import load_objects, parse_documents, read_text
+from tacker_hwaffinity.numa import config as configmod
 from tacker_hwaffinity.numa import report as reportmod
 from tacker_hwaffinity.numa.cpuset import parse_list
 from tacker_hwaffinity.numa.subjects import load_pods
@@ -25,13 +26,9 @@ def _pods(paths):
     return load_pods(load_objects(paths)) if paths else []
 
 
-def _common(p):
+def _output(p):
     p.add_argument("-o", "--output", choices=("text", "json"), default="text",
                    help="output format (default text)")
-    p.add_argument("--colocate-pods", action="store_true",
-                   help="implicit +10 affinity between containers of a pod without annotations")
-    p.add_argument("--colocate-namespaces", action="store_true",
-                   help="implicit +10 affinity between containers of a namespace")
 
 
 def register(subparsers):
@@ -46,7 +43,8 @@ def register(subparsers):
     ex.add_argument("pods", nargs="+", metavar="POD.yaml", help="pods to explain ('-' is stdin)")
     ex.add_argument("--cluster", action="append", default=[], metavar="PODS.yaml",
                     help="other pods known on the node (repeatable)")
-    _common(ex)
+    _output(ex)
+    configmod.add_colocation_arguments(ex)
     ex.set_defaults(func=run_explain)
 
     pl = sub.add_parser("plan", help="place containers on a machine's pools, one at a time")
@@ -63,9 +61,8 @@ def register(subparsers):
                          "ReservedResources)")
     pl.add_argument("--cgroup-driver", choices=("systemd", "cgroupfs"), default="systemd",
                     help="kubelet cgroup driver, for the cgroup directory in the JSON output")
-    pl.add_argument("--no-prefer-isolated", action="store_true",
-                    help="do not prefer isolated CPUs for 1-CPU Guaranteed containers")
-    _common(pl)
+    _output(pl)
+    configmod.add_placement_arguments(pl)   # the agent's too: the plan is the node's
     pl.set_defaults(func=run_plan)
     for action in pl._actions:
         if action.dest == "output":
@@ -174,10 +171,8 @@ def run_plan(args):
             raise InputError("pod %s is given twice (also in %s)" % (p.ref, refs[p.ref]),
                              source=p.source, obj="Pod " + p.ref)
         refs[p.ref] = p.source
-    rep, placer = reportmod.plan(
-        machine, pods, existing, cgroup_driver=args.cgroup_driver,
-        prefer_isolated=not args.no_prefer_isolated,
-        colocate_pods=args.colocate_pods, colocate_namespaces=args.colocate_namespaces)
+    rep, placer = reportmod.plan(machine, pods, existing, cgroup_driver=args.cgroup_driver,
+                                 config=configmod.from_args(args))
     if args.output == "json":
         sys.stdout.write(json.dumps(rep, indent=2) + "\n")
     elif args.output == "svg":

@@ -30,8 +30,8 @@ import numpy as np
 from tacker_hwaffinity.scheduling.annotations import REQUIRED_DURING_EXECUTION as ANNOTATION
 from tacker_hwaffinity.scheduling.annotations import Rules
 from tacker_hwaffinity.scheduling.model import NS_NAME_LABEL, Node
+from tacker_hwaffinity.scheduling.nodetable import NodeTable
 from tacker_hwaffinity.scheduling.plugins import interpod
-from tacker_hwaffinity.scheduling.state import Domains
 
 __all__ = ("ANNOTATION", "Rules", "RunningPod", "Violation", "Cluster", "eviction_order",
            "Forgiveness")
@@ -88,9 +88,7 @@ class Cluster:
         self.namespaces = {name: dict(labels, **{NS_NAME_LABEL: name})
                            for name, labels in (namespaces or {}).items()}
         self.pods = [p for p in pods if p.node in self.nodes]
-        self._node_list = [Node(name, labels) for name, labels in self.nodes.items()]
-        self._node_index = {name: i for i, name in enumerate(self.nodes)}
-        self._domains = {}
+        self.table = NodeTable(Node(name, labels) for name, labels in self.nodes.items())
         self._selected = {}     # term sigs -> running pods every one of the terms selects
         self._counts = {}       # (term sigs, key) -> per-domain counts of those pods
 
@@ -98,10 +96,8 @@ class Cluster:
         return self.nodes[pod.node].get(key)
 
     def domains(self, key):
-        d = self._domains.get(key)
-        if d is None:
-            d = self._domains[key] = Domains(key, self._node_list)
-        return d
+        """The node table's ``Domains`` of topology KEY."""
+        return self.table.domains(key)
 
     def selected(self, terms):
         """Running pods that every one of TERMS (resolved) selects (cached)."""
@@ -128,7 +124,7 @@ class Cluster:
         got = self._counts.get(ck)
         if got is None:
             d = self.domains(key)
-            at = np.fromiter((self._node_index[p.node] for p in self.selected(terms)),
+            at = np.fromiter((self.table.index[p.node] for p in self.selected(terms)),
                              dtype=np.int64)
             ids = d.ids[at]
             got = self._counts[ck] = np.bincount(ids[ids >= 0], minlength=len(d))
@@ -170,14 +166,15 @@ class Cluster:
 
 
 class _Judged:
-    """The evaluator's counts interface (``interpod``) for one running POD on its node
-    (one slot), against the other running pods: the pod itself is not counted."""
+    """A ``scheduling.counts.CountsView`` (the evaluator's, ``interpod``) for one running
+    POD on its node (one slot), against the other running pods: the pod itself is not
+    counted."""
 
     __slots__ = ("cluster", "pod", "size", "_slot")
 
     def __init__(self, cluster, pod):
         self.cluster, self.pod, self.size = cluster, pod, 1
-        self._slot = cluster._node_index[pod.node]
+        self._slot = cluster.table.index[pod.node]
 
     def domain_ids(self, key):
         return self.cluster.domains(key).ids[self._slot:self._slot + 1]

@@ -42,10 +42,6 @@ def stack_id_of(resource):
     return None
 
 
-def _stack_of_resource_id(resources):
-    return {r.get("physical_resource_id"): r for r in resources if r.get("physical_resource_id")}
-
-
 def members(resources, aspect_id):
     """ServerRefs of every member of the AutoScalingGroup named ASPECT_ID,
     sorted by member name. An error string instead when the group is absent."""

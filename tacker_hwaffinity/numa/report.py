@@ -3,7 +3,7 @@ from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.numa import affinity as affmod
 from tacker_hwaffinity.numa.cgroups import container_cgroup_dir
 from tacker_hwaffinity.numa.cpuset import format_list
-from tacker_hwaffinity.numa.placement import Placer
+from tacker_hwaffinity.numa.config import PlacementConfig
 
 
 BAD_ANNOTATION = "bad annotation: "
@@ -54,9 +54,10 @@ def explain(pods, cluster_pods=(), colocate_pods=False, colocate_namespaces=Fals
     return report, sources, warnings
 
 
-def plan(machine, pods, existing=(), cgroup_driver="systemd", **placer_opts):
-    """Place the containers of EXISTING (replay) then PODS, in order; return (report, placer)."""
-    placer = Placer(machine, **placer_opts)
+def plan(machine, pods, existing=(), cgroup_driver="systemd", config=PlacementConfig()):
+    """Place the containers of EXISTING (replay) then PODS, in order, with CONFIG (a
+    ``numa.config.PlacementConfig``, the agent's too); return (report, placer)."""
+    placer = config.placer(machine)
     warnings = []
     order = [(p, True) for p in existing] + [(p, False) for p in pods]
     parsed = _affinities_by_pod([p for p, _ in order])

@@ -35,10 +35,6 @@ MODELLED_FILTERS = ("NodeUnschedulable", "NodeName", "TaintToleration", "NodeAff
                     "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity")
 MODELLED_SCORES = ("TaintToleration", "NodeAffinity", "NodeResourcesFit", "PodTopologySpread",
                    "InterPodAffinity", "NodeResourcesBalancedAllocation", "ImageLocality")
-# Plugins that only act on what a snapshot does not model; a plan names them in its
-# notes when a pod uses what they act on.
-NOT_MODELLED = ("NodePorts", "VolumeRestrictions", "NodeVolumeLimits", "VolumeBinding",
-                "VolumeZone", "DynamicResources", "DefaultPreemption", "SchedulingGates")
 EXTENSION_POINTS = ("preEnqueue", "queueSort", "preFilter", "filter", "postFilter", "preScore",
                     "score", "reserve", "permit", "preBind", "bind", "postBind", "multiPoint")
 _TOP_FIELDS = {"apiVersion", "kind", "parallelism", "leaderElection", "clientConnection",

@@ -140,7 +140,6 @@ class LabelSelector:
 
 
 NOTHING = LabelSelector((), nothing=True)
-EVERYTHING = LabelSelector(())
 
 
 def parse_label_selector(raw, field):

@@ -1,6 +1,6 @@
 """Load a cluster snapshot and workloads from files into scheduler objects."""
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.objects.yamlio import gc_paused, load_objects
+from tacker_hwaffinity.objects.yamlio import load_objects
 from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling import workloads
 from tacker_hwaffinity.scheduling.model import (
@@ -92,11 +92,6 @@ class Snapshot:
         for pod in self.pods:
             state.bind(pod, state.index[pod.node_name])
         return state
-
-
-def load_cluster(paths):
-    with gc_paused():
-        return cluster_from_objects(load_objects(paths, keep=SNAPSHOT_FIELDS))
 
 
 def _without_term_annotations(obj):

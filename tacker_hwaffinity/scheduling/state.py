@@ -8,39 +8,13 @@ plus a few vector operations over the nodes, not O(pods x nodes).
 import numpy as np
 
 from tacker_hwaffinity.scheduling import selectors
+from tacker_hwaffinity.scheduling.nodetable import NodeTable
 from tacker_hwaffinity.scheduling.resources import node_allocatable
 from tacker_hwaffinity.scheduling.selectors import NOTHING
 
 # The controllers whose selector kube-scheduler's default spreading reads (DefaultSelector).
 SELECTOR_OWNERS = (("v1", "ReplicationController"), ("apps/v1", "ReplicaSet"),
                    ("apps/v1", "StatefulSet"))
-
-
-
-class Domains:
-    """The values of one node label: ``ids[i]`` is node i's value id, -1 if absent."""
-
-    __slots__ = ("key", "ids", "values", "present")
-
-    def __init__(self, key, nodes):
-        self.key = key
-        index = {}
-        ids = np.empty(len(nodes), dtype=np.int64)
-        for i, n in enumerate(nodes):
-            v = n.labels.get(key)
-            ids[i] = -1 if v is None else index.setdefault(v, len(index))
-        self.ids = ids
-        self.values = list(index)
-        self.present = ids >= 0
-
-    def __len__(self):
-        return len(self.values)
-
-    def spread(self, per_domain):
-        """Per-node array from a per-domain array (0 where a node lacks the key)."""
-        ext = np.zeros(len(self.values) + 1, dtype=per_domain.dtype)
-        ext[:-1] = per_domain
-        return ext[self.ids]
 
 
 class DomainCounts:
@@ -95,8 +69,8 @@ class ClusterState:
     """
 
     def __init__(self, nodes, namespaces=(), services=(), controllers=None):
-        self.nodes = list(nodes)
-        self.index = {n.name: i for i, n in enumerate(self.nodes)}
+        self.table = NodeTable(nodes)   # nodes, index and domains (scheduling/nodetable.py)
+        self.nodes, self.index = self.table.nodes, self.table.index
         self.namespaces = {ns.name: ns for ns in namespaces}
         self.services = list(services)
         self.controllers = dict(controllers or {})
@@ -116,7 +90,6 @@ class ClusterState:
         self._hits = {}      # class key -> [counts scanned, [the counts it is in]]
         self._primed = []    # counts made by prime_*: kept out of _made, found by class
         self._primed_hits = {}  # class key -> [primed counts that select it]
-        self._domains = {}
         self._counts = {}
         self._node_counts = {}
         self._extensions = {}  # plugin name -> its bind-time counting (extension())
@@ -223,10 +196,8 @@ class ClusterState:
         return ns.labels if ns is not None else {}
 
     def domains(self, key):
-        d = self._domains.get(key)
-        if d is None:
-            d = self._domains[key] = Domains(key, self.nodes)
-        return d
+        """The node table's ``Domains`` of topology KEY."""
+        return self.table.domains(key)
 
     def counts(self, sig, matcher, key):
         """DomainCounts for MATCHER (identified by SIG) over topology KEY, kept up to date."""

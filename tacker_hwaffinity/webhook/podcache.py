@@ -15,9 +15,9 @@ import time
 from tacker_hwaffinity.constants import TERMINAL_PHASES
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import annotations as term_annotations
-from tacker_hwaffinity.scheduling import selectors
+from tacker_hwaffinity.scheduling.labelindex import POSITIVE, LabelIndex
 from tacker_hwaffinity.scheduling.model import DEFAULT_NAMESPACE, NS_NAME_LABEL, Node
-from tacker_hwaffinity.scheduling.state import Domains
+from tacker_hwaffinity.scheduling.nodetable import NodeTable
 from tacker_hwaffinity.scheduling.termgroups import EXISTING_KINDS, SelectingTerm, group_key
 from tacker_hwaffinity.webhook.assumed import MAX_PENDING, Assumed
 
@@ -25,7 +25,6 @@ LOG = logging.getLogger(__name__)
 PENDING_TTL_S = 30.0
 MALFORMED, INTERNAL = "malformed_annotation", "internal"   # pod error reasons
 _PARSE_CACHE_MAX = 1024
-_POSITIVE = (selectors.IN, selectors.EQUALS, selectors.EXISTS, selectors.GT, selectors.LT)
 
 
 def _meta(obj):
@@ -130,34 +129,6 @@ class Group(SelectingTerm):
         self.size += n
 
 
-class NodeView:
-    """An immutable snapshot of the nodes: ``index`` name -> i, ``nodes`` (model.Node)
-    and, per topology key, the engine's ``Domains`` (computed on first use)."""
-
-    def __init__(self, labels_by_name, version):
-        self.version = version
-        self.nodes = [Node(name, labels) for name, labels in labels_by_name.items()]
-        self.index = {n.name: i for i, n in enumerate(self.nodes)}
-        self._domains = {}
-
-    def __len__(self):
-        return len(self.nodes)
-
-    def domains(self, key):
-        d = self._domains.get(key)
-        if d is None:
-            d = self._domains[key] = Domains(key, self.nodes)
-        return d
-
-
-class _NsIndex:
-    __slots__ = ("pods", "labels")
-
-    def __init__(self):
-        self.pods = set()
-        self.labels = {}  # key -> value -> set(PodRecord)
-
-
 class PodCache:
     """Thread-safe cluster view; see the module docstring. CLOCK (seconds, monotonic)
     ages pending records; ``lock`` guards every read the extender makes.
@@ -181,27 +152,16 @@ class PodCache:
                                self.metrics.pending_dropped, max_pending)
         self._nodes = {}            # name -> labels
         self._nodes_version = 0
-        self._view = None
+        self._view = None           # NodeTable of _nodes, made for _view_version
+        self._view_version = -1
         self._namespaces = {}       # name -> labels
         self._pods = {}             # key -> PodRecord, every pod seen (bound or not)
-        self._by_ns = {}            # namespace -> _NsIndex of bound pods
+        self._by_ns = {}            # namespace -> LabelIndex of bound PodRecords
         self._groups = {kind: {} for kind in EXISTING_KINDS}
         self._extended = {}         # key -> PodRecord: bound pods with extended terms
         self._parsed = {}
 
     # -- parsing -----------------------------------------------------------------
-    def parse_terms(self, annotations):
-        """``scheduling_terms(annotations)``, cached by the annotations' text (every
-        replica of a workload carries the same): SchedulingTerms or None; InputError
-        (the engine's) for a malformed annotation."""
-        if not isinstance(annotations, dict):
-            return None
-        ann = (annotations.get(term_annotations.POD_AFFINITY),
-               annotations.get(term_annotations.REQUIRED_DURING_EXECUTION))
-        if ann == (None, None):
-            return None
-        return self._parse_ann(ann)
-
     def _parse_ann(self, ann):
         key = tuple(a if isinstance(a, str) else repr(a) for a in ann)
         got = self._parsed.get(key)
@@ -272,9 +232,13 @@ class PodCache:
                 self._nodes_version += 1
 
     def node_view(self):
+        """The nodes as a ``scheduling.nodetable.NodeTable``: the same object until
+        the nodes change."""
         with self.lock:
-            if self._view is None or self._view.version != self._nodes_version:
-                self._view = NodeView(self._nodes, self._nodes_version)
+            if self._view is None or self._view_version != self._nodes_version:
+                self._view = NodeTable(Node(name, labels)
+                                       for name, labels in self._nodes.items())
+                self._view_version = self._nodes_version
             return self._view
 
     def node_labels(self, name):
@@ -371,16 +335,8 @@ class PodCache:
     def _index(self, rec):
         idx = self._by_ns.get(rec.namespace)
         if idx is None:
-            idx = self._by_ns[rec.namespace] = _NsIndex()
-        idx.pods.add(rec)
-        for k, v in rec.labels.items():
-            by_val = idx.labels.get(k)
-            if by_val is None:
-                by_val = idx.labels[k] = {}
-            s = by_val.get(v)
-            if s is None:
-                s = by_val[v] = set()
-            s.add(rec)
+            idx = self._by_ns[rec.namespace] = LabelIndex()
+        idx.add(rec, rec.labels)
         if rec.terms is not None:
             self._extended[rec.key] = rec
             self._add_terms(rec, 1)
@@ -388,18 +344,8 @@ class PodCache:
     def _unindex(self, rec):
         idx = self._by_ns.get(rec.namespace)
         if idx is not None:
-            idx.pods.discard(rec)
-            for k, v in rec.labels.items():
-                by_val = idx.labels.get(k)
-                s = by_val.get(v) if by_val is not None else None
-                if s is None:
-                    continue
-                s.discard(rec)
-                if not s:
-                    del by_val[v]
-                    if not by_val:
-                        del idx.labels[k]
-            if not idx.pods:
+            idx.discard(rec, rec.labels)
+            if not idx.items:
                 del self._by_ns[rec.namespace]
         if self._extended.pop(rec.key, None) is not None:
             self._add_terms(rec, -1)
@@ -476,20 +422,6 @@ class PodCache:
             names.update(n for n, labels in self._namespaces.items() if sel.matches(labels))
         return names
 
-    @staticmethod
-    def _requirement_sets(idx, r):
-        """The index's pod sets that positive requirement R draws from, or None."""
-        if r.op not in _POSITIVE:
-            return None
-        by_val = idx.labels.get(r.key)
-        if by_val is None:
-            return []
-        if r.op in (selectors.IN, selectors.EQUALS):
-            return [by_val[v] for v in r.values if v in by_val]
-        if r.op == selectors.EXISTS:
-            return list(by_val.values())
-        return [s for v, s in by_val.items() if r.matches({r.key: v})]  # Gt, Lt
-
     def _candidates(self, term):
         """Pod sets (disjoint) holding every bound pod TERM may select."""
         if term.selector.nothing:
@@ -499,18 +431,9 @@ class PodCache:
             idx = self._by_ns.get(ns)
             if idx is None:
                 continue
-            best, best_size = None, 0
-            for r in term.selector.requirements:
-                sets = self._requirement_sets(idx, r)
-                if sets is None:
-                    continue
-                size = sum(len(s) for s in sets)
-                if best is None or size < best_size:
-                    best, best_size = sets, size
-                    if not size:
-                        break
+            best = idx.candidates(term.selector)
             if best is None:
-                out.append(idx.pods)
+                out.append(idx.items)
             else:
                 out.extend(best)
         return out
@@ -527,7 +450,7 @@ class PodCache:
             per_node = {}
             one = terms[0].selector if len(terms) == 1 else None
             if one is not None and len(one.requirements) == 1 \
-                    and one.requirements[0].op in _POSITIVE:
+                    and one.requirements[0].op in POSITIVE:
                 for pool in pools:       # the index drew exactly the selected pods
                     for p in pool:
                         per_node[p.node] = per_node.get(p.node, 0) + 1
@@ -575,5 +498,5 @@ class PodCache:
         with self.lock:
             return {"nodes": len(self._nodes), "namespaces": len(self._namespaces),
                     "pods": len(self._pods),
-                    "bound": sum(len(i.pods) for i in self._by_ns.values()),
+                    "bound": sum(len(i) for i in self._by_ns.values()),
                     "extended": len(self._extended), "pending": len(self.assumed)}

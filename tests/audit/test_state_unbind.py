@@ -38,7 +38,7 @@ def test_primed_counts_equal_scanned_counts():
     snap, state = _state()
     judge = intent.judge_pod(snap.pods[0], "CIS-node", {})
     primed = state
-    intent.prime(primed, intent.LabelIndex(primed), judge)
+    intent.prime(primed, intent.label_index(primed), judge)
     _snap2, scanned = _state()
     (k1,) = primed._counts
     assert not scanned._counts       # created by the filter's own scan below
@@ -114,7 +114,7 @@ def test_indexed_verdicts_equal_plain_filters(cluster):
     objs, order = cluster
     snap = cluster_from_objects([(o, "t") for o in objs])
     state = snap.state()
-    index = intent.LabelIndex(state)
+    index = intent.label_index(state)
     for k in order:   # one shared state, judged in a random order, as audit does
         p = snap.pods[k]
         got = intent.verdict(state, p, state.index[p.node_name], "CIS-node", index)

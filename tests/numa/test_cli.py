@@ -321,3 +321,82 @@ def test_fuzz_pod_objects_only_input_errors(obj):
         return
     rep, _, _ = explain([pod])
     assert len(rep["containers"]) == len(pod.containers)
+
+
+# -- one placement configuration: the offline plan is the agent's decision ------------
+SERVER = os.path.join(DATA, "server.yaml")
+PLACEMENT_FLAGS = ([], ["--no-prefer-isolated"], ["--colocate-pods"],
+                   ["--colocate-namespaces"],
+                   ["--no-prefer-isolated", "--colocate-pods", "--colocate-namespaces"])
+
+
+def _node_pods():
+    """Pods of one node, in creation order: 1-CPU Guaranteed ones (isolated CPUs or
+    not), and Burstable pods of two containers in two namespaces (colocation)."""
+    from agent.podobjects import pod_object
+    out = []
+    for i in range(3):
+        out.append(pod_object("one-%d" % i, cpu="1", memory="256Mi",
+                              created="2026-01-01T00:00:0%dZ" % i))
+    for i, ns in enumerate(("red", "red", "blue", "blue")):
+        p = pod_object("two-%d" % i, containers=("a", "b"), cpu="500m", memory="128Mi",
+                       ns=ns, qos="Burstable", created="2026-01-01T00:01:0%dZ" % i)
+        for c in p["spec"]["containers"]:
+            c["resources"]["limits"] = {}
+        out.append(p)
+    return out
+
+
+def _decisions(rep):
+    return {(c["pod"], c["container"]): (c["pool"], c["cpus"], c["exclusiveCpus"],
+                                         c["mems"], c["error"]) for c in rep["containers"]}
+
+
+@pytest.mark.parametrize("flags", PLACEMENT_FLAGS, ids=" ".join)
+def test_numa_plan_and_the_agent_decide_alike_for_the_same_flags(capsys, tmp_path, flags):
+    import argparse
+
+    import yaml
+
+    from tacker_hwaffinity.agent.node import NodeState
+    from tacker_hwaffinity.numa import config, report
+    from tacker_hwaffinity.numa.topology import machine_from_yaml
+    from tacker_hwaffinity.objects.yamlio import parse_documents
+
+    pods = _node_pods()
+    path = write(tmp_path, "pods.yaml", yaml.safe_dump_all(pods))
+    rc, out, err = run(capsys, "numa", "plan", "--machine", SERVER, path, "-o", "json", *flags)
+    assert rc == 0, err
+    planned = _decisions(json.loads(out))
+
+    agent_parser = argparse.ArgumentParser()   # the flags as the agent's parser takes them
+    config.add_placement_arguments(agent_parser)
+    with open(SERVER) as f:
+        machine = machine_from_yaml(parse_documents(f.read(), SERVER)[0], SERVER)
+    state = NodeState(machine, config=config.from_args(agent_parser.parse_args(flags)))
+    state.sync(list(reversed(pods)))           # the agent places in creation order
+    assert not state.errors and not state.pod_errors
+    assert _decisions(report.plan_report(state.placer)) == planned
+    assert len(planned) == 11
+
+
+def test_placement_flags_change_the_decisions(capsys, tmp_path):
+    """The test above compares decisions that the flags do change."""
+    path = write(tmp_path, "pods.yaml", __import__("yaml").safe_dump_all(_node_pods()))
+    seen = []
+    for flags in PLACEMENT_FLAGS[:3]:
+        rc, out, err = run(capsys, "numa", "plan", "--machine", SERVER, path, "-o", "json",
+                           *flags)
+        assert rc == 0, err
+        seen.append(_decisions(json.loads(out)))
+    assert seen[0] != seen[1] and seen[0] != seen[2]
+
+
+def test_the_agent_takes_the_placement_flags():
+    """``hwaffinity agent`` parses the flags ``numa plan`` does (``add_placement_arguments``)."""
+    from tacker_hwaffinity.cli.main import build_parser
+    from tacker_hwaffinity.numa.config import PlacementConfig, from_args
+    args = build_parser("agent").parse_args(
+        ["agent", "--no-prefer-isolated", "--colocate-pods", "--colocate-namespaces"])
+    assert from_args(args) == PlacementConfig(prefer_isolated=False, colocate_pods=True,
+                                              colocate_namespaces=True)

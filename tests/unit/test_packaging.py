@@ -9,7 +9,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PKG = os.path.join(ROOT, "tacker_hwaffinity")
 # what runs in the cluster (the certs helper runs on the operator's machine: extra webhook)
 IN_CLUSTER = ("agent", "controller", "kube", "openstack", "webhook", "labeling", "scheduling",
-              "k8s", "numa", "cli/agent.py", "cli/controller.py", "cli/webhook.py",
+              "numa", "cli/agent.py", "cli/controller.py", "cli/webhook.py",
               "cli/main.py", "cli/common.py", "errors.py", "constants.py")
 OPERATOR_SIDE = {"webhook/certs.py": "cryptography"}
 # import name -> the requirement that brings it (directly or as a declared dependency)

@@ -7,20 +7,8 @@ over a small counts interface, and read by three callers:
 * the scheduler extender (``webhook/extender.py``) over its pod index;
 * the RequiredDuringExecution check (``controller/rules.py``) over running pods.
 
-A *view* is what an evaluation reads; its slots are the nodes being judged:
-
-``size``
-    the number of slots;
-``domain_ids(key)``
-    per slot, the id of its node's value of topology KEY (-1: no such label);
-``matching_counts(terms, key)``
-    per domain of KEY (indexed by those ids), how many bound pods every one of
-    TERMS (the incoming pod's terms, namespaces resolved) selects;
-``selecting_groups(kind)``
-    ``(term, per-domain counts over term.topology_key)`` of the bound pods' terms
-    of KIND that select the incoming pod (symmetry);
-``selects_itself(terms)``
-    whether every one of TERMS selects the incoming pod.
+A *view* is what an evaluation reads: the counts interface, declared as
+``scheduling.counts.CountsView`` (its slots are the nodes being judged).
 
 ``filter_codes`` gives each slot one code (0 passes; 1, 2, 3 index ``REASONS``),
 the engine's precedence: the pod's required affinity over its required
@@ -164,7 +152,8 @@ def matches_all(terms):
 
 
 class StateView:
-    """The counts interface over ``ClusterState`` for one cycle's pod (every node a slot)."""
+    """A ``counts.CountsView`` over ``ClusterState`` for one cycle's pod (every node a
+    slot)."""
 
     __slots__ = ("state", "pod", "size", "groups", "_ns_labels")
 
