@@ -28,11 +28,11 @@ Event; the other containers of the batch are answered, and so are later requests
 
 No cgroup file is written in this mode, and nothing on a container's start path
 waits for the API server: the ``hwaffinity.io/numa`` annotation and Events are
-queued for ``Recorder``, which retries with backoff while the server is down.
+queued for ``agent.recorder.Recorder``, which retries with backoff while the server
+is down. The grants are kept in ``agent.checkpoint.Checkpoint``.
 """
 import json
 import logging
-import os
 import queue
 import threading
 import time
@@ -42,14 +42,12 @@ from tacker_hwaffinity.agent.cgroupfs import map_ids
 from tacker_hwaffinity.agent.node import ANNOTATION, INTERNAL, OVER_BUDGET
 from tacker_hwaffinity.agent.runner import REASON_PLACEMENT, REASON_RESTORE, set_gauges
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.kube.client import KubeError
 from tacker_hwaffinity.nri import api
 from tacker_hwaffinity.numa.cpuset import format_list
 from tacker_hwaffinity.numa.request import RESERVED
 
 EVENTS = api.event_mask(api.CREATE_CONTAINER, api.UPDATE_CONTAINER, api.STOP_CONTAINER,
                         api.REMOVE_CONTAINER, api.REMOVE_POD_SANDBOX)
-CHECKPOINT = "nri-grants.json"
 REASON_FORGED = "NUMAGrantIgnored"
 BAD_REQUEST = "request"         # refusal reason: a message the agent cannot act on
 # Seconds a Synchronize may spend placing containers its checkpoint has no grant for:
@@ -57,154 +55,6 @@ BAD_REQUEST = "request"         # refusal reason: a message the agent cannot act
 # (node.AFFINITY_BUDGET) past it still answers in time. The rest stay unpinned.
 SYNC_BUDGET = 1.0
 _LIVE = (api.CONTAINER_CREATED, api.CONTAINER_RUNNING, api.CONTAINER_PAUSED)
-
-
-class Checkpoint:
-    """The agent's record of its grants, {pod uid: {container name: entry}} (entries as
-    in the annotation): a node-local file only root writes, trusted as the kubelet
-    trusts ``cpu_manager_state``. A journal, so that a decision costs one short
-    append, not a rewrite of every pod: each line is ``{"uid": U, "grants": G}`` (G
-    null: the pod is gone) and the last line of a pod wins; ``rewrite`` compacts it
-    (tmp file and rename) at every Synchronize."""
-
-    def __init__(self, path):
-        self.path = path
-        self._file = None
-
-    def load(self, log):
-        if not self.path or not os.path.exists(self.path):
-            return {}
-        records = {}
-        try:
-            with open(self.path) as f:
-                for n, line in enumerate(f, 1):
-                    if not line.strip():
-                        continue
-                    doc = json.loads(line)
-                    if not isinstance(doc, dict) or not isinstance(doc.get("uid"), str) \
-                            or not isinstance(doc.get("grants"), (dict, type(None))):
-                        raise ValueError("line %d: expected {uid, grants}" % n)
-                    if doc["grants"] is None:
-                        records.pop(doc["uid"], None)
-                    else:
-                        records[doc["uid"]] = doc["grants"]
-        except (OSError, ValueError) as e:
-            log.warning("checkpoint %s unreadable (%s): containers without a record are "
-                        "placed afresh", self.path, e)
-            return records
-        return records
-
-    def rewrite(self, records):
-        if not self.path:
-            return
-        self.close()
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            for uid in sorted(records):
-                f.write(_line(uid, records[uid]))
-        os.replace(tmp, self.path)
-
-    def record(self, uid, grants):
-        """Append the grants of pod UID (None: forget the pod)."""
-        if not self.path:
-            return
-        if self._file is None:
-            self._file = open(self.path, "a")
-        self._file.write(_line(uid, grants))
-        self._file.flush()
-
-    def close(self):
-        if self._file is not None:
-            self._file.close()
-            self._file = None
-
-
-def _line(uid, grants):
-    return json.dumps({"uid": uid, "grants": grants}, sort_keys=True,
-                      separators=(",", ":")) + "\n"
-
-
-class Recorder:
-    """Writes annotations and Events to the API server from its own thread, newest
-    value per pod, retrying with backoff (1 s doubling to 30 s) while it fails."""
-
-    def __init__(self, api_, metrics, log, dry_run=False):
-        self.api, self.metrics, self.log, self.dry_run = api_, metrics, log, dry_run
-        self._lock = threading.Lock()
-        self._wake = threading.Event()
-        self._annotations = {}      # uid -> (pod ref obj, value)
-        self._events = []           # (pod ref obj, reason, message)
-        self._written = {}          # uid -> value last written
-        self.backoff = 1.0
-
-    def annotate(self, ref, value):
-        with self._lock:
-            uid = ref["metadata"]["uid"]
-            if self._written.get(uid) != value:
-                self._annotations[uid] = (ref, value)
-                self._wake.set()
-
-    def event(self, ref, reason, message):
-        with self._lock:
-            self._events.append((ref, reason, message))
-            self._wake.set()
-
-    def forget(self, uid):
-        with self._lock:
-            self._annotations.pop(uid, None)
-            self._written.pop(uid, None)
-
-    def pending(self):
-        with self._lock:
-            return len(self._annotations) + len(self._events)
-
-    def run(self, stop):
-        while not stop.is_set():
-            self._wake.wait(1.0)
-            self._wake.clear()
-            if self.flush():
-                self.backoff = 1.0
-            else:
-                stop.wait(self.backoff)
-                self.backoff = min(30.0, self.backoff * 2)
-
-    def flush(self):
-        """Write what is queued; False when the API server refused or was unreachable."""
-        with self._lock:
-            todo, self._annotations = self._annotations, {}
-            evs, self._events = self._events, []
-        ok = True
-        for uid, (ref, value) in sorted(todo.items()):
-            meta = ref["metadata"]
-            if self.dry_run:
-                self.log.info("pod %s/%s: %s=%s (dry run)", meta["namespace"], meta["name"],
-                              ANNOTATION, value)
-                continue
-            try:
-                self.api.annotate(ref, ANNOTATION, value)
-            except KubeError as e:
-                ok = False
-                self.metrics.failures.labels("annotation").inc()
-                self.log.warning("pod %s/%s: annotation not recorded yet (%s)",
-                                 meta["namespace"], meta["name"], e)
-                with self._lock:
-                    self._annotations.setdefault(uid, (ref, value))
-                continue
-            with self._lock:
-                self._written[uid] = value
-        for i, (ref, reason, message) in enumerate(evs):
-            if self.dry_run:
-                continue
-            try:
-                self.api.event(ref, reason, message)
-            except KubeError as e:
-                ok = False
-                self.metrics.failures.labels("event").inc()
-                self.log.warning("event %s not recorded yet (%s)", reason, e)
-                with self._lock:
-                    self._events[:0] = evs[i:]
-                break
-        return ok
 
 
 def _ref(pod):

@@ -66,6 +66,36 @@ class Score:
                 "memoryFits": self.memory_ok, "rank": self.rank}
 
 
+class Entitlement:
+    """What the engine may grant one container on this machine, whatever the state:
+    CPU_TYPES, the classes in the order tried (reserved falls back to normal when the
+    reserved CPUs are short); FULL exclusive CPUs, from the pool's isolated CPUs (only
+    when ISOLATE, and all of them) or from its sharable ones; PORTION milli-CPU of the
+    class's shared set; MEMORY bytes; ROOT_ONLY: the root pool only (the reserved
+    class and kube-system), where memory is not checked. ``allocate`` grants it and
+    ``refusal`` checks a recorded grant against it."""
+
+    __slots__ = ("container", "request", "cpu_types", "full", "portion", "isolate",
+                 "memory", "root_only")
+
+    def __init__(self, container, req, root_has_reserved):
+        self.container, self.request = container, req
+        want = req.cpu_type
+        if want == RESERVED and not root_has_reserved:
+            want = NORMAL
+        self.full, self.portion = req.full, req.fraction
+        if want == RESERVED:
+            self.full, self.portion = 0, self.portion + 1000 * self.full
+        self.cpu_types = (want,) if want == NORMAL or not self.portion else (RESERVED, NORMAL)
+        self.isolate, self.memory = req.isolate, req.memory
+        self.root_only = want == RESERVED or container.namespace == "kube-system"
+
+    def describe(self):
+        """The container's QoS class, CPU request and what it may be granted, in words."""
+        c = self.container
+        return "%s, cpu request %dm: %s" % (c.pod.qosclass, c.cpu_request, _shape(self.request))
+
+
 def affinity_score(pool, pool_aff):
     score, q = 0.0, Q
     for a in pool.ancestors():
@@ -252,29 +282,68 @@ class Placer:
         self.decisions.append(d)
         return d
 
+    def entitlement(self, container, req):
+        """The Entitlement of CONTAINER, whose request is REQ, on this machine."""
+        return Entitlement(container, req, bool(self.root.reserved))
+
     def allocate(self, pool, req, container):
-        full, fraction, cpu_type = req.full, req.fraction, req.cpu_type
-        if cpu_type == RESERVED and full > 0:
-            fraction, full = fraction + 1000 * full, 0
-        if cpu_type == RESERVED and fraction > 0 and self.allocatable_reserved(pool) < fraction:
-            cpu_type = NORMAL
-        exclusive = frozenset()
-        if full > 0:
-            iso = pool.isolated - self.used
-            path, budget = self._budget(pool)
-            if req.isolate and len(iso) >= full:
-                exclusive = take_cpus(self.machine, iso, full, path)
-            elif self.allocatable_shared(pool) > 1000 * full:
-                exclusive = take_cpus(self.machine, pool.sharable - self.used, full, path,
-                                      budget)
-            else:
-                raise ValueError("%d exclusive CPUs wanted, %dm shared capacity left"
-                                 % (full, self.allocatable_shared(pool)))
-        if fraction > 0 and cpu_type == NORMAL:
-            avail = self._shared_left(pool, exclusive)
-            if avail < fraction:
-                raise ValueError("%dm shared CPU wanted, %dm left" % (fraction, avail))
-        return self._commit(Grant(container, pool, cpu_type, exclusive, fraction, req.memory))
+        """Grant CONTAINER (request REQ) its ``entitlement`` from POOL, choosing its
+        exclusive CPUs; raises ValueError saying what is short (``shortfall``)."""
+        ent = self.entitlement(container, req)
+        exclusive = self._take_exclusive(pool, ent)
+        why = None
+        for cpu_type in ent.cpu_types:
+            why = self.shortfall(pool, ent, cpu_type, exclusive, "wanted")
+            if why is None:
+                return self._commit(Grant(container, pool, cpu_type, exclusive, ent.portion,
+                                          ent.memory))
+        raise ValueError(why)
+
+    def _take_exclusive(self, pool, ent):
+        """ENT's exclusive CPUs from POOL: isolated ones when it prefers them and enough
+        are free, else sharable ones, topology-packed (``take_cpus``); raises ValueError
+        when the sharable ones lack the room."""
+        if not ent.full:
+            return frozenset()
+        iso = pool.isolated - self.used
+        path, budget = self._budget(pool)
+        if ent.isolate and len(iso) >= ent.full:
+            return take_cpus(self.machine, iso, ent.full, path)
+        why = self._exclusive_shortfall(pool, ent.full, "wanted")
+        if why:
+            raise ValueError(why)
+        return take_cpus(self.machine, pool.sharable - self.used, ent.full, path, budget)
+
+    def shortfall(self, pool, ent, cpu_type, exclusive, verb, where=""):
+        """Why POOL cannot hold, now, a grant of ENT of CPU_TYPE with the EXCLUSIVE CPUs
+        (free CPUs of POOL, of the kind ENT may have); None when it can. VERB ("wanted",
+        "recorded") and WHERE (" in pool ...") word the answer."""
+        if ent.root_only and pool is not self.root:
+            return "pool %r %s, the engine grants pool %r (%s)" % (
+                pool.name, verb, self.root.name, ent.describe())
+        if exclusive and not exclusive <= pool.isolated:
+            why = self._exclusive_shortfall(pool, ent.full, verb)
+            if why:
+                return why + where
+        if not ent.root_only and not self.machine_has_no_memory_info() \
+                and ent.memory > self.free_memory(pool):
+            return "pool %r has not %d bytes of free memory left" % (pool.name, ent.memory)
+        if ent.portion and cpu_type == NORMAL:
+            left = self._shared_left(pool, exclusive)
+            if left < ent.portion:
+                return "%dm shared CPU %s, %dm left%s" % (ent.portion, verb, left, where)
+        elif ent.portion and self.allocatable_reserved(pool) < ent.portion:
+            return "%dm reserved CPU %s, %dm left%s" % (
+                ent.portion, verb, max(self.allocatable_reserved(pool), 0), where)
+        return None
+
+    def _exclusive_shortfall(self, pool, full, verb):
+        """Why FULL sharable CPUs of POOL cannot be granted exclusively now: upstream
+        keeps the shared capacity strictly above them; None when they can."""
+        left = self.allocatable_shared(pool)
+        if left <= 1000 * full:
+            return "%d exclusive CPUs %s, %dm shared capacity left" % (full, verb, left)
+        return None
 
     def restore(self, container, pool_name, cpu_type, exclusive, portion):
         """Take back a grant recorded earlier (the node agent's annotation) instead of
@@ -299,38 +368,25 @@ class Placer:
         is not one ``place`` could give CONTAINER, whose request is REQ, in some state of
         this machine, or does not fit now; None when it can be taken back.
 
-        Mirrors ``place`` and ``allocate``: the pool (the root for the reserved class and
-        kube-system; one with room for the memory otherwise), the CPU class (reserved may
-        have fallen back to normal), exactly the request's number of exclusive CPUs, all
-        from the pool's isolated CPUs (only when the request prefers them) or all from its
-        sharable ones (never reserved CPUs, never another container's), and exactly the
-        request's shared portion. What the ranking chose among the pools depends on the
-        containers placed then: any pool with room is one it could have chosen."""
+        The grant must be the container's ``entitlement`` (any of its CPU classes: the
+        reserved CPUs may have been short then; any pool with room: what the ranking
+        chose depends on the containers placed then), of free CPUs of the pool of the
+        kind it may have, and fit now (``shortfall``, as ``allocate`` checks it)."""
         pool = next((p for p in self.pools if p.name == pool_name), None)
         if pool is None:
             return "pool %r is not a pool of this node" % (pool_name,)
-        shape = ("%s, cpu request %dm: %s" % (container.pod.qosclass, container.cpu_request,
-                                              _shape(req)))
-        want = req.cpu_type
-        if want == RESERVED and not self.root.reserved:
-            want = NORMAL
-        full, fraction = req.full, req.fraction
-        if want == RESERVED:
-            full, fraction = 0, fraction + 1000 * full
-        allowed = (want,) if want == NORMAL or not fraction else (RESERVED, NORMAL)
-        if cpu_type not in allowed:
+        ent = self.entitlement(container, req)
+        if cpu_type not in ent.cpu_types:
             return "cpuType %r recorded, the engine grants %s (%s)" % (
-                cpu_type, " or ".join(repr(t) for t in allowed), shape)
-        at_root = want == RESERVED or container.namespace == "kube-system"
-        if at_root and pool is not self.root:
-            return "pool %r recorded, the engine grants pool %r (%s)" % (
-                pool.name, self.root.name, shape)
-        if len(exclusive) != full:
+                cpu_type, " or ".join(repr(t) for t in ent.cpu_types), ent.describe())
+        if ent.root_only and pool is not self.root:
+            return self.shortfall(pool, ent, cpu_type, exclusive, "recorded")
+        if len(exclusive) != ent.full:
             return "%d exclusive CPUs recorded, the engine grants %d (%s)" % (
-                len(exclusive), full, shape)
-        if portion != fraction:
+                len(exclusive), ent.full, ent.describe())
+        if portion != ent.portion:
             return "sharedMilliCpu %d recorded, the engine grants %d (%s)" % (
-                portion, fraction, shape)
+                portion, ent.portion, ent.describe())
         if exclusive:
             if not exclusive <= pool.cpus:
                 return "exclusive CPUs %s are not in pool %r" % (
@@ -339,29 +395,15 @@ class Placer:
                 return "exclusive CPUs %s are reserved CPUs" % format_list(
                     exclusive & pool.reserved)
             if not (exclusive <= pool.sharable
-                    or (req.isolate and exclusive <= pool.isolated)):
+                    or (ent.isolate and exclusive <= pool.isolated)):
                 return "exclusive CPUs %s mix isolated and shared CPUs or are isolated CPUs " \
                     "for a request that does not prefer them (%s)" % (format_list(exclusive),
-                                                                    shape)
+                                                                    ent.describe())
             if exclusive & self.used:
                 return "exclusive CPUs %s are granted to another container" % format_list(
                     exclusive & self.used)
-            left = self.allocatable_shared(pool)
-            if not exclusive <= pool.isolated and left <= 1000 * full:
-                return "%d exclusive CPUs recorded, %dm shared capacity left in pool %r" % (
-                    full, left, pool.name)
-        if not at_root and not self.machine_has_no_memory_info() \
-                and req.memory > self.free_memory(pool):
-            return "pool %r has not %d bytes of free memory left" % (pool.name, req.memory)
-        if portion and cpu_type == NORMAL:
-            left = self._shared_left(pool, exclusive)
-            if left < portion:
-                return "%dm shared CPU recorded, %dm left in pool %r" % (portion, left,
-                                                                       pool.name)
-        elif portion and self.allocatable_reserved(pool) < portion:
-            return "%dm reserved CPU recorded, %dm left in pool %r" % (
-                portion, max(self.allocatable_reserved(pool), 0), pool.name)
-        return None
+        return self.shortfall(pool, ent, cpu_type, exclusive, "recorded",
+                              " in pool %r" % pool.name)
 
     def release(self, container):
         """Give CONTAINER's grant back (the container is gone): its exclusive CPUs

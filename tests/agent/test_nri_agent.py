@@ -9,14 +9,17 @@ import time
 
 import pytest
 
+from tacker_hwaffinity.agent.checkpoint import CHECKPOINT, Checkpoint
 from tacker_hwaffinity.agent.node import ANNOTATION, NodeState
-from tacker_hwaffinity.agent.nri_agent import (CHECKPOINT, EVENTS, REASON_FORGED, Checkpoint,
-                                               NriAgent, Recorder)
+from tacker_hwaffinity.agent.nri_agent import EVENTS, REASON_FORGED, NriAgent
+from tacker_hwaffinity.agent.nri_session import NriSession
+from tacker_hwaffinity.agent.recorder import Recorder
 from tacker_hwaffinity.agent.runner import Metrics
-from tacker_hwaffinity.cli.agent import nri_session
 from tacker_hwaffinity.kube.client import KubeError
 from tacker_hwaffinity.nri import api
 from tacker_hwaffinity.numa.cpuset import parse_list
+
+from numa import accounting
 
 from .nri_runtime import Runtime, container, sandbox
 from .podobjects import anti, pull
@@ -42,8 +45,38 @@ class ApiRecord:
         self.events.append((obj["metadata"]["uid"], reason, message))
 
 
+class CheckedAgent(NriAgent):
+    """NriAgent that runs the accounting's invariant pass (tests/numa/accounting.py)
+    on its NodeState after every NRI call; PROBLEMS: what it found, by call."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.problems = []
+
+    def _checked(self, call, result):
+        with self.lock:
+            self.problems += [(call, p) for p in accounting.problems(self.state.placer)]
+        return result
+
+    def synchronize(self, *a):
+        return self._checked("Synchronize", super().synchronize(*a))
+
+    def create_container(self, *a):
+        return self._checked("CreateContainer", super().create_container(*a))
+
+    def update_container(self, *a):
+        return self._checked("UpdateContainer", super().update_container(*a))
+
+    def stop_container(self, *a):
+        return self._checked("StopContainer", super().stop_container(*a))
+
+    def state_change(self, *a):
+        return self._checked("StateChange", super().state_change(*a))
+
+
 class Node:
-    """One agent (NriAgent + nri_session) connected to one fake runtime."""
+    """One agent (NriAgent + NriSession) connected to one fake runtime; closing it
+    checks that the accounting held after every call."""
 
     def __init__(self, tmp_path, runtime, api_=None, machine=None):
         from prometheus_client import CollectorRegistry
@@ -52,12 +85,12 @@ class Node:
         self.metrics = Metrics(CollectorRegistry())
         self.machine = machine or server()
         self.recorder = Recorder(self.api, self.metrics, LOG)
-        self.agent = NriAgent(lambda: NodeState(self.machine),
+        self.agent = CheckedAgent(lambda: NodeState(self.machine),
                               Checkpoint(str(tmp_path / CHECKPOINT)), self.recorder,
                               self.metrics, log=LOG)
         self.stop = threading.Event()
-        self.threads = [threading.Thread(target=nri_session, daemon=True, args=(
-            self.agent, runtime.path, "90", self.stop, LOG, {}, (0.05, 0.2))),
+        session = NriSession(self.agent, runtime.path, "90", LOG, retry=(0.05, 0.2))
+        self.threads = [threading.Thread(target=session.run, args=(self.stop,), daemon=True),
             threading.Thread(target=self.agent.run_updates, args=(self.stop,), daemon=True),
             threading.Thread(target=self.recorder.run, args=(self.stop,), daemon=True)]
         for t in self.threads:
@@ -67,6 +100,7 @@ class Node:
         self.stop.set()
         for t in self.threads:
             t.join(5)
+        assert self.agent.problems == []
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from tacker_hwaffinity.controller.workers import MetadataWorkers
 from tacker_hwaffinity.kube.evict import Eviction
 from tacker_hwaffinity.labeling import params
 
-from controller.test_runner import Cache, Poll, State, node, pod
+from controller.test_runner import ANNOTATION, Cache, Poll, State, node, pod
 
 W = ("default", "ReplicaSet", "web")
 
@@ -51,9 +51,9 @@ def make(monkeypatch):
             calls["evict"].append(name)
             pods.objs.pop((ns, name))
             return Eviction("evicted", "", None)
-        monkeypatch.setattr(runner.labels, "apply_node_labels", apply)
-        monkeypatch.setattr(runner.evictmod, "evict", evict)
-        monkeypatch.setattr(runner.events, "record_event", lambda *a: None)
+        monkeypatch.setattr("tacker_hwaffinity.kube.labels.apply_node_labels", apply)
+        monkeypatch.setattr("tacker_hwaffinity.kube.evict.evict", evict)
+        monkeypatch.setattr("tacker_hwaffinity.kube.events.record_event", lambda *a: None)
         registry, poll, now = CollectorRegistry(), Poll(), [0.0]
         hw = params.parse({})["hwaffinity"]
         settings = runner.Settings(hw, MetadataWorkers({"cluster": "c1"}), poll_interval=30,
@@ -267,7 +267,7 @@ def test_a_pod_with_a_malformed_annotation_does_not_stop_the_gauges():
             _owned(pod("b", "w2", "2026-01-01T00:00:02Z"))]
     evil = _owned(pod("evil", "w1", "2026-01-01T00:00:03Z"), "evil")
     evil["metadata"]["annotations"] = {"hwaffinity.io/pod-affinity": "[[[",
-                                       runner.rulesmod.ANNOTATION: "{CIS-node"}
+                                       ANNOTATION: "{CIS-node"}
     registry = CollectorRegistry()
     gauges = exposure.Exposure(exposure.ExposureMetrics(registry), "CIS-node")
     gauges.update(nodes, pods + [evil], {}, {})

@@ -7,9 +7,11 @@ import logging
 import pytest
 from prometheus_client import CollectorRegistry
 
-from tacker_hwaffinity.controller import runner
+from tacker_hwaffinity.controller import rules, runner
 from tacker_hwaffinity.controller.rules import ANNOTATION
 from tacker_hwaffinity.controller.workers import MetadataWorkers
+from tacker_hwaffinity.kube import evict as evictmod
+from tacker_hwaffinity.kube import events, labels
 from tacker_hwaffinity.kube.evict import Eviction
 from tacker_hwaffinity.labeling import params
 
@@ -70,7 +72,7 @@ def world(monkeypatch):
     def apply(conn, name, labels, uid=None):
         calls["labels"].append((name, labels))
         nodes.objs[("", name)]["metadata"]["labels"].update(labels)
-    monkeypatch.setattr(runner.labels, "apply_node_labels", apply)
+    monkeypatch.setattr(labels, "apply_node_labels", apply)
     outcome = {"now": Eviction("evicted", "", None)}
 
     def evict(conn, ns, name, uid=None):
@@ -78,8 +80,8 @@ def world(monkeypatch):
         if outcome["now"].outcome == "evicted":
             pods.objs.pop((ns, name))
         return outcome["now"]
-    monkeypatch.setattr(runner.evictmod, "evict", evict)
-    monkeypatch.setattr(runner.events, "record_event",
+    monkeypatch.setattr(evictmod, "evict", evict)
+    monkeypatch.setattr(events, "record_event",
                         lambda conn, obj, kind, reason, msg, comp: calls["events"].append(
                             (obj["metadata"]["name"], reason, msg)))
     poll, now = Poll(), [0.0]
@@ -185,14 +187,14 @@ def test_host_or_host_id_waits_for_the_first_workers_seen(world):
     c, poll, nodes, pods, calls, now, _ = world
     poll.states = []
     c.tick()
-    assert c.tracker is None and calls["labels"] == []
+    assert c.hosts.tracker is None and calls["labels"] == []
     member = [State("1", "h1"), State("2", "h2")]
     for s in member:
         s.host = None                                    # as Nova shows it to a member
     poll.states = member
     now[0] += 30
     c.tick()
-    assert c.tracker.source == "hostId"
+    assert c.hosts.tracker.source == "hostId"
     assert sorted(calls["labels"]) == [("w1", {"CIS-node": "hid-h1"}),
                                        ("w2", {"CIS-node": "hid-h2"})]
     poll.states = [State("1", "h3")]
@@ -246,7 +248,7 @@ def test_a_namespace_selector_term_is_evaluated_with_the_namespaces_labels(world
     assert calls["evict"] == ["front"]
 
 
-def test_a_pod_stuck_terminating_is_reported_and_the_next_violator_is_evicted(world):
+def test_a_pod_stuck_terminating_is_reported_and_the_next_violator_is_evicted(world, monkeypatch):
     """The first victim never goes (its node is down): the next eviction waits its grace
     period (5 s) plus the margin (30 s) after the eviction, no longer; then a Warning
     Event on it, the next violator is evicted, and the stuck pod is never picked again."""
@@ -270,7 +272,7 @@ def test_a_pod_stuck_terminating_is_reported_and_the_next_violator_is_evicted(wo
         else:
             pods.objs.pop((ns, name))
         return Eviction("evicted", "", None)
-    runner.evictmod.evict = evict
+    monkeypatch.setattr(evictmod, "evict", evict)
     assert c.s.termination_margin == runner.TERMINATION_MARGIN_S == 30
     c.tick()
     assert calls["evict"] == ["x-new"]
@@ -297,11 +299,11 @@ def test_nothing_is_done_unless_the_lease_is_confirmed_right_before(world):
     The next term relabels every worker from Nova's view (not only the moves seen)."""
     c, poll, nodes, pods, calls, now, _ = world
     answers = []
-    c.leading = lambda: answers.pop(0) if answers else False
+    c.term.leading = lambda: answers.pop(0) if answers else False
     poll.states = [State("1", "h2"), State("2", "h2"), State("3", "h3")]   # w1 moved
     c.tick()
     assert calls["labels"] == [] and calls["evict"] == [] and calls["events"] == []
-    assert c.metrics.abandoned._value.get() == 1 and c.resync
+    assert c.metrics.abandoned._value.get() == 1 and c.hosts.resync
     poll.states = [State("1", "h2")]        # no change: only the resync relabels w1
     now[0] += 30
     answers[:] = [True]                     # the relabel, then the lease is gone
@@ -314,11 +316,11 @@ def test_nothing_is_done_unless_the_lease_is_confirmed_right_before(world):
     assert calls["evict"] == ["a"]
 
 
-def test_stand_down_waits_for_the_side_effect_in_flight_and_stops_the_tick(world):
+def test_stand_down_waits_for_the_side_effect_in_flight_and_stops_the_tick(world, monkeypatch):
     import threading
     c, poll, nodes, pods, calls, now, _ = world
     ended = threading.Event()               # the elector's is_leader, cleared before on_stopped
-    c.leading = lambda: not ended.is_set()
+    c.term.leading = lambda: not ended.is_set()
     nodes.objs[("", "w1")]["metadata"]["labels"]["CIS-node"] = "h2"    # a and b now clash
     entered, go = threading.Event(), threading.Event()
     evicted = []
@@ -328,7 +330,7 @@ def test_stand_down_waits_for_the_side_effect_in_flight_and_stops_the_tick(world
         go.wait(10)
         evicted.append(name)
         return Eviction("evicted", "", None)
-    runner.evictmod.evict = slow_evict
+    monkeypatch.setattr(evictmod, "evict", slow_evict)
     poll.fail = True
     ticking = threading.Thread(target=c.tick)
     ticking.start()
@@ -341,7 +343,7 @@ def test_stand_down_waits_for_the_side_effect_in_flight_and_stops_the_tick(world
     go.set()
     down.join(10)
     ticking.join(10)
-    assert not down.is_alive() and evicted == ["b"] and c.stale
+    assert not down.is_alive() and evicted == ["b"] and c.term.stale
     assert calls["events"] == []            # the Event after it was not sent: term over
 
 
@@ -362,8 +364,9 @@ def test_what_the_controller_remembers_does_not_grow_with_pod_churn(world):
         c.tick()
         for p in [bad] + clash:
             del pods.objs[("default", p["metadata"]["name"])]
-        sizes.append((len(c.reported), len(c._parsed), len(c.blocked_until), len(c.stuck),
-                       len(c.forgiveness._since)))
+        e = c.enforcement
+        sizes.append((len(c.events.reported), len(e.rules.parsed), len(e.blocked_until),
+                      len(e.stuck), len(e.forgiveness._since)))
     assert len([e for e in calls["events"] if e[1] == "RequiredDuringExecutionInvalid"]) == 200
     assert len([e for e in calls["events"] if e[1] == "EvictionBlocked"]) >= 100
     assert max(max(s) for s in sizes[-50:]) <= 8, sizes[-1]
@@ -395,7 +398,41 @@ def test_a_pod_or_node_that_cannot_be_read_is_skipped_and_the_tick_goes_on(world
 
 def test_a_bug_ends_the_tick_not_the_loop(world, monkeypatch):
     c, poll, nodes, pods, calls, now, _ = world
-    monkeypatch.setattr(c, "_enforce", lambda: 1 / 0)
+    monkeypatch.setattr(c.enforcement, "enforce", lambda *a: 1 / 0)
     c.tick()
     assert object_errors(c, "tick") == 1
 
+
+
+def test_a_parser_bug_is_counted_and_logged_not_blamed_on_the_pod(world, monkeypatch, caplog):
+    """Only an InputError is an invalid annotation (an Event on the pod); another
+    exception of the parser is a bug: logged with its traceback and counted once per
+    annotation text, no Event blames the pod, and the tick goes on."""
+    c, poll, nodes, pods, calls, now, _ = world
+
+    def broken(text):
+        raise RuntimeError("parser bug")
+    monkeypatch.setattr(rules.Rules, "parse", staticmethod(broken))
+    poll.states = [State("1", "h1")]
+    with caplog.at_level(logging.ERROR, logger="test.controller"):
+        c.tick()
+        now[0] += 11
+        c.tick()
+    assert not [e for e in calls["events"] if e[1] == "RequiredDuringExecutionInvalid"]
+    assert c.metrics.object_errors.labels("pod", "RuntimeError")._value.get() == 2  # a, b
+    assert any("parser bug" in r.getMessage() and r.exc_info for r in caplog.records)
+    assert object_errors(c, "tick") == 0
+
+
+def test_an_exposure_failure_is_counted(world, monkeypatch):
+    c, poll, nodes, pods, calls, now, _ = world
+
+    class Broken:
+        key = "CIS-node"
+
+        def update(self, *a):
+            raise RuntimeError("audit bug")
+    c.exposure = Broken()
+    poll.states = [State("1", "h1")]
+    c.tick()
+    assert object_errors(c, "exposure") == 1 and object_errors(c, "tick") == 0

@@ -10,6 +10,7 @@ from tacker_hwaffinity.numa.request import NORMAL, RESERVED, Request, request_fo
 from tacker_hwaffinity.numa.subjects import Pod
 from tacker_hwaffinity.numa.topology import machine_from_yaml
 
+from . import accounting
 from .conftest import DATA
 
 CR = "cri-resource-manager.intel.com/"
@@ -307,3 +308,81 @@ def test_reserved_namespace_opt_out_and_bad_value():
     from tacker_hwaffinity.errors import InputError
     with pytest.raises(InputError, match="prefer-isolated-cpus"):
         _req("1", {"prefer-isolated-cpus.%s/pod" % CRP: "maybe"})
+
+
+# -- one statement of what a container may be granted: allocate and refusal agree ----
+
+CPUS = ["0", "100m", "500m", "1", "1500m", "2", "2500m", "3", "4", "7"]
+
+
+def _container(i, cpu, qos, ns, memory, prefs):
+    ann = {"prefer-%s-cpus.%s/pod" % (k, CR[:-1]): v for k, v in prefs.items()}
+    p = gpod("p%d" % i, cpu, ns=ns, annotations=ann, memory=memory)
+    p.qosclass = qos
+    return p.containers[0]
+
+
+containers = st.builds(
+    _container, st.integers(0, 10 ** 6), st.sampled_from(CPUS),
+    st.sampled_from(["Guaranteed", "Burstable", "BestEffort"]),
+    st.sampled_from(["default", "kube-system"]), st.sampled_from(["0", "256Mi", "3Gi", "20Gi"]),
+    st.dictionaries(st.sampled_from(["isolated", "shared", "reserved"]),
+                    st.sampled_from(["true", "false"]), max_size=3))
+
+
+def _entitled_grant(placer, pool, container, req, cpu_type):
+    """A grant of the container's entitlement from POOL's free CPUs (None: too few)."""
+    ent = placer.entitlement(container, req)
+    iso = pool.isolated - placer.used
+    free = iso if ent.isolate and len(iso) >= ent.full else pool.sharable - placer.used
+    if len(free) < ent.full:
+        return None
+    return cpu_type, frozenset(sorted(free)[:ent.full]), ent.portion
+
+
+@settings(deadline=None)
+@given(st.sampled_from(["server", "quad"]), st.lists(containers, max_size=12), containers,
+       st.integers(0, 12))
+def test_refusal_is_none_exactly_when_allocate_succeeds(kind, before, container, pool_at):
+    """On any state (containers placed before), for any request and pool: allocate
+    succeeds exactly when refusal takes its grant back; when allocate fails, refusal
+    refuses every grant of the container's entitlement from the pool's free CPUs."""
+    placer = Placer(server() if kind == "server" else quad(memory="4Gi"))
+    for c in before:
+        placer.place(c)
+    assert accounting.problems(placer) == []
+    pool = placer.pools[pool_at % len(placer.pools)]
+    req = request_for(container)
+    try:
+        g = placer.allocate(pool, req, container)
+    except ValueError:
+        g = None
+    if g is not None:
+        assert accounting.problems(placer) == []
+        placer.release(container)
+        assert placer.refusal(container, req, pool.name, g.cpu_type, g.exclusive,
+                              g.portion) is None
+        return
+    for cpu_type in placer.entitlement(container, req).cpu_types:
+        grant = _entitled_grant(placer, pool, container, req, cpu_type)
+        if grant is not None:
+            assert placer.refusal(container, req, pool.name, *grant) is not None
+
+
+@settings(deadline=None)
+@given(st.sampled_from(["server", "quad"]), st.lists(st.tuples(containers, st.booleans()),
+                                                     max_size=30))
+def test_the_accounting_holds_after_each_place_restore_and_release(kind, steps):
+    """The invariant pass (tests/numa/accounting.py) after every operation: place,
+    release, and restore of the grant just released."""
+    placer = Placer(server() if kind == "server" else quad(memory="4Gi"))
+    for c, again in steps:
+        d = placer.place(c)
+        assert accounting.problems(placer) == []
+        if d.grant is None or not again:
+            continue
+        g = placer.release(c)
+        assert accounting.problems(placer) == []
+        back = placer.restore(c, g.pool.name, g.cpu_type, g.exclusive, g.portion)
+        assert back.error is None, back.error
+        assert accounting.problems(placer) == []

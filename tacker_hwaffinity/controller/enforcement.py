@@ -1,0 +1,222 @@
+"""RequiredDuringExecution enforced: the running pods' rules evaluated on the caches
+(``controller.rules``), affinity violations given their grace, and the first violator
+in the seed's order evicted through the Eviction API (``kube.evict``), one eviction in
+flight at a time, at most one per ``eviction_interval``."""
+from tacker_hwaffinity.constants import TERMINAL_PHASES
+from tacker_hwaffinity.controller import rules as rulesmod
+from tacker_hwaffinity.controller.events import COMPONENT, meta_of
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.kube import evict as evictmod
+from tacker_hwaffinity.kube.client import KubeError
+
+DEFAULT_GRACE_S = 30        # the API server's default terminationGracePeriodSeconds
+
+
+class InFlight:
+    """The last eviction: the pod, and the clock time the API server accepted it."""
+
+    __slots__ = ("namespace", "name", "uid", "key", "since")
+
+    def __init__(self, pod, since):
+        self.namespace, self.name, self.uid = pod.namespace, pod.name, pod.uid
+        self.key, self.since = pod.key, since
+
+
+class AnnotationRules:
+    """The pods' RequiredDuringExecution annotations, each parsed once per text. An
+    InputError is the pod's: a Warning Event ``RequiredDuringExecutionInvalid``; any
+    other exception is a bug (FAILED: ``controller.events.Failures``, once per text),
+    not the pod's fault. Either way the pod is judged without rules."""
+
+    def __init__(self, events, failed):
+        self.events, self.failed = events, failed
+        self.parsed = {}        # pod uid -> (annotation text, Rules, InputError or None)
+
+    def of(self, obj):
+        """The Rules of pod OBJ, None when it has none or they cannot be read."""
+        meta = obj["metadata"]
+        text = (meta.get("annotations") or {}).get(rulesmod.ANNOTATION)
+        if not text:
+            return None
+        uid = meta.get("uid")
+        got = self.parsed.get(uid)
+        if got is None or got[0] != text:
+            try:
+                got = (text, rulesmod.Rules.parse(text), None)
+            except InputError as e:
+                got = (text, None, e)
+            except Exception as e:  # noqa: BLE001 - a parser bug: that pod's rules only
+                self.failed("pod", "the %s annotation of pod %s/%s (a bug)" % (
+                    rulesmod.ANNOTATION, meta.get("namespace"), meta.get("name")), e)
+                got = (text, None, None)
+            self.parsed[uid] = got
+        if got[2] is not None:
+            self.events.record(obj, "Warning", "RequiredDuringExecutionInvalid", str(got[2]))
+        return got[1]
+
+    def forget(self, live):
+        """Drop the pods whose uid is not in LIVE."""
+        for uid in [u for u in self.parsed if u not in live]:
+            del self.parsed[uid]
+
+
+class Enforcement:
+    """Evicts the violators of RequiredDuringExecution among the pods of PODS on the
+    nodes of NODES (informers), through TERM (``controller.term.Term``); Events through
+    EVENTS (``controller.events.EventLog``), failures to FAILED (``Failures``)."""
+
+    def __init__(self, conn, settings, nodes, pods, metrics, term, events, failed, log,
+                 clock):
+        self.conn, self.s, self.nodes, self.pods = conn, settings, nodes, pods
+        self.metrics, self.term, self.events, self.failed = metrics, term, events, failed
+        self.log, self.clock = log, clock
+        self.rules = AnnotationRules(events, failed)
+        self.forgiveness = rulesmod.Forgiveness(settings.grace, clock)
+        self.last_eviction = -1e9
+        self.in_flight = None       # InFlight: evicted and not gone yet
+        self.blocked_until = {}     # pod key -> clock time before which not to retry
+        self.stuck = {}             # uid -> pod key: evicted, never went; not picked again
+
+    def new_term(self):
+        """Count the affinity grace again (what the last term saw may be out of date)."""
+        self.forgiveness = rulesmod.Forgiveness(self.s.grace, self.clock)
+
+    def enforce(self, namespace_objs, moved_nodes):
+        """Evaluate the rules with the namespaces NAMESPACE_OBJS and evict the first
+        violator that is due (the pods of MOVED_NODES first)."""
+        cluster, live = self.cluster(namespace_objs)
+        self._forget_gone(*live)
+        violations = cluster.violations()
+        self.metrics.violations.set(len(violations))
+        due = self.forgiveness.due(violations)
+        if self.in_flight is not None and self._waiting():
+            return                          # the last eviction is still going on
+        if not due or self.clock() - self.last_eviction < self.s.eviction_interval:
+            return
+        now = self.clock()
+        for v in rulesmod.eviction_order(due, moved_nodes):
+            if self.blocked_until.get(v.pod.key, 0) > now or v.pod.uid in self.stuck:
+                continue
+            self._evict(v)
+            return
+
+    def cluster(self, namespace_objs):
+        """(the rules' view of the caches, (uids, pod keys) of the objects in them); a
+        node, namespace or pod that cannot be read is skipped (``failed``)."""
+        node_objs = self.nodes.list()
+        nodes = self._labels_by_name("node", node_objs)
+        namespaces = self._labels_by_name("namespace", namespace_objs)
+        uids = {meta_of(n).get("uid") for n in node_objs}
+        keys, running = set(), []
+        for obj in self.pods.list():
+            meta = meta_of(obj)
+            uids.add(meta.get("uid"))
+            try:
+                keys.add("%s/%s" % (meta.get("namespace") or "default", meta["name"]))
+                pod = self._running_pod(obj)
+            except Exception as e:  # noqa: BLE001 - one pod's problem, not the tick's
+                self.failed("pod", "pod %s/%s" % (meta.get("namespace"), meta.get("name")),
+                            e, obj if meta.get("name") else None)
+                continue
+            if pod is not None:
+                running.append(pod)
+        return rulesmod.Cluster(nodes, running, namespaces), (uids, keys)
+
+    def _labels_by_name(self, kind, objs):
+        out = {}
+        for obj in objs:
+            try:
+                meta = obj["metadata"]
+                out[meta["name"]] = dict(meta.get("labels") or {})
+            except Exception as e:  # noqa: BLE001 - one object's problem, not the tick's
+                self.failed(kind, "%s %s" % (kind, meta_of(obj).get("name")), e)
+        return out
+
+    def _running_pod(self, obj):
+        """The rules' RunningPod of pod OBJ, or None when it is not running on a node."""
+        meta, spec = obj["metadata"], obj.get("spec") or {}
+        if not spec.get("nodeName") or meta.get("deletionTimestamp") \
+                or (obj.get("status") or {}).get("phase") in TERMINAL_PHASES:
+            return None
+        return rulesmod.RunningPod(
+            meta.get("namespace") or "default", meta["name"], meta.get("labels") or {},
+            spec["nodeName"], self.rules.of(obj), meta.get("creationTimestamp") or "",
+            spec.get("priority") or 0, meta.get("uid"))
+
+    def _forget_gone(self, uids, keys):
+        """Drop what is remembered about pods (and nodes) no longer in the caches (UIDS,
+        pod KEYS), and retry times that have passed: nothing grows with the pods that
+        came and went."""
+        now = self.clock()
+        self.events.forget(uids)
+        self.rules.forget(uids)
+        for uid in [u for u in self.stuck if u not in uids]:
+            del self.stuck[uid]
+        for key in [k for k, t in self.blocked_until.items() if k not in keys or t <= now]:
+            del self.blocked_until[key]
+
+    def _waiting(self):
+        """True while the pod evicted last is still there, for at most its grace period
+        plus the margin since the eviction; then a Warning Event, and False."""
+        f = self.in_flight
+        pod = self.pods.get(f.namespace, f.name)
+        if pod is None or pod["metadata"].get("uid") != f.uid:
+            self.in_flight = None           # gone (or another pod of that name)
+            return False
+        grace = grace_seconds(pod)
+        waited = self.clock() - f.since
+        if waited <= grace + self.s.termination_margin:
+            return True
+        self.in_flight = None
+        self.stuck[f.uid] = f.key
+        self.metrics.stuck.inc()
+        text = ("evicted %.0f s ago and still not gone (grace period %d s + %.0f s): its node "
+                "may be down; %s goes on with the next violator and does not evict it again"
+                % (waited, grace, self.s.termination_margin, COMPONENT))
+        self.log.warning("pod %s: %s", f.key, text)
+        self.events.record(pod, "Warning", "EvictionStuck", text)
+        return False
+
+    def _evict(self, v):
+        pod = self.pods.get(v.pod.namespace, v.pod.name)
+        text = "evicted by %s: %s" % (COMPONENT, v.message())
+        if self.s.dry_run:
+            self.log.info("would evict pod %s: %s", v.pod.key, v.message())
+            self.blocked_until[v.pod.key] = self.clock() + self.s.poll_interval
+            return
+        try:
+            with self.term.acting("evicting pod %s" % v.pod.key):
+                result = evictmod.evict(self.conn, v.pod.namespace, v.pod.name, uid=v.pod.uid)
+        except KubeError as e:
+            self.metrics.evictions.labels("error").inc()
+            self.log.warning("pod %s not evicted: %s", v.pod.key, e)
+            self.blocked_until[v.pod.key] = self.clock() + self.s.eviction_interval
+            return
+        self.metrics.evictions.labels(result.outcome).inc()
+        self.last_eviction = self.clock()
+        if result.outcome == "evicted":
+            self.in_flight = InFlight(v.pod, self.last_eviction)
+            self.log.info("pod %s: %s", v.pod.key, text)
+            if pod is not None:
+                self.events.record(pod, "Normal", "EvictedDuringExecution", text)
+        elif result.outcome == "blocked":
+            wait = result.retry_after or self.s.eviction_interval
+            self.blocked_until[v.pod.key] = self.clock() + wait
+            if pod is not None:
+                self.events.record(pod, "Warning", "EvictionBlocked",
+                                   "%s; %s; retried in %d s" % (v.message(), result.message,
+                                                                wait))
+        else:
+            self.blocked_until[v.pod.key] = self.clock() + self.s.poll_interval
+            self.log.warning("pod %s: eviction %s: %s", v.pod.key, result.outcome,
+                             result.message)
+
+
+def grace_seconds(pod):
+    """How long POD may take to stop once deleted: ``deletionGracePeriodSeconds`` (set
+    by the deletion), else ``spec.terminationGracePeriodSeconds``, else 30 s."""
+    for value in ((pod.get("metadata") or {}).get("deletionGracePeriodSeconds"),
+                  (pod.get("spec") or {}).get("terminationGracePeriodSeconds")):
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return DEFAULT_GRACE_S

@@ -1,0 +1,153 @@
+"""Node labels follow the VMs: Nova polled, the workers that settled on a new host
+relabelled with the MgmtDriver's own planner (``labeling.plan``), an Event on the node."""
+import time
+
+from tacker_hwaffinity.controller.events import meta_of
+from tacker_hwaffinity.controller.hosts import SETTLED, HostTracker
+from tacker_hwaffinity.kube import labels
+from tacker_hwaffinity.kube.client import KubeError
+from tacker_hwaffinity.labeling import plan as planning
+
+
+class HostLabels:
+    """Polls Nova (POLL: ``openstack.servers.ServerPoll``) and relabels the nodes of
+    NODES (an informer) whose VM moved, through TERM (``controller.term.Term``) and
+    EVENTS (``controller.events.EventLog``); FAILED: ``controller.events.Failures``."""
+
+    def __init__(self, conn, poll, settings, nodes, metrics, term, events, failed, log):
+        self.conn, self.poll_nova, self.s, self.nodes = conn, poll, settings, nodes
+        self.metrics, self.term, self.events, self.failed = metrics, term, events, failed
+        self.log = log
+        self.tracker = None         # HostTracker, once the host source is decided
+        self.workers = {}           # server id -> ServerState (worker servers only)
+        self.moved_nodes = set()    # nodes relabelled since the last move: evicted first
+        self.resync = False         # relabel every worker at the next poll
+
+    def concerns(self, event_type, server_id):
+        """Does a Nova notification of EVENT_TYPE about SERVER_ID call for a poll: it
+        concerns a worker, or may add one."""
+        return server_id in self.workers or event_type == "instance.create.end" \
+            or self.tracker is None
+
+    def poll(self):
+        """Poll Nova and relabel the workers that settled on a new host (all of them
+        after the first poll and on a resync). Nova failing keeps the labels."""
+        t0 = time.monotonic()
+        try:
+            states = self.poll_nova.poll()
+        except Exception as e:  # noqa: BLE001 - OpenStackError and transport errors
+            self.metrics.poll_errors.inc()
+            self.log.warning("Nova poll failed, labels kept as they are: %s", e)
+            return
+        finally:
+            self.metrics.poll.observe(time.monotonic() - t0)
+        chosen = self.s.workers.select(states)
+        ids = {s.id for s in chosen}
+        states = chosen + [s for s in states if s.id in self.workers and s.id not in ids]
+        first = self.tracker is None
+        if first:
+            live = [s for s in states if s.status != "DELETED"]
+            if not live and self.s.hw["host_source"] == "auto":
+                return      # no worker yet: host or hostId is decided on the first ones
+            self.tracker = HostTracker(planning.choose_source(live, self.s.hw["host_source"]))
+        for st in states:
+            if st.status == "DELETED":
+                self.workers.pop(st.id, None)
+            else:
+                self.workers[st.id] = st
+        moves = self.tracker.update(states)
+        moved = {m.server_id: m for m in moves}
+        if moves:
+            self.moved_nodes = set()    # the pods of these nodes go first (eviction_order)
+        if first or self.resync:
+            if first:
+                self.log.info("Nova: %d worker server(s), hosts by %s", len(self.workers),
+                              self.tracker.source)
+            self._relabel(list(self.workers.values()), moved)
+            self.resync = False         # not reached when the tick was abandoned
+        elif moves:
+            self._relabel([self.workers[i] for i in moved if i in self.workers], moved)
+
+    def _plan(self, servers):
+        """The MgmtDriver planner's Plan for SERVERS on the nodes of the cache."""
+        hw = dict(self.s.hw, host_source=self.tracker.source)
+        workers = [planning.Worker(s.name, s.id, list(s.addresses), s.host, s.host_id)
+                   for s in servers]
+        return planning.plan(workers, self._kube_nodes(), hw)
+
+    def _relabel(self, servers, moves):
+        if not servers:
+            return
+        p = self._plan(servers)
+        for err in p.errors:
+            self.log.warning("%s", err)
+        by_node = {a.node.name: a for a in p.assignments if a.node is not None}
+        desired = p.desired()
+        if self.s.host_id_label:
+            for node, a in by_node.items():
+                if a.worker.host_id and node in desired:
+                    desired[node] = dict(desired[node], **{self.s.host_id_label: a.worker.host_id})
+        for node, wanted in sorted(desired.items()):
+            obj = self.nodes.get(None, node)
+            if obj is None:
+                continue
+            current = obj["metadata"].get("labels") or {}
+            if all(current.get(k) == v for k, v in wanted.items()):
+                continue
+            old = {k: current.get(k) for k in wanted}
+            if self.s.dry_run:
+                self.log.info("would label node %s %s (was %s)", node, wanted, old)
+                continue
+            try:
+                with self.term.acting("relabelling node %s" % node):
+                    labels.apply_node_labels(self.conn, node, wanted,
+                                             uid=obj["metadata"]["uid"])
+            except KubeError as e:
+                self.log.warning("node %s not relabelled: %s", node, e)
+                continue
+            self.metrics.relabels.inc()
+            a = by_node[node]
+            move = moves.get(a.worker.server_id)
+            text = ("worker %s (server %s) %s: labels %s" % (
+                a.worker.name, a.worker.server_id,
+                "moved from host %s to %s" % (move.old, move.new) if move and move.old else
+                "settled on host %s after a move" % move.new if move else
+                "is on host %s" % a.host,
+                ", ".join("%s=%s" % kv for kv in sorted(wanted.items()))))
+            self.log.info("node %s: %s", node, text)
+            self.moved_nodes.add(node)  # moved, or found on another host (a new term)
+            self.events.record(obj, "Normal", "HostLabelChanged", text)
+
+    def _kube_nodes(self):
+        """The planner's KubeNodes of the node cache; a node that cannot be read is
+        skipped (``failed``)."""
+        out = []
+        for n in self.nodes.list():
+            try:
+                out.append(planning.KubeNode(n["metadata"]["name"], _internal_ips(n),
+                                             n["metadata"].get("labels") or {}))
+            except Exception as e:  # noqa: BLE001 - one node's problem, not the tick's
+                self.failed("node", "node %s" % meta_of(n).get("name"), e)
+        return out
+
+    def nova_hosts(self, key):
+        """({node: the value of label KEY Nova's answer gives it}, {node: label stale?})
+        for the worker nodes matched to a settled server, as the relabelling matches
+        them."""
+        if self.tracker is None or not self.workers:
+            return {}, {}
+        hosts, stale = {}, {}
+        for a in self._plan(self.workers.values()).assignments:
+            if a.node is None or a.error or key not in a.labels:
+                continue
+            state = self.workers[a.worker.server_id]
+            if state.status not in SETTLED or state.task_state:
+                continue        # moving: not judged until it settles
+            hosts[a.node.name] = a.labels[key]
+            stale[a.node.name] = a.node.labels.get(key) != a.labels[key]
+        return hosts, stale
+
+
+def _internal_ips(node):
+    return [a.get("address") for a in (node.get("status") or {}).get("addresses") or []
+            if a.get("type") == "InternalIP" and a.get("address")]
