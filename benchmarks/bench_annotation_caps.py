@@ -31,7 +31,9 @@ from prometheus_client import CollectorRegistry  # noqa: E402
 from agent import hostile  # noqa: E402
 from agent.nri_runtime import container, sandbox  # noqa: E402
 from tacker_hwaffinity.agent.node import AFFINITY_BUDGET, NodeState  # noqa: E402
-from tacker_hwaffinity.agent.nri_agent import Checkpoint, NriAgent, Recorder  # noqa: E402
+from tacker_hwaffinity.agent.checkpoint import Checkpoint  # noqa: E402
+from tacker_hwaffinity.agent.nri_agent import NriAgent  # noqa: E402
+from tacker_hwaffinity.agent.recorder import Recorder  # noqa: E402
 from tacker_hwaffinity.agent.runner import Metrics  # noqa: E402
 from tacker_hwaffinity.nri import api  # noqa: E402
 from tacker_hwaffinity.numa import affinity, decode  # noqa: E402

@@ -255,13 +255,13 @@ def component(name, pods, nodes, agent_pods, unpruned, traced):
         informers = [informer("Pod", pods_of(pod_t, 1, "node-0000"), agent_pods,
                               agent.on_event, agent.on_sync, fields,
                               indexers={"uid": pod_uid})]
-        agent.pods.informer = informers[0]   # as cli/agent.py wires it
+        agent.pods.informer = informers[0]   # as agent/daemon.py wires it
     elif name == "controller":
-        from tacker_hwaffinity.cli import controller as cli
+        from tacker_hwaffinity.controller import daemon
         count = pods
-        informers = [informer("Node", node_obj, nodes, lambda *a: None, fields=cli.NODE_FIELDS),
+        informers = [informer("Node", node_obj, nodes, lambda *a: None, fields=daemon.NODE_FIELDS),
                      informer("Pod", pods_of(pod_t, nodes), pods, lambda *a: None,
-                              fields=cli.POD_FIELDS)]
+                              fields=daemon.POD_FIELDS)]
     else:
         from tacker_hwaffinity.webhook.podcache import PodCache
         cache = PodCache()
@@ -301,7 +301,7 @@ def _agent():
     from tacker_hwaffinity.agent import cgroupfs
     from tacker_hwaffinity.agent.node import NodeState
     from tacker_hwaffinity.agent.runner import Agent, Metrics, PodsByUid
-    from tacker_hwaffinity.cli import agent as cli
+    from tacker_hwaffinity.agent import daemon
     from tacker_hwaffinity.objects.yamlio import parse_documents
     from tacker_hwaffinity.numa.topology import machine_from_yaml
     server = os.path.join(ROOT, "tests", "numa", "data", "server.yaml")
@@ -326,7 +326,7 @@ def _agent():
             pass
     return Agent(Api(), "node-0000", NodeState(machine), layout,
                  cgroupfs.Writer(layout, dry_run=True), Metrics(CollectorRegistry()),
-                 dry_run=True, pods=PodsByUid()), cli.POD_FIELDS
+                 dry_run=True, pods=PodsByUid()), daemon.POD_FIELDS
 
 
 def measure(name, args):

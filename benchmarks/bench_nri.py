@@ -1,6 +1,6 @@
 """Benchmark: the node agent in NRI mode, CreateContainer to adjustment, on a 224-CPU machine.
 
-The agent (``NriAgent`` behind ``nri_session``, as ``hwaffinity agent --mode nri``
+The agent (``NriAgent`` behind ``NriSession``, as ``hwaffinity agent --mode nri``
 runs it, with its checkpoint written on every decision) runs in a child process
 and registers over a real unix socket; this process plays the runtime with the
 project's multiplexer and ttrpc framing (tests/agent/nri_runtime.py), as
@@ -47,9 +47,11 @@ def agent_process(sock, state_dir, done, out):
     from prometheus_client import CollectorRegistry
 
     from tacker_hwaffinity.agent.node import NodeState
-    from tacker_hwaffinity.agent.nri_agent import CHECKPOINT, Checkpoint, NriAgent, Recorder
+    from tacker_hwaffinity.agent.checkpoint import CHECKPOINT, Checkpoint
+    from tacker_hwaffinity.agent.nri_agent import NriAgent
+    from tacker_hwaffinity.agent.nri_session import NriSession
+    from tacker_hwaffinity.agent.recorder import Recorder
     from tacker_hwaffinity.agent.runner import Metrics
-    from tacker_hwaffinity.cli.agent import nri_session
     from tacker_hwaffinity.kube.client import KubeError
     logging.basicConfig(level=logging.ERROR)
 
@@ -61,12 +63,12 @@ def agent_process(sock, state_dir, done, out):
     log = logging.getLogger("bench")
     metrics = Metrics(CollectorRegistry())
     m = machine()
-    gc.freeze()         # as cli.agent.run does once started
+    gc.freeze()         # as agent.daemon.AgentDaemon.start does
     recorder = Recorder(Down(), metrics, log)
     agent = NriAgent(lambda: NodeState(m), Checkpoint(os.path.join(state_dir, CHECKPOINT)),
                      recorder, metrics, log=log)
     stop = threading.Event()
-    for target, args in ((nri_session, (agent, sock, "90", stop, log, {})),
+    for target, args in ((NriSession(agent, sock, "90", log).run, (stop,)),
                          (agent.run_updates, (stop,)), (recorder.run, (stop,))):
         threading.Thread(target=target, args=args, daemon=True).start()
     done.wait()

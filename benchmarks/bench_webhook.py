@@ -26,9 +26,8 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from tacker_hwaffinity.cli import webhook as cli  # noqa: E402
 from tacker_hwaffinity.kube.serve import HealthServer  # noqa: E402
-from tacker_hwaffinity.webhook import admission, certs  # noqa: E402
+from tacker_hwaffinity.webhook import admission, certs, daemon  # noqa: E402
 from tacker_hwaffinity.webhook.extender import Extender  # noqa: E402
 from tacker_hwaffinity.webhook.podcache import PodCache  # noqa: E402
 
@@ -126,15 +125,15 @@ def main():
     cache.sync_namespaces(spaces)
     cache.sync_pods(pods)
     built = time.perf_counter() - t0
-    cli.settle_heap()                  # what `webhook serve` does once its caches synced
+    daemon.settle_heap()                  # what `webhook serve` does once its caches synced
     from prometheus_client import CollectorRegistry
-    metrics = cli.Metrics(CollectorRegistry())
+    metrics = daemon.Metrics(CollectorRegistry())
     ext = Extender(cache, pending_wait=0.0)
-    posts = {"/" + v: cli._route("/" + v, lambda b, v=v: ext.handle(v, b), metrics)
+    posts = {"/" + v: daemon.route("/" + v, lambda b, v=v: ext.handle(v, b), metrics)
              for v in ("filter", "prioritize")}
-    posts["/validate"] = cli._route("/validate", lambda b: admission.handle("validate", b),
-                                    metrics)
-    posts["/mutate"] = cli._route("/mutate", lambda b: admission.handle("mutate", b), metrics)
+    posts["/validate"] = daemon.route("/validate", lambda b: admission.handle("validate", b),
+                                     metrics)
+    posts["/mutate"] = daemon.route("/mutate", lambda b: admission.handle("mutate", b), metrics)
     names = [n["metadata"]["name"] for n in nodes]
     with tempfile.TemporaryDirectory() as tmp:
         ca, crt, key = certs.issue([], ["127.0.0.1"])[:3]

@@ -13,12 +13,12 @@ import yaml
 from prometheus_client import CollectorRegistry
 
 from tacker_hwaffinity.agent.runner import Metrics as AgentMetrics
-from tacker_hwaffinity.cli.webhook import Metrics as WebhookMetrics
 from tacker_hwaffinity.controller.exposure import ExposureMetrics
 from tacker_hwaffinity.controller.runner import Metrics as ControllerMetrics
 from tacker_hwaffinity.kube.informer import InformerMetrics
 from tacker_hwaffinity.kube.tlsreload import EXPIRY_METRIC, CertificateExpiry
 from tacker_hwaffinity.webhook import certs
+from tacker_hwaffinity.webhook.daemon import Metrics as WebhookMetrics
 from tacker_hwaffinity.webhook.podcache import CacheMetrics
 
 from controlplane import harness

@@ -6,34 +6,12 @@ nodes whose VMs settled on another compute host, and evicts, through the Evictio
 pods that break their ``hwaffinity.io/required-during-execution`` rules.
 """
 import json
-import logging
 import os
-import signal
 import socket
-import sys
-import threading
 
 from tacker_hwaffinity.errors import InputError
 
 DEFAULT_PORT = 9465
-
-# What the controller reads of Nodes and Pods (controller.runner, kube.events): its
-# informers keep these keys of these fields, nothing else (objects.pruning);
-# tests/unit/test_kube_projection.py checks the readers against them.
-NODE_FIELDS = {"metadata": ("name", "namespace", "uid", "labels", "resourceVersion"),
-               "spec": (), "status": ("addresses",)}
-POD_FIELDS = {
-    "metadata": ("name", "namespace", "uid", "labels", "annotations", "creationTimestamp",
-                 "deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion",
-                 "ownerReferences"),    # the workload, for the exposure gauges
-    # the exposure gauges run hwaffinity audit's core: the intent on the host key
-    "spec": ("nodeName", "priority", "terminationGracePeriodSeconds", "affinity",
-             "topologySpreadConstraints"),
-    "status": ("phase",),
-}
-# ... and of Namespaces: their labels, for the rules' namespaceSelector (controller.rules).
-NAMESPACE_FIELDS = {"metadata": ("name", "uid", "labels", "resourceVersion"), "spec": (),
-                    "status": ()}
 
 
 def register(sub):
@@ -150,51 +128,11 @@ def _params(text):
     return parameters.parse({"hwaffinity_param": raw}, where="--params")["hwaffinity"]
 
 
-def _exposure_caches(conn, log, counted):
-    """Informers of what only the exposure gauges read: the pods' owners (desired
-    counts) and the PodDisruptionBudgets (optional: policy/v1 is served from 1.21);
-    COUNTED: their kube.informer.InformerMetrics."""
-    from tacker_hwaffinity.audit import owners, pdb
-    from tacker_hwaffinity.kube.informer import Informer
-    apps, batch, policy = conn.apps(), conn.batch(), conn.policy()
-    kw = dict(log=log, fields=owners.FIELDS, metrics=counted)
-    none = lambda *a: None   # noqa: E731 - read through list() only
-    return [
-        Informer(conn, apps.list_replica_set_for_all_namespaces, "ReplicaSet", "replicasets",
-                 none, **kw),
-        Informer(conn, apps.list_deployment_for_all_namespaces, "Deployment", "deployments",
-                 none, **kw),
-        Informer(conn, apps.list_stateful_set_for_all_namespaces, "StatefulSet",
-                 "statefulsets", none, **kw),
-        Informer(conn, apps.list_daemon_set_for_all_namespaces, "DaemonSet", "daemonsets",
-                 none, **kw),
-        Informer(conn, batch.list_job_for_all_namespaces, "Job", "jobs", none, **kw),
-    ], Informer(conn, policy.list_pod_disruption_budget_for_all_namespaces,
-                "PodDisruptionBudget", "poddisruptionbudgets", none, log=log,
-                fields=pdb.FIELDS, optional=True, metrics=counted)
-
-
-def run(args):
-    from prometheus_client import CollectorRegistry
-
-    from tacker_hwaffinity.cli.agent import _address
-    from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
-    from tacker_hwaffinity.controller.exposure import Exposure, ExposureMetrics
-    from tacker_hwaffinity.controller.runner import Controller, Metrics, Settings
-    from tacker_hwaffinity.kube import client as kube_client
-    from tacker_hwaffinity.kube.health import Supervisor
-    from tacker_hwaffinity.kube.informer import Informer, InformerMetrics
-    from tacker_hwaffinity.kube.leader import LeaderElector
-    from tacker_hwaffinity.kube.serve import HealthServer
-    from tacker_hwaffinity.openstack import access_from_environment
-    from tacker_hwaffinity.openstack.api import OpenStack
-    from tacker_hwaffinity.openstack.auth import session
-    from tacker_hwaffinity.openstack.servers import ServerPoll
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
-    log = logging.getLogger("hwaffinity.controller")
-    host, port = _address(args.metrics_address)
+def config(args):
+    """The controller.daemon.ControllerConfig of the parsed ARGS (flags checked now)."""
+    from tacker_hwaffinity.controller.daemon import ControllerConfig, Lease
+    from tacker_hwaffinity.kube.component import parse_address
+    address = parse_address(args.metrics_address, "--metrics-address")
     select = _workers(args)
     hw = _params(args.params)
     if args.exposure_max_workloads < 0:
@@ -203,81 +141,19 @@ def run(args):
     if not args.termination_margin >= 0:
         raise InputError("must be 0 or more seconds, got %r" % args.termination_margin,
                          field="--termination-margin")
-    access = access_from_environment(args.os_cloud)
-    openstack = OpenStack(session(access))
-    settings = Settings(hw, select(openstack),
-                        args.poll_interval, args.grace, args.eviction_interval, args.dry_run,
-                        args.host_id_label, termination_margin=args.termination_margin)
-    try:
-        conn = kube_client.connect(args.kubeconfig, args.context)
-    except kube_client.KubeError as e:
-        sys.stderr.write("hwaffinity controller: %s\n" % e)
-        return 2
-    poll = ServerPoll(openstack, scope=args.nova_scope, log=log)
-    core = conn.core()
-    registry = CollectorRegistry()
-    stop = threading.Event()
-    counted = InformerMetrics(registry)
-    nodes = Informer(conn, core.list_node, "Node", "nodes", lambda *a: None, log=log,
-                     fields=NODE_FIELDS, metrics=counted)
-    pods = Informer(conn, core.list_pod_for_all_namespaces, "Pod", "pods", lambda *a: None,
-                    log=log, fields=POD_FIELDS, metrics=counted)
-    namespaces = Informer(conn, core.list_namespace, "Namespace", "namespaces",
-                          lambda *a: None, log=log, fields=NAMESPACE_FIELDS, metrics=counted)
-    # the elector's on_stopped waits for a side effect in flight before the Lease is
-    # released; the controller confirms the Lease right before each side effect
-    elector = LeaderElector(conn, args.lease_namespace, args.lease_name, args.identity,
-                            lease_duration=args.lease_duration,
-                            renew_deadline=args.lease_duration * 2 / 3,
-                            retry_period=args.lease_duration * 2 / 15,
-                            on_stopped=lambda: controller.stand_down(), log=log)
-    owners, pdbs = _exposure_caches(conn, log, counted)
-    exposure = Exposure(ExposureMetrics(registry), (hw["label_keys"] or [DEFAULT_HOST_LABEL])[0],
-                        args.exposure_max_workloads, log=log, owners=owners, pdbs=pdbs)
-    controller = Controller(conn, poll, settings, nodes, pods, Metrics(registry), log=log,
-                            namespaces=namespaces, leading=elector.confirm, exposure=exposure)
-    caches = (nodes, pods, namespaces)
-    workers = Supervisor(stop, log=log)
-    for name, worker in (("node-watch", nodes), ("pod-watch", pods),
-                         ("namespace-watch", namespaces), ("leader", elector)):
-        workers.start(name, worker.run, stop)
-    for cache in owners + [pdbs]:       # the gauges' only: readiness does not wait for them
-        workers.start("%s-watch" % cache.kind.lower(), cache.run, stop)
+    return ControllerConfig(
+        hw=hw, select_workers=select, metrics_address=address,
+        lease=Lease(args.lease_namespace, args.lease_name, args.identity, args.lease_duration),
+        poll_interval=args.poll_interval, grace=args.grace,
+        eviction_interval=args.eviction_interval, termination_margin=args.termination_margin,
+        dry_run=args.dry_run, host_id_label=args.host_id_label, nova_scope=args.nova_scope,
+        # read here, not as the flag's default: --help must not print the URL's password
+        notifications_url=args.notifications_url or os.environ.get("NOVA_NOTIFICATIONS_URL"),
+        exposure_max_workloads=args.exposure_max_workloads, os_cloud=args.os_cloud,
+        kubeconfig=args.kubeconfig, context=args.context, log_level=args.log_level)
 
-    def ready():
-        if not all(c.synced.is_set() for c in caches):
-            return False, "caches not synced yet"
-        return True, "leader" if elector.is_leader.is_set() else "standby"
-    server = HealthServer(port, host=host, registry=registry, health=workers.health(ready),
-                          live=workers.live).start()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    log.info("controller %s: workers are %s; Nova every %.0f s, grace %.0f s%s "
-             "(metrics on %s:%d)", args.identity, settings.workers.describe(),
-             args.poll_interval, args.grace,
-             ", dry run" if args.dry_run else "", host, server.port)
-    log.info("controller %s: OpenStack user %s, project %s; Nova polls list %s "
-             "(--nova-scope %s)", args.identity, access["username"], access["project_name"],
-             poll.describe(access["project_name"]), args.nova_scope)
-    listener = None
-    # read here, not as the flag's default: --help must not print the URL's password
-    notifications_url = args.notifications_url or os.environ.get("NOVA_NOTIFICATIONS_URL")
-    if notifications_url:
-        from tacker_hwaffinity.openstack.notifications import NotificationListener
-        listener = NotificationListener(notifications_url, controller.notified, log=log)
-    try:
-        while not stop.wait(1.0):
-            leading = elector.is_leader.is_set()
-            if listener is not None and leading and not listener.running:
-                listener.start()                    # only the leader listens
-            elif listener is not None and not leading and listener.running:
-                listener.stop()
-            if leading and all(c.synced.is_set() for c in caches):
-                controller.tick()
-    finally:
-        if listener is not None:
-            listener.stop()
-        server.stop()
-        workers.join(10)
-        conn.close()
-    return 0
+
+def run(args):
+    from tacker_hwaffinity.controller.daemon import ControllerDaemon
+    from tacker_hwaffinity.kube import component
+    return component.run(ControllerDaemon(config(args)))

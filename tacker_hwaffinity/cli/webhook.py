@@ -17,31 +17,15 @@ kube-scheduler's client certificate.
 """
 import base64
 import ipaddress
-import json
-import logging
 import os
-import signal
 import sys
-import threading
-import time
 
 from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.webhook.certs import CLIENT_NAME
 
 DEFAULT_PORT = 8443
-JSON = "application/json"
 MiB = 1 << 20
-# An AdmissionReview carries the pod (object) and, for an UPDATE, the stored one
-# (oldObject). The API server takes request bodies of at most 3 MiB and etcd stores
-# objects of at most 1.5 MiB (its default --max-request-bytes), so a review is at
-# most ~4.5 MiB plus its envelope: 6 MiB is more than the API server ever sends, and
-# a body of that size decodes within the 512 MiB the Deployment grants.
-ADMISSION_MAX_BODY = 6 * MiB
-# nodeCacheCapable (the shipped scheduler configuration): one pod (a stored object,
-# at most ~1.5 MiB) and node names (5000 nodes of at most 253 characters: 1.3 MB).
-# Those sending whole NodeLists (~5 KB a node) raise it with --extender-max-body.
-EXTENDER_MAX_BODY = 4 * MiB
 _UNITS = {"": 1, "k": 1000, "Ki": 1 << 10, "M": 1000 ** 2, "Mi": MiB, "G": 1000 ** 3,
           "Gi": 1 << 30}
 
@@ -170,61 +154,18 @@ def certs(args):
     return 0
 
 
-class Metrics:
-    def __init__(self, registry):
-        from prometheus_client import Counter, Histogram
-        buckets = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2.5)
-        self.requests = Counter("hwaffinity_webhook_requests", "Requests by path and outcome",
-                                ["path", "outcome"], registry=registry)
-        self.seconds = Histogram("hwaffinity_webhook_request_seconds", "Time to answer",
-                                 ["path"], buckets=buckets, registry=registry)
-
-
-def _outcome(path, status, body):
-    if status != 200:
-        return "error"
-    if path in ("/validate", "/mutate"):
-        response = json.loads(body).get("response") or {}
-        if not response.get("allowed"):
-            return "denied"
-        return "patched" if response.get("patch") else "allowed"
-    if path == "/filter":   # "Error" is the answer's last key: no need to decode 5000 names
-        return "answered" if body.endswith(b'"Error":""}') else "error"
-    return "answered"
-
-
-def settle_heap():
-    """Move what is alive now (the synced cache) out of the garbage collector's sight:
-    a full collection over a cache of 10000 pods otherwise lands, now and then, in the
-    middle of an answer (milliseconds at p99). Objects made later are collected as
-    usual."""
-    import gc
-    gc.collect()
-    gc.freeze()
-
-
-def _route(path, handler, metrics):
-    def answer(body):
-        t0 = time.perf_counter()
-        status, out = handler(body)
-        metrics.seconds.labels(path).observe(time.perf_counter() - t0)
-        metrics.requests.labels(path, _outcome(path, status, out)).inc()
-        return status, JSON, out
-    return answer
-
-
 def _address(text, insecure):
-    from tacker_hwaffinity.cli.agent import _address as host_port
-    host, port = host_port(text, "--address")
+    from tacker_hwaffinity.kube.component import parse_address
+    address = parse_address(text, "--address")
     if insecure:
         try:
-            loopback = ipaddress.ip_address(host).is_loopback
+            loopback = ipaddress.ip_address(address.host).is_loopback
         except ValueError:
-            loopback = host == "localhost"
+            loopback = address.host == "localhost"
         if not loopback:
             raise InputError("--insecure-for-tests serves plain HTTP on loopback only, not "
-                             "on %s" % host, field="--address")
-    return host, port
+                             "on %s" % address.host, field="--address")
+    return address
 
 
 def _size(text, flag):
@@ -286,18 +227,11 @@ def _service_account(text):
     return text
 
 
-def serve(args):
-    from prometheus_client import CollectorRegistry
-
-    from tacker_hwaffinity.kube.health import Supervisor
-    from tacker_hwaffinity.kube.serve import HealthServer, Route
-    from tacker_hwaffinity.kube.tlsreload import CertificateExpiry
+def config(args):
+    """The webhook.daemon.WebhookConfig of the parsed ARGS (flags checked now)."""
     from tacker_hwaffinity.webhook import admission
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("urllib3.connectionpool").setLevel(logging.ERROR)
-    log = logging.getLogger("hwaffinity.webhook")
-    host, port = _address(args.address, args.insecure_for_tests)
+    from tacker_hwaffinity.webhook.daemon import WebhookConfig
+    address = _address(args.address, args.insecure_for_tests)
     if args.insecure_for_tests:
         if args.cert or args.key:
             raise InputError("--insecure-for-tests serves plain HTTP: drop --cert/--key",
@@ -311,96 +245,19 @@ def serve(args):
             if not os.path.isfile(path):
                 raise InputError("no such file: %s" % path, field=flag)
         tls = (args.cert, args.key)
-    http_options = _http_options(args, tls)
+    connections = _http_options(args, tls)
     access = _extender_access(args, tls)
-    extender_max_body = _size(args.extender_max_body, "--extender-max-body")
-    allowed = frozenset(args.allowed_anti_affinity_key or admission.DEFAULT_ALLOWED_KEYS)
-    agent_user = _service_account(args.agent_service_account)
-    registry = CollectorRegistry()
-    metrics = Metrics(registry)
-    if tls is not None:
-        try:
-            registry.register(CertificateExpiry(*tls, client_ca=args.client_ca))
-        except (OSError, ValueError, KeyError) as e:        # ssl.SSLError is an OSError
-            raise InputError("cannot read the certificates: %s" % e, field="--cert")
-    posts = {"/validate": Route(_route("/validate", lambda b: admission.handle(
-                 "validate", b, allowed, agent_user), metrics), ADMISSION_MAX_BODY),
-             "/mutate": Route(_route("/mutate", lambda b: admission.handle("mutate", b),
-                                     metrics), ADMISSION_MAX_BODY)}
-    stop = threading.Event()
-    workers = Supervisor(stop, log=log)
-    cache_ready = _start_extender(args, posts, metrics, workers, log, extender_max_body,
-                                  registry)
-    if cache_ready is None:
-        return 2
-
-    def ready():
-        if not cache_ready():
-            return False, "cluster cache not synced yet"
-        return True, "ok"
-    try:
-        server = HealthServer(port, host=host, registry=registry, health=workers.health(ready),
-                              posts=posts, tls=tls, live=workers.live, log=log,
-                              **http_options).start()
-    except (OSError, ValueError) as e:          # ssl.SSLError is an OSError
-        stop.set()
-        raise InputError("cannot serve on %s:%d: %s" % (host, port, e), field="--address")
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: stop.set())
-    log.info("webhook on %s://%s:%d: %s; anti-affinity over all namespaces allowed on %s%s",
-             "http" if tls is None else "https", host, server.port,
-             ", ".join(sorted(posts)), ", ".join(sorted(allowed)),
-             "; " + access if access else "")
-    try:
-        stop.wait()
-    finally:
-        server.stop()
-    return 0
+    return WebhookConfig(
+        address=address, tls=tls, connections=connections, extender_access=access,
+        extender_max_body=_size(args.extender_max_body, "--extender-max-body"),
+        allowed_keys=frozenset(args.allowed_anti_affinity_key
+                               or admission.DEFAULT_ALLOWED_KEYS),
+        agent_user=_service_account(args.agent_service_account),
+        hard_pod_affinity_weight=args.hard_pod_affinity_weight, pending_wait=args.pending_wait,
+        kubeconfig=args.kubeconfig, context=args.context, log_level=args.log_level)
 
 
-def _start_extender(args, posts, metrics, workers, log, max_body, registry):
-    """Start the cache's informers (threads of WORKERS, a kube.health.Supervisor; their
-    counters in REGISTRY) and add the extender's paths to POSTS; returns a callable
-    telling whether the cache is synced (None: could not connect)."""
-    if args.no_extender:
-        return lambda: True
-    from tacker_hwaffinity.kube import client as kube_client
-    from tacker_hwaffinity.kube.informer import Informer, InformerMetrics
-    from tacker_hwaffinity.kube.serve import Route
-    from tacker_hwaffinity.webhook.extender import Extender
-    from tacker_hwaffinity.webhook.podcache import PodCache
-    try:
-        conn = kube_client.connect(args.kubeconfig, args.context)
-    except kube_client.KubeError as e:
-        sys.stderr.write("hwaffinity webhook: %s\n" % e)
-        return None
-    core = conn.core()
-    cache = PodCache(registry=registry)
-    counted = InformerMetrics(registry)
-    # the cache keeps its own index: the informers keep no store, and prune what they
-    # hand it to the fields it reads (PodCache.FIELDS)
-    informers = [Informer(conn, core.list_node, "Node", "nodes", cache.on_node,
-                          on_sync=cache.sync_nodes, log=log, store=False,
-                          fields=PodCache.FIELDS["Node"], metrics=counted),
-                 Informer(conn, core.list_namespace, "Namespace", "namespaces",
-                          cache.on_namespace, on_sync=cache.sync_namespaces, log=log,
-                          store=False, fields=PodCache.FIELDS["Namespace"], metrics=counted),
-                 Informer(conn, core.list_pod_for_all_namespaces, "Pod", "pods", cache.on_pod,
-                          on_sync=cache.sync_pods, log=log, store=False,
-                          fields=PodCache.FIELDS["Pod"], metrics=counted)]
-    for i in informers:
-        workers.start("%s-watch" % i.kind.lower(), i.run, workers.stop)
-    extender = Extender(cache, hard_pod_affinity_weight=args.hard_pod_affinity_weight,
-                        pending_wait=args.pending_wait)
-    for verb in ("filter", "prioritize"):
-        posts["/" + verb] = Route(_route("/" + verb, lambda b, v=verb: extender.handle(v, b),
-                                         metrics), max_body, client_cert=True)
-    settled = []
-
-    def synced():
-        ok = all(i.synced.is_set() for i in informers)
-        if ok and not settled:
-            settled.append(True)
-            settle_heap()
-        return ok
-    return synced
+def serve(args):
+    from tacker_hwaffinity.kube import component
+    from tacker_hwaffinity.webhook.daemon import WebhookDaemon
+    return component.run(WebhookDaemon(config(args)))

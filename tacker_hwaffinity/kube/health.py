@@ -53,7 +53,7 @@ class Supervisor:
     def _run(self, name, target, args):
         try:
             target(*args)
-        except BaseException as e:  # noqa: BLE001 - every death is recorded
+        except BaseException as e:  # every death is recorded (and logged unless stopping)
             if not self.stop.is_set():
                 self.log.error("worker thread %s died: %s", name, one_line(e), exc_info=True)
             self.died(name, one_line(e))

@@ -1,8 +1,9 @@
 """The admission webhooks' pure core: AdmissionReview in, AdmissionReview out.
 
 ``handle(kind, body)`` answers one ``admission.k8s.io/v1`` AdmissionReview (v1beta1
-is answered the same way) with the HTTP status and body to send; ``validate`` and
-``mutate`` take the review's ``request`` and return its ``response``. No I/O.
+is answered the same way) with the HTTP status and body to send, and the outcome the
+metrics count; ``validate`` and ``mutate`` take the review's ``request`` and return its
+``response`` and outcome. No I/O.
 
 Validating (Pods and the pod templates of Deployment, ReplicaSet, StatefulSet,
 DaemonSet, ReplicationController, Job and CronJob):
@@ -26,23 +27,28 @@ DaemonSet, ReplicationController, Job and CronJob):
 * UPDATE refuses only problems that ``oldObject`` did not have already: objects
   created before the webhook existed can still be scaled, relabelled and have
   their finalizers removed.
-* An unexpected exception is a denial with code 500, never a traceback. A body that
+* An unexpected exception is a denial with code 500, never a traceback in the
+  answer (it is logged, and counted as the outcome ``error``). A body that
   nests deeper than ``kube.jsondepth.MAX_DEPTH`` is refused (400) before decoding.
 
 Mutating (Pod CREATE only, see ``patches``): the RequiredDuringExecution terms the
 scheduler understands are copied into ``spec.affinity``. A malformed annotation or
 an unpatchable pod gets no patch, and any failure is "allowed, no patch": the
-validating webhook is the one that reports what is wrong.
+validating webhook is the one that reports what is wrong (an unexpected exception is
+logged and counted as the outcome ``error``).
 """
 import base64
 import json
+import logging
+import typing
 
 from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT, HOSTNAME, NUMA_ANNOTATION
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.kube import jsondepth
 from tacker_hwaffinity.numa import affinity as numa_affinity
 from tacker_hwaffinity.scheduling import annotations
-from tacker_hwaffinity.webhook import patches
+from tacker_hwaffinity.webhook import answer, patches
+from tacker_hwaffinity.webhook.answer import Answer
 
 API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 DEFAULT_ALLOWED_KEYS = frozenset({HOSTNAME})
@@ -60,14 +66,15 @@ POD_PATHS = {
     "CronJob": (("batch",), ("spec", "jobTemplate", "spec", "template")),
 }
 _ANNOTATIONS = (annotations.POD_AFFINITY, annotations.REQUIRED_DURING_EXECUTION)
+LOG = logging.getLogger(__name__)
 _WHY = "it would let one tenant's pods keep every other tenant's off whole domains"
 
 
 def handle(kind, body, allowed_keys=DEFAULT_ALLOWED_KEYS,
            agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT):
-    """(HTTP status, response body) for the AdmissionReview BODY (bytes) sent to the
-    ``validate`` or ``mutate`` webhook (KIND). A body that is no AdmissionReview with
-    a request gets 400 and ``{"error": ...}``."""
+    """The ``webhook.answer.Answer`` (HTTP status, response body, outcome) for the
+    AdmissionReview BODY (bytes) sent to the ``validate`` or ``mutate`` webhook (KIND).
+    A body that is no AdmissionReview with a request gets 400 and ``{"error": ...}``."""
     if kind not in ("validate", "mutate"):
         return _error(404, "unknown webhook %r (expected validate or mutate)" % (kind,))
     depth = jsondepth.nesting(body) if isinstance(body, bytes) else None
@@ -88,17 +95,24 @@ def handle(kind, body, allowed_keys=DEFAULT_ALLOWED_KEYS,
     if not isinstance(request.get("uid"), str) or not request["uid"]:
         return _error(400, "the AdmissionReview's request has no uid")
     if kind == "validate":
-        response = validate(request, allowed_keys, agent_user)
+        response, outcome = validate(request, allowed_keys, agent_user)
     else:
-        response = mutate(request)
-    return 200, _json({"apiVersion": review["apiVersion"], "kind": "AdmissionReview",
-                       "response": response})
+        response, outcome = mutate(request)
+    return Answer(200, _json({"apiVersion": review["apiVersion"], "kind": "AdmissionReview",
+                              "response": response}), outcome)
+
+
+class Verdict(typing.NamedTuple):
+    """A webhook's AdmissionResponse (a dict) and its outcome (``webhook.answer``)."""
+
+    response: dict
+    outcome: str
 
 
 def validate(request, allowed_keys=DEFAULT_ALLOWED_KEYS,
              agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT):
-    """The AdmissionResponse (a dict) of the validating webhook for REQUEST; ALLOWED_KEYS
-    (an iterable of topology keys, or one key) are those allowed over all namespaces;
+    """The :class:`Verdict` of the validating webhook on REQUEST; ALLOWED_KEYS (an
+    iterable of topology keys, or one key) are those allowed over all namespaces;
     AGENT_USER is the user name of the node agent, the only one that may change a
     pod's ``hwaffinity.io/numa``."""
     uid = request.get("uid") if isinstance(request, dict) else None
@@ -106,26 +120,30 @@ def validate(request, allowed_keys=DEFAULT_ALLOWED_KEYS,
         if isinstance(allowed_keys, str):
             allowed_keys = (allowed_keys,)
         message = _denial(request, frozenset(allowed_keys), agent_user)
-    except Exception as e:  # noqa: BLE001 - a webhook answers, it does not crash
-        return _deny(uid, "internal error in the hwaffinity validating webhook (%s)"
-                     % type(e).__name__, 500, "InternalError")
+    except Exception as e:  # a webhook answers, it does not crash (logged, counted)
+        LOG.exception("validating webhook: internal error on request %s", uid)
+        return Verdict(_deny(uid, "internal error in the hwaffinity validating webhook (%s)"
+                             % type(e).__name__, 500, "InternalError"), answer.ERROR)
     if message is None:
-        return {"uid": uid, "allowed": True}
-    return _deny(uid, message)
+        return Verdict({"uid": uid, "allowed": True}, answer.ALLOWED)
+    return Verdict(_deny(uid, message), answer.DENIED)
 
 
 def mutate(request):
-    """The AdmissionResponse (a dict) of the mutating webhook for REQUEST: a JSON Patch
-    copying the pod's RequiredDuringExecution terms into ``spec.affinity``, or none."""
+    """The :class:`Verdict` of the mutating webhook on REQUEST: a JSON Patch copying
+    the pod's RequiredDuringExecution terms into ``spec.affinity``, or none."""
     uid = request.get("uid") if isinstance(request, dict) else None
     try:
         ops = _mutation(request)
-    except Exception:  # noqa: BLE001 - allowed unpatched; the validating webhook reports
-        ops = []
+    except Exception:  # allowed unpatched, the validating webhook reports (logged, counted)
+        LOG.exception("mutating webhook: internal error on request %s; allowed unpatched",
+                      uid)
+        return Verdict({"uid": uid, "allowed": True}, answer.ERROR)
     if not ops:
-        return {"uid": uid, "allowed": True}
+        return Verdict({"uid": uid, "allowed": True}, answer.ALLOWED)
     patch = base64.b64encode(_json(ops)).decode("ascii")
-    return {"uid": uid, "allowed": True, "patchType": "JSONPatch", "patch": patch}
+    return Verdict({"uid": uid, "allowed": True, "patchType": "JSONPatch", "patch": patch},
+                   answer.PATCHED)
 
 
 def _json(value):
@@ -133,7 +151,7 @@ def _json(value):
 
 
 def _error(status, message):
-    return status, _json({"error": message})
+    return Answer(status, _json({"error": message}), answer.ERROR)
 
 
 def _deny(uid, message, code=403, reason="Forbidden"):

@@ -16,6 +16,8 @@ import numpy as np
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.kube import jsondepth
 from tacker_hwaffinity.scheduling.plugins import interpod
+from tacker_hwaffinity.webhook import answer
+from tacker_hwaffinity.webhook.answer import Answer
 
 LOG = logging.getLogger(__name__)
 
@@ -64,19 +66,44 @@ def _names_of(args):
     return out, nodes
 
 
+class _LastNodes:
+    """The last list of node names a verb was asked about (kube-scheduler sends the same
+    list pod after pod), kept by one Extender: their positions in the node table, and
+    the start of each node's entry in a HostPriorityList."""
+
+    __slots__ = ("_index", "_prefixes")
+
+    def __init__(self):
+        self._index = (None, None, None)     # (node table, names, positions; -1: unknown)
+        self._prefixes = (None, None)        # (names, ['{"Host":"NAME","Score":', ...])
+
+    def index(self, view, names):
+        """The position of each of NAMES in the node table VIEW (-1: not in it)."""
+        last_view, last_names, idx = self._index
+        if last_view is not view or last_names != names:
+            idx = np.fromiter(map(view.index.get, names, itertools.repeat(-1)),
+                              dtype=np.int64, count=len(names))
+            self._index = (view, names, idx)
+        return idx
+
+    def prefixes(self, names):
+        """Each node's '{"Host":"NAME","Score":' for NAMES; None where a name is not
+        plain (node names are DNS subdomains, so they always are)."""
+        last_names, prefixes = self._prefixes
+        if last_names != names:
+            if not _PLAIN.fullmatch("".join(names)):
+                return None
+            prefixes = ['{"Host":"%s","Score":' % n for n in names]
+            self._prefixes = (names, prefixes)
+        return prefixes
+
+
 class _Nodes:
     """The request's nodes mapped onto the cache's node view."""
 
     __slots__ = ("view", "idx", "known", "_ids")
 
-    _last = (None, None, None)    # (view, names, idx): kube-scheduler sends the same list
-
-    def __init__(self, view, names):
-        last_view, last_names, idx = _Nodes._last
-        if last_view is not view or last_names != names:
-            idx = np.fromiter(map(view.index.get, names, itertools.repeat(-1)),
-                              dtype=np.int64, count=len(names))
-            _Nodes._last = (view, names, idx)
+    def __init__(self, view, idx):
         self.view = view
         self.known = idx >= 0
         self.idx = np.where(self.known, idx, 0)
@@ -105,14 +132,16 @@ class _Nodes:
 
 
 class _View:
-    """The evaluator's counts interface (``interpod``) over the pod index, for the pod
-    REC and the requested nodes NAMES. Under cache.lock."""
+    """The evaluator's counts interface (serves ``scheduling.counts.CountsView``) over
+    the pod index, for the pod REC and the requested nodes NAMES (LAST: the extender's
+    _LastNodes). Under cache.lock."""
 
     __slots__ = ("cache", "rec", "nodes", "size", "_selected")
 
-    def __init__(self, cache, rec, names):
+    def __init__(self, cache, rec, names, last):
         self.cache, self.rec = cache, rec
-        self.nodes = _Nodes(cache.node_view(), names)
+        view = cache.node_view()
+        self.nodes = _Nodes(view, last.index(view, names))
         self.size = len(names)
         self._selected = {}
 
@@ -143,6 +172,7 @@ class Extender:
         self.cache = cache
         self.hard_weight = hard_pod_affinity_weight
         self.pending_wait = pending_wait
+        self._last = _LastNodes()
 
     # -- filter ------------------------------------------------------------------
     def filter(self, args):
@@ -181,7 +211,7 @@ class Extender:
 
     def _codes(self, rec, terms, names):
         """Per requested node, an index into _REASONS (0: passes). Under cache.lock."""
-        view = _View(self.cache, rec, names)
+        view = _View(self.cache, rec, names, self._last)
         code = interpod.filter_codes(view, terms.get("required_affinity", ()),
                                      terms.get("required_anti", ()))
         code[~view.nodes.known] = UNKNOWN_NODE
@@ -216,7 +246,7 @@ class Extender:
         return names, scores.tolist()
 
     def _scores(self, rec, terms, names):
-        view = _View(self.cache, rec, names)
+        view = _View(self.cache, rec, names, self._last)
         raw = interpod.raw_scores(view, terms.get("preferred_affinity", ()),
                                   terms.get("preferred_anti", ()), self.hard_weight)
         known = view.nodes.known
@@ -225,53 +255,49 @@ class Extender:
 
     # -- HTTP body in, body out --------------------------------------------------
     def handle(self, verb, body):
-        """(HTTP status, JSON response bytes) for VERB ("filter"/"prioritize") and the
-        request BODY (bytes). Never raises."""
+        """The ``webhook.answer.Answer`` (HTTP status, JSON response bytes, outcome) for
+        VERB ("filter"/"prioritize") and the request BODY (bytes). Never raises."""
         depth = jsondepth.nesting(body) if isinstance(body, bytes) else None
         if depth is not None:
-            return 400, _json({"Error": "request body nests %d levels deep, over the limit "
-                                        "of %d" % (depth, jsondepth.MAX_DEPTH)})
+            return _error(400, "request body nests %d levels deep, over the limit of %d"
+                          % (depth, jsondepth.MAX_DEPTH))
         try:
             args = json.loads(body)
         except (ValueError, UnicodeDecodeError, TypeError, RecursionError) as e:
-            return 400, _json({"Error": "request body is not JSON: %s" % e})
+            return _error(400, "request body is not JSON: %s" % e)
         try:
             if verb == "filter":
                 result = self.filter(args)
             elif verb == "prioritize":
-                return 200, _priorities_json(*self.priorities(args))
+                return Answer(200, self._priorities_json(*self.priorities(args)),
+                              answer.ANSWERED)
             else:
-                return 404, _json({"Error": "unknown verb %r (expected filter or prioritize)"
-                                   % (verb,)})
+                return _error(404, "unknown verb %r (expected filter or prioritize)" % (verb,))
         except ArgsError as e:
-            return 400, _json({"Error": str(e)})
-        except Exception as e:  # a bug: answer, log the traceback here, never send it
+            return _error(400, str(e))
+        except Exception as e:  # a bug: answer, log the traceback, count it
             LOG.exception("extender %s failed", verb)
-            return 500, _json({"Error": "internal error in the hwaffinity extender: %s: %s"
-                               % (type(e).__name__, e)})
-        return 200, _json(result)
+            return _error(500, "internal error in the hwaffinity extender: %s: %s"
+                          % (type(e).__name__, e))
+        return Answer(200, _json(result), answer.ERROR if result["Error"] else answer.ANSWERED)
 
-
-def _priorities_json(names, scores):
-    """The HostPriorityList's JSON, formatted directly when every name is plain (node
-    names are DNS subdomains, so they always are): a dict per node costs 1 ms in 5000.
-    The per-node text is kept for the last list of names (kube-scheduler sends the same
-    list pod after pod)."""
-    global _LAST_PREFIXES
-    last_names, prefixes = _LAST_PREFIXES
-    if last_names != names:
-        if not _PLAIN.fullmatch("".join(names)):
+    def _priorities_json(self, names, scores):
+        """The HostPriorityList's JSON, formatted directly when every name is plain: a
+        dict per node costs 1 ms in 5000."""
+        prefixes = self._last.prefixes(names)
+        if prefixes is None:
             return _json([{"Host": n, "Score": s} for n, s in zip(names, scores)])
-        prefixes = ['{"Host":"%s","Score":' % n for n in names]
-        _LAST_PREFIXES = (names, prefixes)
-    return ("[%s]" % ",".join(map(str.__add__, prefixes, map(_SCORE_TEXT.__getitem__,
-                                                             scores)))).encode("ascii")
+        return ("[%s]" % ",".join(map(str.__add__, prefixes, map(_SCORE_TEXT.__getitem__,
+                                                                 scores)))).encode("ascii")
 
 
 _PLAIN = re.compile(r"[a-z0-9.-]*")
 _SCORE_TEXT = ["%d}" % s for s in range(MAX_EXTENDER_PRIORITY + 1)]
-_LAST_PREFIXES = (None, None)
 
 
 def _json(obj):
     return json.dumps(obj, separators=(",", ":")).encode("utf-8")
+
+
+def _error(status, message):
+    return Answer(status, _json({"Error": message}), answer.ERROR)

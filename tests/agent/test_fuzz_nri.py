@@ -9,7 +9,9 @@ from prometheus_client import CollectorRegistry
 
 import fuzzing
 from tacker_hwaffinity.agent.node import NodeState
-from tacker_hwaffinity.agent.nri_agent import Checkpoint, NriAgent, Recorder
+from tacker_hwaffinity.agent.checkpoint import Checkpoint
+from tacker_hwaffinity.agent.nri_agent import NriAgent
+from tacker_hwaffinity.agent.recorder import Recorder
 from tacker_hwaffinity.agent.runner import Metrics
 from tacker_hwaffinity.nri import api, ttrpc
 from tacker_hwaffinity.nri.plugin import Plugin

@@ -2,10 +2,11 @@
 dies turns the component's /livez and /healthz to 503 with the thread's name and the
 reason, and the process stays up to answer them (the kubelet restarts it).
 
-The CLIs' ``run``/``serve`` run here in the test's own (main) thread, as in the
-process, with the informers' loop replaced (the pod watch raises, the others sync
-and wait) and no API server or OpenStack behind them; SIGTERM ends them as it ends
-the process. The same with the real API server: tests/controlplane/test_kube_informer.py.
+The CLIs' ``run``/``serve`` (each a kube.component.run of its daemon) run here in the
+test's own (main) thread, as in the process, with the informers' loop replaced (the pod
+watch raises, the others sync and wait) and no API server or OpenStack behind them;
+SIGTERM ends them as it ends the process. The same with the real API server:
+tests/controlplane/test_kube_informer.py.
 """
 import os
 import signal
@@ -99,7 +100,7 @@ def check(answers, thread="pod-watch"):
 
 
 def test_the_agent_reports_its_dead_pod_watch(dying_watch, monkeypatch, tmp_path):
-    from tacker_hwaffinity.agent import cgroupfs
+    from tacker_hwaffinity.agent import cgroupfs, daemon
     from tacker_hwaffinity.cli import agent as cli
     from tacker_hwaffinity.objects.yamlio import parse_documents
     from tacker_hwaffinity.numa.topology import machine_from_yaml
@@ -113,7 +114,8 @@ def test_the_agent_reports_its_dead_pod_watch(dying_watch, monkeypatch, tmp_path
     with open(server) as f:
         machine = machine_from_yaml(parse_documents(f.read(), server)[0], server)
     layout = cgroupfs.detect(str(tmp_path))
-    monkeypatch.setattr(cli, "prepare", lambda args, log: ("cgroupfs", machine, layout, None, None))
+    monkeypatch.setattr(daemon, "prepare",
+                        lambda config, log: daemon.Prepared("cgroupfs", machine, layout))
     args = build_parser("agent").parse_args(["agent", "--node", "n1", "--metrics-address",
                                              "127.0.0.1:0", "--resync", "3600"])
     answers = probe_then_stop(dying_watch)

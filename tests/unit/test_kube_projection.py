@@ -20,8 +20,8 @@ from prometheus_client import CollectorRegistry
 from tacker_hwaffinity.agent import cgroupfs
 from tacker_hwaffinity.agent.node import ANNOTATION, NodeState
 from tacker_hwaffinity.agent.runner import Agent, Metrics
-from tacker_hwaffinity.cli import agent as agent_cli
-from tacker_hwaffinity.cli import controller as controller_cli
+from tacker_hwaffinity.agent import daemon as agent_daemon
+from tacker_hwaffinity.controller import daemon as controller_daemon
 from tacker_hwaffinity.objects.pruning import pruner
 from tacker_hwaffinity.objects.yamlio import parse_documents
 from tacker_hwaffinity.numa.topology import machine_from_yaml
@@ -205,13 +205,13 @@ def test_the_agent_reads_no_pod_field_its_projection_drops(layout):
     reads = set()
     _agent_run(layout, lambda p: recorded(kubectl_shaped(p), reads))
     assert ("spec", "containers") in reads and ("status", "containerStatuses") in reads
-    assert dropped(reads, agent_cli.POD_FIELDS) == [], sorted(reads)
+    assert dropped(reads, agent_daemon.POD_FIELDS) == [], sorted(reads)
 
 
 def test_the_agent_decides_the_same_on_pruned_pods(layout, tmp_path):
     full = _agent_run(layout, kubectl_shaped)
     lean = _agent_run(make_layout(tmp_path / "b"),
-                      lambda p: pruned(kubectl_shaped(p), "Pod", agent_cli.POD_FIELDS))
+                      lambda p: pruned(kubectl_shaped(p), "Pod", agent_daemon.POD_FIELDS))
     assert full[0] and full[1]                  # annotations written, events sent
     assert lean == full
 
@@ -245,11 +245,11 @@ def _controller_run(monkeypatch, wrap_node, wrap_pod, wrap_ns=lambda n: n):
     def apply(conn, name, labels, uid=None):
         calls.append(("label", name, labels, uid))
         nodes.objs[("", name)]["metadata"]["labels"].update(labels)
-    monkeypatch.setattr(runner.labels, "apply_node_labels", apply)
-    monkeypatch.setattr(runner.evictmod, "evict",
+    monkeypatch.setattr("tacker_hwaffinity.kube.labels.apply_node_labels", apply)
+    monkeypatch.setattr("tacker_hwaffinity.kube.evict.evict",
                         lambda conn, ns, name, uid=None: calls.append(("evict", name, uid))
                         or Eviction("evicted", "", None))
-    monkeypatch.setattr(runner.events, "record_event",
+    monkeypatch.setattr("tacker_hwaffinity.kube.events.record_event",
                         lambda conn, obj, kind, reason, message, component: calls.append(
                             ("event", obj["metadata"]["name"], obj["metadata"].get("uid"),
                              obj["metadata"].get("resourceVersion"), reason)))
@@ -314,18 +314,18 @@ def test_the_controller_reads_no_node_or_pod_field_its_projection_drops(monkeypa
                             lambda p: recorded(p, pod_reads), lambda n: recorded(n, ns_reads))
     assert any(c[0] == "evict" for c in calls) and any(c[0] == "label" for c in calls)
     assert ("status", "addresses") in node_reads and ("spec", "nodeName") in pod_reads
-    assert dropped(node_reads, controller_cli.NODE_FIELDS) == []
-    assert dropped(pod_reads, controller_cli.POD_FIELDS) == []
+    assert dropped(node_reads, controller_daemon.NODE_FIELDS) == []
+    assert dropped(pod_reads, controller_daemon.POD_FIELDS) == []
     assert ("metadata", "labels") in ns_reads
-    assert dropped(ns_reads, controller_cli.NAMESPACE_FIELDS) == []
+    assert dropped(ns_reads, controller_daemon.NAMESPACE_FIELDS) == []
 
 
 def test_the_controller_acts_the_same_on_pruned_objects(monkeypatch):
     full = _controller_run(monkeypatch, lambda n: n, lambda p: p)
     lean = _controller_run(
-        monkeypatch, lambda n: pruned(n, "Node", controller_cli.NODE_FIELDS),
-        lambda p: pruned(p, "Pod", controller_cli.POD_FIELDS),
-        lambda n: pruned(n, "Namespace", controller_cli.NAMESPACE_FIELDS))
+        monkeypatch, lambda n: pruned(n, "Node", controller_daemon.NODE_FIELDS),
+        lambda p: pruned(p, "Pod", controller_daemon.POD_FIELDS),
+        lambda n: pruned(n, "Namespace", controller_daemon.NAMESPACE_FIELDS))
     assert full and lean == full
 
 
@@ -363,7 +363,7 @@ def _webhook_run(wrap):
     groups = [(g.kind, sorted(g.per_node.items())) for kind in ("anti", "affinity")
               for g in cache._groups.get(kind, {}).values()]
     return (cache.stats(), sorted(view.index), cache.ns_labels("ns"),
-            sorted((k, sorted((r.name, r.node, r.live) for r in idx.pods))
+            sorted((k, sorted((r.name, r.node, r.live) for r in idx.items))
                    for k, idx in cache._by_ns.items()), groups,
             sorted(cache._extended))
 

@@ -14,6 +14,7 @@ import yaml
 from tacker_hwaffinity.cli import webhook as cli
 from tacker_hwaffinity.cli.main import build_parser
 from tacker_hwaffinity.kube import serve
+from tacker_hwaffinity.webhook.daemon import ADMISSION_MAX_BODY
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 KiB, MiB = 1 << 10, 1 << 20
@@ -46,7 +47,7 @@ def _quantity(text):
 def budget(container):
     """(what the server may hold, the memory limit) in bytes for CONTAINER."""
     args = build_parser().parse_args(container["args"])
-    largest_body = max(cli.ADMISSION_MAX_BODY,
+    largest_body = max(ADMISSION_MAX_BODY,
                        cli._size(args.extender_max_body, "--extender-max-body"))
     per_connection = (serve.CONNECTION_BYTES + CONNECTION_OVERHEAD
                       + serve.BIG_BODY * REVIEW_DECODED)

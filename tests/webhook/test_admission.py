@@ -3,6 +3,7 @@ RequiredDuringExecution copy into spec.affinity, and the AdmissionReview envelop
 import base64
 import copy
 import json
+import logging
 import statistics
 import time
 
@@ -77,12 +78,22 @@ def call(webhook, obj, api="admission.k8s.io/v1", allowed_keys=None, **kw):
     body = json.dumps({"apiVersion": api, "kind": "AdmissionReview",
                        "request": request(obj, **kw)}).encode()
     args = () if allowed_keys is None else (allowed_keys,)
-    status, out = admission.handle(webhook, body, *args)
+    status, out, outcome = admission.handle(webhook, body, *args)
     assert status == 200
     review = json.loads(out)
     assert review["apiVersion"] == api and review["kind"] == "AdmissionReview"
     assert review["response"]["uid"] == kw.get("uid", "uid-1")
+    assert outcome == outcome_of(review["response"])
     return review["response"]
+
+
+def outcome_of(response):
+    """The outcome an AdmissionResponse is counted under (hwaffinity_webhook_requests)."""
+    if (response.get("status") or {}).get("code") == 500:
+        return "error"
+    if not response["allowed"]:
+        return "denied"
+    return "patched" if response.get("patch") else "allowed"
 
 
 def denial(obj, **kw):
@@ -144,9 +155,9 @@ def patch_of(resp):
 
 def mutated(p):
     """(patched pod, ops) after one mutate; asserts a second mutate changes nothing."""
-    ops = patch_of(admission.mutate(request(p)))
+    ops = patch_of(admission.mutate(request(p)).response)
     after = apply_patch(p, ops or [])
-    assert patch_of(admission.mutate(request(after))) is None
+    assert patch_of(admission.mutate(request(after)).response) is None
     return after, ops
 
 
@@ -182,7 +193,7 @@ def test_the_allowed_keys_are_configurable():
     assert msg.endswith("across all namespaces only CIS-node, rack may be used (it would let "
                         "one tenant's pods keep every other tenant's off whole domains)")
     assert "no topologyKey may be used" in denial(hostname, allowed_keys=())
-    assert admission.validate(request(p), "CIS-node")["allowed"] is True   # one key
+    assert admission.validate(request(p), "CIS-node").response["allowed"] is True   # one key
 
 
 @pytest.mark.parametrize("t", [
@@ -264,7 +275,7 @@ def test_a_deeply_nested_annotation_is_refused_not_crashed_on():
     notes = {RDE: "[" * 100000 + "]" * 100000}
     msg = denial(pod(notes=notes))
     assert msg.startswith("Pod web: field metadata.annotations[%s]: " % RDE)
-    assert patch_of(admission.mutate(request(pod(notes=notes)))) is None
+    assert patch_of(admission.mutate(request(pod(notes=notes))).response) is None
 
 
 LONG_NUMBER = "9" * 4400       # int() refuses it (ValueError past 4,300 digits)
@@ -285,13 +296,14 @@ DEEP = "[" * 3000 + "]" * 3000
 def test_a_huge_gt_value_or_json_nested_thousands_deep_is_denied_with_why_not_a_500(notes, why):
     assert why in denial(pod(notes=notes))           # 403 Forbidden, the engine's message
     assert why in denial(workload("Deployment", pod(notes=notes)))
-    assert patch_of(admission.mutate(request(pod(notes=notes)))) is None
+    assert patch_of(admission.mutate(request(pod(notes=notes))).response) is None
 
 
 def test_a_review_nested_deeper_than_any_kubernetes_object_is_a_400():
     body = b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": '
-    status, out = admission.handle("validate", body + b"[" * 3000 + b"]" * 3000 + b"}")
-    assert (status, json.loads(out)) == (400, {
+    status, out, outcome = admission.handle("validate",
+                                            body + b"[" * 3000 + b"]" * 3000 + b"}")
+    assert outcome == "error" and (status, json.loads(out)) == (400, {
         "error": "the body nests 3001 levels deep, over the limit of 64"})
 
 
@@ -303,15 +315,16 @@ REVIEW_CPU_S, REVIEW_MIB = 0.25, 32
 def answered(kind, body):
     """What handle() answers BODY, checked to be a documented outcome: 200 with an
     AdmissionReview whose response is no internal error, or 400 with an error."""
-    status, out = admission.handle(kind, body)
+    status, out, outcome = admission.handle(kind, body)
     doc = json.loads(out)
     if status == 400:
-        assert set(doc) == {"error"}
+        assert set(doc) == {"error"} and outcome == "error"
         return status
     assert status == 200 and doc["kind"] == "AdmissionReview", (status, doc)
     response = doc["response"]
     assert isinstance(response["allowed"], bool)
     assert (response.get("status") or {}).get("code") != 500, response
+    assert outcome == outcome_of(response) != "error", (outcome, response)
     return status
 
 
@@ -405,7 +418,7 @@ def test_garbage_pod_objects_are_refused_naming_the_field(obj, message):
 
 
 def test_a_non_mapping_object_is_refused():
-    resp = admission.validate(request("garbage") | {"kind": {"group": "", "kind": "Pod"}})
+    resp = admission.validate(request("garbage") | {"kind": {"group": "", "kind": "Pod"}}).response
     assert resp["allowed"] is False and resp["status"]["message"] == (
         "Pod <unnamed>: field object: expected a mapping")
 
@@ -442,9 +455,39 @@ def test_update_refuses_only_new_problems():
 
 
 def test_an_internal_error_is_a_denial_not_a_traceback():
-    resp = admission.validate(request(pod()), allowed_keys=None)
-    assert resp["allowed"] is False and resp["status"]["code"] == 500
+    resp, outcome = admission.validate(request(pod()), allowed_keys=None)
+    assert outcome == "error" and resp["allowed"] is False and resp["status"]["code"] == 500
     assert "internal error" in resp["status"]["message"]
+
+
+def review(req):
+    return json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                       "request": req}).encode()
+
+
+def test_an_internal_error_of_validate_is_logged_and_counted(caplog):
+    with caplog.at_level(logging.ERROR, logger=admission.LOG.name):
+        status, out, outcome = admission.handle("validate", review(request(pod())), None)
+    response = json.loads(out)["response"]
+    assert (status, outcome, response["status"]["code"]) == (200, "error", 500)
+    assert [(r.getMessage(), r.exc_info[0]) for r in caplog.records] == [
+        ("validating webhook: internal error on request uid-1", TypeError)]
+
+
+def test_an_internal_error_of_mutate_is_logged_and_counted_not_swallowed(monkeypatch, caplog):
+    """The pod is allowed unpatched, as before; the bug is now in the log (with its
+    traceback) and counted as the outcome error, not silently taken for "no patch"."""
+    def boom(obj):
+        raise RuntimeError("kaputt")
+    monkeypatch.setattr(patches, "pod_patch", boom)
+    req = request(pod(notes={RDE: {"podAffinity": [term("k")]}}))
+    with caplog.at_level(logging.ERROR, logger=admission.LOG.name):
+        status, out, outcome = admission.handle("mutate", review(req))
+    assert (status, outcome) == (200, "error")
+    assert json.loads(out)["response"] == {"uid": "uid-1", "allowed": True}
+    assert [(r.getMessage(), r.exc_info[0]) for r in caplog.records] == [
+        ("mutating webhook: internal error on request uid-1; allowed unpatched",
+         RuntimeError)]
 
 
 # --- the envelope --------------------------------------------------------------------
@@ -460,16 +503,16 @@ def test_an_internal_error_is_a_denial_not_a_traceback():
 ])
 @pytest.mark.parametrize("webhook", ["validate", "mutate"])
 def test_a_body_that_is_no_admission_review_gets_400_and_a_short_error(webhook, body):
-    status, out = admission.handle(webhook, body)
-    assert status == 400
+    status, out, outcome = admission.handle(webhook, body)
+    assert status == 400 and outcome == "error"
     err = json.loads(out)
     assert list(err) == ["error"] and 0 < len(err["error"]) < 300
     assert "Traceback" not in err["error"]
 
 
 def test_an_unknown_webhook_gets_404():
-    status, out = admission.handle("convert", b"{}")
-    assert status == 404 and "convert" in json.loads(out)["error"]
+    status, out, outcome = admission.handle("convert", b"{}")
+    assert status == 404 and outcome == "error" and "convert" in json.loads(out)["error"]
 
 
 def test_v1beta1_reviews_are_answered_in_kind():
@@ -513,7 +556,7 @@ def test_a_term_equal_once_stored_by_the_api_server_is_not_added_again():
     written = term("CIS-node", {"app": "db"}, namespaces=[], matchLabelKeys=None)
     stored = term("CIS-node", {"app": "db"})
     p = pod(affinity={"podAffinity": {REQ: [stored]}}, notes={RDE: {"podAffinity": [written]}})
-    assert patch_of(admission.mutate(request(p))) is None
+    assert patch_of(admission.mutate(request(p)).response) is None
 
 
 def expr(key, op="In", *values):
@@ -566,7 +609,7 @@ def test_node_affinity_already_within_the_annotations_is_left_alone():
     s = {"matchExpressions": [expr("zone", "In", "a"), expr("cpu", "Gt", "8")]}
     p = pod(affinity=node_affinity(s), notes={RDE: {"nodeAffinity": [r, {
         "matchExpressions": [expr("other", "Exists")]}]}})
-    assert patch_of(admission.mutate(request(p))) is None
+    assert patch_of(admission.mutate(request(p)).response) is None
 
 
 def test_mutate_replaces_a_null_affinity():
@@ -593,8 +636,7 @@ def test_mutate_replaces_a_null_affinity():
     {"uid": "u"},
 ])
 def test_mutate_leaves_everything_else_alone(req):
-    resp = admission.mutate(req)
-    assert resp == {"uid": req["uid"], "allowed": True}
+    assert admission.mutate(req) == ({"uid": req["uid"], "allowed": True}, "allowed")
 
 
 def test_json_pointer_escaping():
@@ -694,6 +736,7 @@ def _node_terms(p):
     return ((aff.get("nodeAffinity") or {}).get(REQ) or {}).get("nodeSelectorTerms")
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pods(), st.lists(st.tuples(st.dictionaries(st.sampled_from(KEYS), st.sampled_from(
     VALUES + ("x",))), st.sampled_from(NAMES)), min_size=1, max_size=8))

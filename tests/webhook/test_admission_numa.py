@@ -28,8 +28,8 @@ def answer(obj, user="alice", agent_user=AGENT, **kw):
                        "request": request(obj, userInfo={"username": user,
                                                          "groups": ["system:authenticated"]},
                                           **kw)}).encode()
-    status, out = admission.handle("validate", body, admission.DEFAULT_ALLOWED_KEYS,
-                                   agent_user)
+    status, out, _ = admission.handle("validate", body, admission.DEFAULT_ALLOWED_KEYS,
+                                      agent_user)
     assert status == 200
     return json.loads(out)["response"]
 
@@ -91,7 +91,7 @@ def test_updates_that_leave_the_record_alone_are_allowed():
 def test_an_update_without_a_user_is_refused():
     body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
                        "request": request(with_record(), op="UPDATE", old=pod())}).encode()
-    _, out = admission.handle("validate", body)
+    out = admission.handle("validate", body).body
     response = json.loads(out)["response"]
     assert response["allowed"] is False
     assert "changed by an unnamed user" in response["status"]["message"]

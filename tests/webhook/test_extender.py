@@ -1,6 +1,9 @@
 """The extender's filter/prioritize: the engine's InterPodAffinity over the annotation terms."""
+import gc
 import json
+import logging
 import threading
+import weakref
 import time
 
 import pytest
@@ -234,7 +237,7 @@ def test_a_forged_filter_call_slows_no_later_filter():
     cache, ext = make([V2, V5], pending_wait=2.0)
     forged = annotated(pod("forged", {"app": "f"}), affinity(req_anti=[
         term(H, {}, namespaceSelector={})]))
-    status, _ = ext.handle("filter", json.dumps({"Pod": forged, "NodeNames": NAMES}).encode())
+    status = ext.handle("filter", json.dumps({"Pod": forged, "NodeNames": NAMES}).encode()).status
     assert status == 200 and cache.pending() == 1
     took = []
     for i in range(20):
@@ -244,7 +247,7 @@ def test_a_forged_filter_call_slows_no_later_filter():
         cache.on_pod("ADDED", incoming)
         body = json.dumps({"Pod": incoming, "NodeNames": NAMES}).encode()
         started = time.monotonic()
-        status, out = ext.handle("filter", body)
+        status, out, _ = ext.handle("filter", body)
         took.append(time.monotonic() - started)
         assert status == 200 and json.loads(out)["Error"] == ""
     assert max(took) < 0.1, took
@@ -276,35 +279,62 @@ def test_prioritize_existing_pods_terms_and_hard_weight():
 
 
 # -- handle ----------------------------------------------------------------------------
-def test_handle_round_trip_and_errors(monkeypatch):
+def test_handle_round_trip_and_errors(monkeypatch, caplog):
     _, ext = make([V2, V5])
     body = json.dumps({"Pod": annotated(pod("x"), affinity(req_anti=[lt("version", "3")])),
                        "NodeNames": NAMES, "Nodes": None}).encode()
-    status, out = ext.handle("filter", body)
-    assert status == 200
+    status, out, outcome = ext.handle("filter", body)
+    assert (status, outcome) == (200, "answered")
     assert json.loads(out) == {"Nodes": None, "NodeNames": ["n2", "n3", "n4"],
                                "FailedNodes": {"n1": ERR_ANTI}, "Error": ""}
-    status, out = ext.handle("prioritize", body)
-    assert status == 200 and [h["Host"] for h in json.loads(out)] == NAMES
+    status, out, outcome = ext.handle("prioritize", body)
+    assert (status, outcome) == (200, "answered")
+    assert [h["Host"] for h in json.loads(out)] == NAMES
     for bad in (b"{", b"\xff\xfe", b""):
-        status, out = ext.handle("filter", bad)
-        assert status == 400 and json.loads(out)["Error"].startswith("request body is not JSON")
-    status, out = ext.handle("prioritize", b"[]")
-    assert status == 400 and "JSON object" in json.loads(out)["Error"]
-    status, out = ext.handle("filter", b'{"NodeNames": []}')
-    assert status == 200 and "no Pod" in json.loads(out)["Error"]
-    status, out = ext.handle("prioritize", b'{"Pod": {"metadata": {}}, "NodeNames": "n1"}')
-    assert status == 400 and "NodeNames" in json.loads(out)["Error"]
-    assert ext.handle("bind", body)[0] == 404
+        status, out, outcome = ext.handle("filter", bad)
+        assert (status, outcome) == (400, "error")
+        assert json.loads(out)["Error"].startswith("request body is not JSON")
+    status, out, outcome = ext.handle("prioritize", b"[]")
+    assert (status, outcome) == (400, "error") and "JSON object" in json.loads(out)["Error"]
+    status, out, outcome = ext.handle("filter", b'{"NodeNames": []}')
+    assert (status, outcome) == (200, "error") and "no Pod" in json.loads(out)["Error"]
+    status, out, outcome = ext.handle("prioritize",
+                                      b'{"Pod": {"metadata": {}}, "NodeNames": "n1"}')
+    assert (status, outcome) == (400, "error") and "NodeNames" in json.loads(out)["Error"]
+    unknown = ext.handle("bind", body)
+    assert (unknown.status, unknown.outcome) == (404, "error")
 
     def boom(*a):
         raise RuntimeError("kaputt")
 
     monkeypatch.setattr(extender_mod.Extender, "_codes", boom)
-    status, out = ext.handle("filter", body)
-    assert status == 500
+    with caplog.at_level(logging.ERROR, logger=extender_mod.LOG.name):
+        status, out, outcome = ext.handle("filter", body)
+    assert (status, outcome) == (500, "error")
+    assert [r.getMessage() for r in caplog.records] == ["extender filter failed"]
     assert json.loads(out) == {"Error": "internal error in the hwaffinity extender: "
                                         "RuntimeError: kaputt"}
+
+
+def test_an_extender_keeps_nothing_once_it_is_gone(monkeypatch):
+    """The last request's node positions and score texts belong to the Extender: once
+    it and its cache are dropped, their node table is freed (a process-wide cache kept
+    the last one alive)."""
+    from tacker_hwaffinity.webhook import podcache
+
+    class Table(podcache.NodeTable):      # no __slots__: can be weakly referenced
+        pass
+    monkeypatch.setattr(podcache, "NodeTable", Table)
+    cache, ext = make([V2, V5])
+    body = json.dumps({"Pod": annotated(pod("x"), affinity(
+        req_anti=[lt("version", "3")], pref_aff=[weighted(1, gt("version", "3"))])),
+        "NodeNames": NAMES}).encode()
+    assert [ext.handle(verb, body).outcome for verb in ("filter", "prioritize")] == [
+        "answered", "answered"]
+    table = weakref.ref(cache.node_view())
+    del cache, ext
+    gc.collect()
+    assert table() is None
 
 
 # -- the engine, property-based --------------------------------------------------------
@@ -400,12 +430,14 @@ def fed_cache(nodes, pods, moves):
 PROPERTY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(scenario())
 def test_extender_equals_the_engine(sc):
     check_against_engine(*sc)
 
 
+@pytest.mark.slow
 @PROPERTY
 @given(scenario(score_only=True))
 def test_extender_scores_equal_the_engine(sc):
@@ -427,12 +459,12 @@ def check_against_engine(nodes, pods, incoming, hard, moves):
 
 
 def test_the_priority_list_is_encoded_as_json_would_encode_it():
-    from tacker_hwaffinity.webhook.extender import _priorities_json
+    _, ext = make()
     for names in (["n1", "a.b-c", "n3"], ["n1", "a.b-c", "n3"], ["Odd\"Name", "x"]):
         scores = list(range(len(names)))
-        got = json.loads(_priorities_json(list(names), scores))
+        got = json.loads(ext._priorities_json(list(names), scores))
         assert got == [{"Host": n, "Score": s} for n, s in zip(names, scores)]
-    assert json.loads(_priorities_json([], [])) == []
+    assert json.loads(ext._priorities_json([], [])) == []
 
 
 # -- fuzzing: an ExtenderArgs body gives a 200 or a 400 with an Error, never a 500, in
@@ -461,11 +493,13 @@ def edited(body, edits):
 
 
 def extender_answer(verb, body):
-    status, out = FUZZ_CACHE.handle(verb, body)
+    status, out, outcome = FUZZ_CACHE.handle(verb, body)
     doc = json.loads(out)
     assert status in (200, 400), (status, doc)
     if status == 400 or isinstance(doc, dict):
         assert isinstance(doc, dict) and isinstance(doc.get("Error", ""), str)
+    assert outcome == ("answered" if status == 200 and not (
+        isinstance(doc, dict) and doc["Error"]) else "error"), (outcome, status, doc)
     return status
 
 

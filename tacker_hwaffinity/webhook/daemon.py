@@ -1,0 +1,168 @@
+"""``hwaffinity webhook serve`` as a component of ``kube.component``: its configuration,
+its routes and their metrics, and the extender's cluster cache."""
+import dataclasses
+import gc
+import time
+import typing
+
+from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.kube.component import Address, Refused, Started
+
+JSON = "application/json"
+MiB = 1 << 20
+# An AdmissionReview carries the pod (object) and, for an UPDATE, the stored one
+# (oldObject). The API server takes request bodies of at most 3 MiB and etcd stores
+# objects of at most 1.5 MiB (its default --max-request-bytes), so a review is at
+# most ~4.5 MiB plus its envelope: 6 MiB is more than the API server ever sends, and
+# a body of that size decodes within the 512 MiB the Deployment grants.
+ADMISSION_MAX_BODY = 6 * MiB
+
+
+@dataclasses.dataclass(frozen=True)
+class WebhookConfig:
+    """The webhook's configuration, built once from its flags (``cli/webhook.py`` says
+    what each is)."""
+
+    address: Address
+    tls: typing.Optional[typing.Tuple[str, str]]
+    """(certificate file, key file); None: plain HTTP (tests only)."""
+    connections: typing.Mapping[str, typing.Any]
+    """HealthServer's keyword arguments for client certificates and connections
+    (client_ca, client_names, max_connections, read_timeout, idle_timeout)."""
+    extender_access: typing.Optional[str]
+    """Who may call /filter and /prioritize, as the start line says it; None: no extender."""
+    extender_max_body: int                      # bytes
+    allowed_keys: typing.FrozenSet[str]         # topology keys of all-namespace anti-affinity
+    agent_user: str                             # the node agent's user name
+    hard_pod_affinity_weight: int
+    pending_wait: float                         # seconds
+    kubeconfig: typing.Optional[str]            # None: the in-cluster service account
+    context: typing.Optional[str]
+    log_level: str
+
+
+class Metrics:
+    """The webhook's requests and their latency, by path (and outcome)."""
+
+    def __init__(self, registry):
+        from prometheus_client import Counter, Histogram
+        buckets = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 2.5)
+        self.requests = Counter("hwaffinity_webhook_requests", "Requests by path and outcome",
+                                ["path", "outcome"], registry=registry)
+        self.seconds = Histogram("hwaffinity_webhook_request_seconds", "Time to answer",
+                                 ["path"], buckets=buckets, registry=registry)
+
+
+def settle_heap():
+    """Move what is alive now (the synced cache) out of the garbage collector's sight:
+    a full collection over a cache of 10000 pods otherwise lands, now and then, in the
+    middle of an answer (milliseconds at p99). Objects made later are collected as
+    usual."""
+    gc.collect()
+    gc.freeze()
+
+
+def route(path, handler, metrics):
+    """A kube.serve POST handler for PATH: HANDLER(body) (a webhook.answer.Answer) timed
+    and counted by its outcome in METRICS."""
+    def answer(body):
+        t0 = time.perf_counter()
+        status, out, outcome = handler(body)
+        metrics.seconds.labels(path).observe(time.perf_counter() - t0)
+        metrics.requests.labels(path, outcome).inc()
+        return status, JSON, out
+    return answer
+
+
+class WebhookDaemon:
+    """The webhook as a ``kube.component.Component``."""
+
+    name = "webhook"
+
+    def __init__(self, config):
+        self.config = config
+        self.log_level = config.log_level
+        self.address = config.address
+
+    def start(self, context):
+        from tacker_hwaffinity.kube.serve import Route
+        from tacker_hwaffinity.kube.tlsreload import CertificateExpiry
+        from tacker_hwaffinity.webhook import admission
+        config, registry = self.config, context.registry
+        metrics = Metrics(registry)
+        if config.tls is not None:
+            try:
+                registry.register(CertificateExpiry(
+                    *config.tls, client_ca=config.connections.get("client_ca")))
+            except (OSError, ValueError, KeyError) as e:        # ssl.SSLError is an OSError
+                raise InputError("cannot read the certificates: %s" % e, field="--cert")
+        posts = {"/validate": Route(route("/validate", lambda b: admission.handle(
+                     "validate", b, config.allowed_keys, config.agent_user), metrics),
+                     ADMISSION_MAX_BODY),
+                 "/mutate": Route(route("/mutate", lambda b: admission.handle("mutate", b),
+                                        metrics), ADMISSION_MAX_BODY)}
+        cache_ready, close = lambda: True, ()
+        if config.extender_access is not None:
+            cache_ready, conn = self._start_extender(posts, metrics, context)
+            close = [conn.close]
+
+        def ready():
+            if not cache_ready():
+                return False, "cluster cache not synced yet"
+            return True, "ok"
+
+        def start_lines(port):
+            return ["webhook on %s://%s:%d: %s; anti-affinity over all namespaces allowed on "
+                    "%s%s" % ("http" if config.tls is None else "https", self.address.host,
+                              port, ", ".join(sorted(posts)),
+                              ", ".join(sorted(config.allowed_keys)),
+                              "; " + config.extender_access if config.extender_access
+                              else "")]
+        return Started(ready, start_lines, close=close, server_options=dict(
+            posts=posts, tls=config.tls, log=context.log, **config.connections))
+
+    def _start_extender(self, posts, metrics, context):
+        """Start the cache's informers and add the extender's paths to POSTS; (a callable
+        telling whether the cache is synced, the API connection)."""
+        from tacker_hwaffinity.kube import client as kube_client
+        from tacker_hwaffinity.kube.informer import Informer, InformerMetrics
+        from tacker_hwaffinity.kube.serve import Route
+        from tacker_hwaffinity.webhook.extender import Extender
+        from tacker_hwaffinity.webhook.podcache import PodCache
+        config, log, workers = self.config, context.log, context.workers
+        try:
+            conn = kube_client.connect(config.kubeconfig, config.context)
+        except kube_client.KubeError as e:
+            raise Refused(str(e))
+        core = conn.core()
+        cache = PodCache(registry=context.registry)
+        counted = InformerMetrics(context.registry)
+        # the cache keeps its own index: the informers keep no store, and prune what they
+        # hand it to the fields it reads (PodCache.FIELDS)
+        informers = [Informer(conn, core.list_node, "Node", "nodes", cache.on_node,
+                              on_sync=cache.sync_nodes, log=log, store=False,
+                              fields=PodCache.FIELDS["Node"], metrics=counted),
+                     Informer(conn, core.list_namespace, "Namespace", "namespaces",
+                              cache.on_namespace, on_sync=cache.sync_namespaces, log=log,
+                              store=False, fields=PodCache.FIELDS["Namespace"],
+                              metrics=counted),
+                     Informer(conn, core.list_pod_for_all_namespaces, "Pod", "pods",
+                              cache.on_pod, on_sync=cache.sync_pods, log=log, store=False,
+                              fields=PodCache.FIELDS["Pod"], metrics=counted)]
+        for i in informers:
+            workers.start("%s-watch" % i.kind.lower(), i.run, workers.stop)
+        extender = Extender(cache, hard_pod_affinity_weight=config.hard_pod_affinity_weight,
+                            pending_wait=config.pending_wait)
+        for verb in ("filter", "prioritize"):
+            posts["/" + verb] = Route(route("/" + verb,
+                                            lambda b, v=verb: extender.handle(v, b), metrics),
+                                      config.extender_max_body, client_cert=True)
+        settled = []
+
+        def synced():
+            ok = all(i.synced.is_set() for i in informers)
+            if ok and not settled:
+                settled.append(True)
+                settle_heap()
+            return ok
+        return synced, conn
