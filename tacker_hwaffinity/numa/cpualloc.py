@@ -21,25 +21,33 @@ CPUs); only then are the caps dropped.
 """
 
 
-def take_cpus(machine, free, count, path=None, budget=None):
+def take_cpus(machine, free, count, path=None, budget=None, limit=None):
     """Choose COUNT CPUs from the set FREE; return a frozenset (raise ValueError if short).
 
     PATH maps a CPU to the keys of the pools it is in, its leaf first
-    (default: its NUMA node); BUDGET optionally caps the CPUs taken per key.
+    (default: its NUMA node); BUDGET optionally caps the CPUs taken per key, as a
+    preference (milli-CPU, rounded down, then up, then dropped); LIMIT caps them
+    always (CPUs).
     """
     if count > len(free):
         raise ValueError("only %d free CPUs, %d wanted" % (len(free), count))
     if path is None:
         def path(c):
             return (machine.cpus[c].node,)
+    limit = limit or {}
+    passes = []
     if budget:
-        floor = {g: max(0, b // 1000) for g, b in budget.items()}
-        ceil = {g: max(0, -(-b // 1000)) for g, b in budget.items()}
-        for caps in (floor, ceil):
-            capped = _take(machine, free, count, path, dict(caps))
-            if capped is not None:
-                return capped
-    return _take(machine, free, count, path, {})
+        passes.append({g: max(0, b // 1000) for g, b in budget.items()})
+        passes.append({g: max(0, -(-b // 1000)) for g, b in budget.items()})
+    passes.append({})
+    for caps in passes:
+        for g, n in limit.items():
+            caps[g] = min(caps.get(g, n), n)
+        chosen = _take(machine, free, count, path, caps)
+        if chosen is not None:
+            return chosen
+    raise ValueError("no %d of the free CPUs leave a CPU to every pool's shared containers"
+                     % count)
 
 
 def _take(machine, free, count, path, cap):

@@ -312,7 +312,20 @@ class Placer:
         why = self._exclusive_shortfall(pool, ent.full, "wanted")
         if why:
             raise ValueError(why)
-        return take_cpus(self.machine, pool.sharable - self.used, ent.full, path, budget)
+        limit = {x.id: len(x.sharable - self.used) - 1 for x in self._sharing_below(pool)}
+        return take_cpus(self.machine, pool.sharable - self.used, ent.full, path, budget,
+                         limit)
+
+    def _sharing_below(self, pool):
+        """The pools under POOL with a grant on their shared set (a normal grant with a
+        shared portion or no exclusive CPUs): each must keep a sharable CPU free, or
+        that container's cpuset would be empty. POOL itself and its ancestors keep one
+        by the capacity check (``_exclusive_shortfall``)."""
+        below = {x.id for x in self._subtree[pool.id][1:]}
+        ids = {g.pool.id for g in self.grants.values()
+               if g.pool.id in below and g.cpu_type == NORMAL
+               and (g.portion or not g.exclusive)}
+        return [self.pools[i] for i in sorted(ids)]
 
     def shortfall(self, pool, ent, cpu_type, exclusive, verb, where=""):
         """Why POOL cannot hold, now, a grant of ENT of CPU_TYPE with the EXCLUSIVE CPUs
@@ -325,6 +338,10 @@ class Placer:
             why = self._exclusive_shortfall(pool, ent.full, verb)
             if why:
                 return why + where
+            for x in self._sharing_below(pool):
+                if not x.sharable - self.used - exclusive:
+                    return "exclusive CPUs %s %s would leave the shared containers of " \
+                        "pool %r no CPU" % (format_list(exclusive), verb, x.name)
         if not ent.root_only and not self.machine_has_no_memory_info() \
                 and ent.memory > self.free_memory(pool):
             return "pool %r has not %d bytes of free memory left" % (pool.name, ent.memory)
@@ -335,6 +352,9 @@ class Placer:
         elif ent.portion and self.allocatable_reserved(pool) < ent.portion:
             return "%dm reserved CPU %s, %dm left%s" % (
                 ent.portion, verb, max(self.allocatable_reserved(pool), 0), where)
+        if cpu_type == NORMAL and (ent.portion or not exclusive) \
+                and not pool.sharable - self.used - exclusive:
+            return "no shared CPU left%s" % (where or " in pool %r" % pool.name)
         return None
 
     def _exclusive_shortfall(self, pool, full, verb):

@@ -386,3 +386,33 @@ def test_the_accounting_holds_after_each_place_restore_and_release(kind, steps):
         back = placer.restore(c, g.pool.name, g.cpu_type, g.exclusive, g.portion)
         assert back.error is None, back.error
         assert accounting.problems(placer) == []
+
+
+def test_exclusive_cpus_from_a_socket_leave_each_numa_nodes_shared_containers_a_cpu():
+    """Found by the accounting invariant: 7 exclusive CPUs from socket #0 were all
+    taken from NUMA node #0, whose 0-CPU container was left an empty cpuset (runc
+    reads an empty cpuset as "unchanged", so it kept running on the new exclusive
+    CPUs). A pool holding a grant on its shared set keeps one sharable CPU."""
+    placer = Placer(quad(memory="4Gi"))
+    for i, cpu in enumerate(["0", "0", "1", "1", "1", "1", "7"]):
+        c = _container(i, cpu, "Guaranteed", "default", "0", {})
+        assert placer.place(c).grant is not None
+        assert accounting.problems(placer) == []
+    shared = [g for g in placer.grants.values() if not g.exclusive]
+    assert [g.pool.name for g in shared] == ["NUMA node #0", "NUMA node #1"]
+    assert all(placer.cpuset(g) for g in shared)
+
+
+def test_a_pool_whose_sharable_cpus_are_all_granted_refuses_a_shared_container():
+    """With no shared container there yet, a socket's exclusive grant may take all of a
+    NUMA node's CPUs; a shared container is then refused there, not given nothing."""
+    placer = Placer(quad(memory="4Gi"))
+    socket0, numa0 = (next(p for p in placer.pools if p.name == n)
+                      for n in ("socket #0", "NUMA node #0"))
+    big = _container(1, "8", "Guaranteed", "default", "0", {})
+    placer.allocate(socket0, request_for(big), big)
+    assert not numa0.sharable - placer.used
+    shared = _container(2, "0", "BestEffort", "default", "0", {})
+    with pytest.raises(ValueError, match="no shared CPU left in pool 'NUMA node #0'"):
+        placer.allocate(numa0, request_for(shared), shared)
+    assert accounting.problems(placer) == []
