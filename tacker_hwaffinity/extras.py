@@ -10,7 +10,7 @@ Standard library only: the hints must work whatever is missing.
 from tacker_hwaffinity import __version__
 
 # Top-level module -> the extras (setup.cfg [options.extras_require]) that install it.
-# tests/unit/test_cli_extras.py checks this table against setup.cfg.
+# tests/cli/test_extras.py checks this table against setup.cfg.
 MODULE_EXTRAS = {
     "cryptography": ("webhook",),
     "paramiko": ("ssh", "tacker"),

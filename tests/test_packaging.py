@@ -5,7 +5,7 @@ import configparser
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PKG = os.path.join(ROOT, "tacker_hwaffinity")
 # what runs in the cluster (the certs helper runs on the operator's machine: extra webhook)
 IN_CLUSTER = ("agent", "controller", "kube", "openstack", "webhook", "labeling", "scheduling",

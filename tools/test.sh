@@ -5,7 +5,7 @@
 #   bash tools/test.sh --fast                   # the two-minute loop: no root, no build
 #   bash tools/test.sh --fast tests/numa        # ... on some tests only
 #   bash tools/test.sh -m "not controlplane"    # without the control-plane tests
-#   bash tools/test.sh tests/unit -k interpod   # any pytest arguments
+#   bash tools/test.sh tests/scheduling -k interpod   # any pytest arguments
 #
 # What is installed depends on the tests pytest selects with the given arguments (a
 # collection pass reads their markers, registered in tox.ini): none for tests without

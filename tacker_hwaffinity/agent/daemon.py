@@ -12,7 +12,7 @@ from tacker_hwaffinity.numa.config import PlacementConfig
 
 # What the agent reads of a Pod (agent.node, numa.subjects.pod_from_object, objects.qos,
 # agent.runner, kube.events): the informer keeps these keys of these fields, nothing
-# else (objects.pruning); tests/unit/test_kube_projection.py checks the readers against it.
+# else (objects.pruning); tests/kube/test_projection.py checks the readers against it.
 POD_FIELDS = {
     "metadata": ("name", "namespace", "uid", "labels", "annotations", "creationTimestamp",
                  "deletionTimestamp", "resourceVersion"),

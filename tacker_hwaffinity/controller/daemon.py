@@ -10,7 +10,7 @@ TICK_S = 1.0        # how often the main loop looks at the lease and ticks the c
 
 # What the controller reads of Nodes and Pods (controller.runner, kube.events): its
 # informers keep these keys of these fields, nothing else (objects.pruning);
-# tests/unit/test_kube_projection.py checks the readers against them.
+# tests/kube/test_projection.py checks the readers against them.
 NODE_FIELDS = {"metadata": ("name", "namespace", "uid", "labels", "resourceVersion"),
                "spec": (), "status": ("addresses",)}
 POD_FIELDS = {

@@ -20,7 +20,7 @@ ASCII digits only (400 for the others); the request line and headers together
 at most :data:`HEADER_BYTES` (431), refused as soon as more has arrived.
 
 What a client can make it hold is bounded (:data:`CONNECTION_BYTES` a connection,
-with ``tests/unit/test_serve_memory_budget.py`` checking the sum against the
+with ``tests/kube/test_serve_memory_budget.py`` checking the sum against the
 Deployment's memory limit):
 
 * a body only where a :class:`Route` takes one, of at most the route's

@@ -21,7 +21,7 @@ terms, the scheduler extender evaluates them in a live cluster, and the mutating
 webhook copies the RequiredDuringExecution terms without Gt/Lt into
 ``spec.affinity``. Parsing raises ``InputError`` naming the annotation and the field,
 and only that: JSON nested deeper than ``kube.jsondepth.MAX_DEPTH`` and Gt/Lt numbers
-past int64 are input errors too (fuzzed: tests/unit/scheduling/test_sched_fuzz.py).
+past int64 are input errors too (fuzzed: tests/scheduling/test_sched_fuzz.py).
 """
 import json
 

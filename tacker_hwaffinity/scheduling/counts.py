@@ -3,7 +3,7 @@
 Three views serve it: ``interpod.StateView`` (the engine's ``ClusterState``: plan,
 explain, audit), the extender's ``_View`` (``webhook/extender.py``, over the pod
 cache) and the controller's ``_Judged`` (``controller/rules.py``, one running pod).
-``tests/unit/scheduling/test_counts_protocol.py`` checks that each does.
+``tests/scheduling/test_counts_protocol.py`` checks that each does.
 """
 from typing import Protocol, runtime_checkable
 

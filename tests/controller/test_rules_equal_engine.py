@@ -17,8 +17,8 @@ from tacker_hwaffinity.scheduling import annotations
 from tacker_hwaffinity.scheduling.framework import Cycle
 from tacker_hwaffinity.scheduling.plugins.interpod import AFFINITY, ANTI, InterPodAffinity
 from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects
-from unit.scheduling.helpers import node, pod
-from unit.scheduling.term_strategies import H, NAMESPACES, Z, pod_labels, term_lists
+from tests.scheduling.helpers import node, pod
+from tests.scheduling.term_strategies import H, NAMESPACES, Z, pod_labels, term_lists
 
 
 @st.composite

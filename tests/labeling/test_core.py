@@ -174,7 +174,7 @@ def test_drain_and_delete_arguments():
 def test_the_documented_json_schema_is_the_generated_one():
     import json
     import os
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "doc",
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "doc",
                         "hwaffinity_param.schema.json")
     with open(path) as f:
         assert json.load(f) == params.json_schema(), \

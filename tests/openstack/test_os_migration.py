@@ -7,7 +7,7 @@ so that no other test's servers change under the "nothing changed" polls.
 
 ``python tests/openstack/test_os_migration.py --capture`` records the polls of
 a scripted scenario into ``tests/openstack/data/server_polls.json``, the
-replay data of ``tests/unit/test_openstack_servers.py``.
+replay data of ``tests/openstack/test_servers.py``.
 """
 import json
 import os

@@ -9,7 +9,7 @@ from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import workloads
 from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects, workloads_from_objects
 
-from .scheduling.helpers import node, pod
+from .helpers import node, pod
 
 SAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples")
 TEMPLATE = {"metadata": {"labels": {"app": "big"}},

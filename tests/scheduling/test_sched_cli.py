@@ -9,7 +9,7 @@ import pytest
 
 from tacker_hwaffinity.scheduling.profile import Profile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLES = os.path.join(ROOT, "samples")
 CLUSTER = os.path.join(SAMPLES, "cluster.yaml")
 UPF = os.path.join(SAMPLES, "cnf", "upf-required.yaml")

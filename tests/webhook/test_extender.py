@@ -20,8 +20,8 @@ from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects
 from tacker_hwaffinity.webhook import extender as extender_mod
 from tacker_hwaffinity.webhook.extender import ERR_UNKNOWN_NODE, Extender
 from tacker_hwaffinity.webhook.podcache import PodCache
-from unit.scheduling.helpers import affinity, node, pod, term, weighted
-from unit.scheduling.term_strategies import (
+from tests.scheduling.helpers import affinity, node, pod, term, weighted
+from tests.scheduling.term_strategies import (
     H, NAMESPACES, Z, maybe, pod_labels, term_lists, weighted_lists)
 
 NODES = [node("n1", {H: "h1", Z: "a"}), node("n2", {H: "h2", Z: "a"}),
