@@ -27,11 +27,11 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from bench_numa import machine  # noqa: E402
+from bench_numa import machine
 
-from tacker_hwaffinity.agent import cgroupfs  # noqa: E402
-from tacker_hwaffinity.agent.node import NodeState  # noqa: E402
-from tacker_hwaffinity.agent.runner import Agent, Metrics  # noqa: E402
+from tacker_hwaffinity.agent import cgroupfs
+from tacker_hwaffinity.agent.node import NodeState
+from tacker_hwaffinity.agent.runner import Agent, Metrics
 
 GOAL_P99_MS, GOAL_RSS_MIB = 20.0, 80.0
 CR = "cri-resource-manager.intel.com/"

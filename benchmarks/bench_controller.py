@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from tacker_hwaffinity.controller.rules import Cluster, Rules, RunningPod  # noqa: E402
+from tacker_hwaffinity.controller.rules import Cluster, Rules, RunningPod
 
 GOAL_MS = 200.0
 GROUPS = 10

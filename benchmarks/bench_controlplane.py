@@ -13,7 +13,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir,
                                 "tests", "controlplane"))
-import harness  # noqa: E402  (the test suite's control-plane harness)
+import harness
 
 STARTUP_LIMIT_S = 15.0
 RSS_LIMIT_BYTES = 1024 ** 3

@@ -31,10 +31,10 @@ import zlib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from tacker_hwaffinity.scheduling import planner  # noqa: E402
-from tacker_hwaffinity.scheduling.model import Node, Pod, PodSpecInfo  # noqa: E402
-from tacker_hwaffinity.scheduling.profile import Profile  # noqa: E402
-from tacker_hwaffinity.scheduling.state import ClusterState  # noqa: E402
+from tacker_hwaffinity.scheduling import planner
+from tacker_hwaffinity.scheduling.model import Node, Pod, PodSpecInfo
+from tacker_hwaffinity.scheduling.profile import Profile
+from tacker_hwaffinity.scheduling.state import ClusterState
 
 GI = 1024 ** 3
 RESOURCES = {"requests": {"cpu": "100m", "memory": "500Mi"}}

@@ -26,10 +26,10 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from tacker_hwaffinity.kube.serve import HealthServer  # noqa: E402
-from tacker_hwaffinity.webhook import admission, certs, daemon  # noqa: E402
-from tacker_hwaffinity.webhook.extender import Extender  # noqa: E402
-from tacker_hwaffinity.webhook.podcache import PodCache  # noqa: E402
+from tacker_hwaffinity.kube.serve import HealthServer
+from tacker_hwaffinity.webhook import admission, certs, daemon
+from tacker_hwaffinity.webhook.extender import Extender
+from tacker_hwaffinity.webhook.podcache import PodCache
 
 EXTENDER_GOAL_MS, ADMISSION_GOAL_MS = 10.0, 5.0
 PA = "hwaffinity.io/pod-affinity"

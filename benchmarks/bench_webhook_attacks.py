@@ -36,9 +36,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from bench_http_hostile import Server, rss, validate_latency  # noqa: E402
+from bench_http_hostile import Server, rss, validate_latency
 
-from tacker_hwaffinity.kube.serve import HEADER_BYTES  # noqa: E402
+from tacker_hwaffinity.kube.serve import HEADER_BYTES
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 MiB = 1 << 20

@@ -181,7 +181,7 @@ class Agent:
             for uid in sorted(changed | (set(self.pods.uids()) if full else set())):
                 try:
                     self._report(uid)
-                except Exception:  # noqa: BLE001 - one pod's bug, not the reconcile's
+                except Exception:
                     self.metrics.failures.labels("internal").inc()
                     self.log.exception("pod %s: not reported", self._ref(uid))
             self._gauges()
@@ -217,7 +217,7 @@ class Agent:
                 self.metrics.failures.labels("write").inc()
                 self._event(key[0], key[1], REASON_WRITE, str(e))
                 continue
-            except Exception as e:  # noqa: BLE001 - one container's bug, not the reconcile's
+            except Exception as e:
                 self.metrics.failures.labels("internal").inc()
                 self.log.exception("container %s of pod %s: cgroup not written",
                                    key[1], self._ref(key[0]))

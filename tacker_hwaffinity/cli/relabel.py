@@ -122,7 +122,7 @@ def run(args):
         log.setLevel(logging.WARNING)
     try:
         plan = lifecycle.relabel(job, args.dry_run, log)
-    except Exception as e:  # noqa: BLE001 - one line, no traceback
+    except Exception as e:
         if isinstance(e, (InputError, ModuleNotFoundError)):
             raise                   # cli.main: exit 2; a missing extra is named there
         sys.stderr.write("hwaffinity relabel: %s\n" % lifecycle.reason(e))

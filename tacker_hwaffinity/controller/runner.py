@@ -179,6 +179,6 @@ class Controller:
             nova_hosts, stale = self.hosts.nova_hosts(self.exposure.key)
             self.exposure.update(self.nodes.list(), self.pods.list(), nova_hosts, stale,
                                  self._namespace_objs())
-        except Exception as e:  # noqa: BLE001 - the gauges never stop the controller
+        except Exception as e:
             self.metrics.object_errors.labels("exposure", type(e).__name__).inc()
             self.log.warning("exposure gauges not updated: %s", e, exc_info=True)

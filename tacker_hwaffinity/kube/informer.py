@@ -396,7 +396,7 @@ class Informer:
         """CALLBACK(*ARGS); False when it raised (logged whole and counted by REASON)."""
         try:
             callback(*args)
-        except Exception as e:  # noqa: BLE001 - one object's problem, never the loop's
+        except Exception as e:
             self.metrics.object_errors.labels(self.kind, reason).inc()
             self.log.exception("%s informer: %s failed (%s); going on", self.kind, what,
                                type(e).__name__)

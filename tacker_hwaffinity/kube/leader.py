@@ -216,7 +216,7 @@ class LeaderElector:
     def _callback(self, callback, what):
         try:
             callback()
-        except Exception:  # noqa: BLE001 - a bug in a callback must not end the election
+        except Exception:
             self.log.exception("%s: %s of %s failed", self.what, what, self.identity)
 
     # -- one attempt -------------------------------------------------------------

@@ -57,7 +57,7 @@ class _Endpoint:
     def info(self, ctxt, publisher_id, event_type, payload, metadata):
         try:
             self.on_event(event_type, server_id(payload))
-        except Exception:  # noqa: BLE001 - never requeue for a bug of ours
+        except Exception:
             self.log.exception("notification %s not handled", event_type)
 
 

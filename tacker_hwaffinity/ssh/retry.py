@@ -97,7 +97,7 @@ def call_with_retry(func, policy, on_retry=None, clock=time.monotonic, sleep=tim
         attempt += 1
         try:
             return func(), attempt
-        except Exception as e:  # noqa: BLE001 - classified below
+        except Exception as e:
             if not is_transient(e):
                 raise
             pause = next(sleeps, None)

@@ -280,7 +280,7 @@ class PodCache:
         and the pod not indexed."""
         try:
             apply(event_type, obj, *args)
-        except Exception as e:  # noqa: BLE001 - one pod's problem, never the watch's
+        except Exception as e:
             meta = _meta(obj)
             self.metrics.pod_errors.labels(INTERNAL).inc()
             LOG.exception("pod %s/%s (%s) not indexed: %s: %s", meta.get("namespace"),

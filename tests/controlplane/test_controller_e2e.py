@@ -24,8 +24,8 @@ from . import harness
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "openstack"))
-import osharness  # noqa: E402
-import rabbit  # noqa: E402
+import osharness
+import rabbit
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.openstack]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

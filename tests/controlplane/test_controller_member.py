@@ -19,8 +19,8 @@ from .test_controller_e2e import (  # noqa: F401  (fixtures pytest collects from
     POLL, _deployment, _kill, _placed, _reset, _selection, _start, broker, cloud, label,
     stack, workers)
 
-from osharness import tail_of  # noqa: E402  (tests/openstack, on the path from e2e)
-from test_os_migration import _adapter, _boot, _delete, _poll_once  # noqa: E402
+from osharness import tail_of
+from test_os_migration import _adapter, _boot, _delete, _poll_once
 
 from tacker_hwaffinity.openstack.servers import ServerPoll
 

@@ -22,7 +22,7 @@ import yaml
 from . import vnfa_stacks as st
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "openstack"))
-import osharness  # noqa: E402
+import osharness
 
 pytestmark = pytest.mark.openstack
 

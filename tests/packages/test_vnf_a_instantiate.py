@@ -39,7 +39,7 @@ from mgmt.tacker_objects import DRIVER
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 
 from . import vnfa_stacks as st
-import osharness  # noqa: E402,I100  (tests/openstack: vnfa_stacks puts it on sys.path)
+import osharness
 
 pytestmark = [pytest.mark.openstack, pytest.mark.controlplane, pytest.mark.ssh]
 HOST = "OS-EXT-SRV-ATTR:host"

@@ -14,9 +14,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from ssh.sshd import HOST, SSHServer  # noqa: E402
+from ssh.sshd import HOST, SSHServer
 
-from tacker_hwaffinity.ssh import SSHSession, Target  # noqa: E402
+from tacker_hwaffinity.ssh import SSHSession, Target
 
 
 def ms(values):

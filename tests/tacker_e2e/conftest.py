@@ -39,7 +39,7 @@ def tacker_cloud(request):
 
 
 @pytest.fixture(scope="package")
-def kubelets(tacker_cloud, control_plane):  # noqa: F811  (the session fixture)
+def kubelets(tacker_cloud, control_plane):
     """What the VMs' kubelets would do: register each ACTIVE server as a node."""
     from .kubelets import Kubelets
     k = Kubelets(tacker_cloud, control_plane)
@@ -48,7 +48,7 @@ def kubelets(tacker_cloud, control_plane):  # noqa: F811  (the session fixture)
 
 
 @pytest.fixture(scope="module")
-def master(control_plane):  # noqa: F811
+def master(control_plane):
     """The cluster's master (an sshd running the real kubectl), down until started."""
     from .lcm import Master
     m = Master(control_plane)

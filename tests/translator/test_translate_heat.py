@@ -33,7 +33,7 @@ from tacker_hwaffinity import translator
 from translate_helpers import CASES, EXPECTED, translate_file, write_vnfd
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "openstack"))
-import osharness  # noqa: E402
+import osharness
 
 pytestmark = pytest.mark.openstack
 

@@ -35,7 +35,7 @@ import yaml
 from translate_helpers import K8S_PACKAGE, translate_file
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "openstack"))
-import osharness  # noqa: E402
+import osharness
 
 pytestmark = pytest.mark.openstack
 
