@@ -62,22 +62,20 @@ def _read(path, field):
         raise InputError("cannot read: %s" % (e.strerror or e), source=path, field=field)
 
 
-def additional_params(args, env=None):
-    """The additionalParams the arguments describe (the --params file, then flags)."""
-    env = os.environ if env is None else env
-    params = {}
-    if args.params:
-        import yaml
-        try:
-            params = yaml.safe_load(_read(args.params, "--params")) or {}
-        except yaml.YAMLError as e:
-            raise InputError("not valid YAML: %s" % e, source=args.params) from None
-        if not isinstance(params, dict):
-            raise InputError("expected an object (additionalParams)", source=args.params)
-    hw = dict(params.get("hwaffinity_param") or {})
-    ref = dict(params.get("k8s_cluster_installation_param") or {})
-    if args.worker_aspect:
-        ref["worker_node"] = dict(ref.get("worker_node") or {}, aspect_id=args.worker_aspect)
+def _params_file(path):
+    """The additionalParams object of the --params file at ``path`` (``{}`` if empty)."""
+    import yaml
+    try:
+        params = yaml.safe_load(_read(path, "--params")) or {}
+    except yaml.YAMLError as e:
+        raise InputError("not valid YAML: %s" % e, source=path) from None
+    if not isinstance(params, dict):
+        raise InputError("expected an object (additionalParams)", source=path)
+    return params
+
+
+def _hwaffinity_flags(args, hw):
+    """``hw`` (hwaffinity_param) with the worker, label, host and kubeconfig flags set."""
     for flag, key in ((args.worker_vdu, "worker_vdus"), (args.label_key, "label_keys")):
         if flag:
             hw[key] = list(flag)
@@ -86,7 +84,11 @@ def additional_params(args, env=None):
             hw[key] = flag
     if args.kubeconfig:
         hw["kubeconfig"] = _read(args.kubeconfig, "--kubeconfig")
-    ssh = dict(hw.get("ssh") or {})
+    return hw
+
+
+def _ssh_flags(args, env, ssh):
+    """``ssh`` (hwaffinity_param's ssh) with the --ssh-* flags and the password set."""
     for flag, key in ((args.ssh_host, "host"), (args.ssh_port, "port"),
                       (args.ssh_user, "username")):
         if flag is not None:
@@ -99,6 +101,19 @@ def additional_params(args, env=None):
         ssh["insecure_ignore_host_key"] = True
     if env.get(PASSWORD_ENV):
         ssh["password"] = env[PASSWORD_ENV]
+    return ssh
+
+
+def additional_params(args, env=None):
+    """The additionalParams the arguments describe (the --params file, then flags)."""
+    env = os.environ if env is None else env
+    params = _params_file(args.params) if args.params else {}
+    hw = dict(params.get("hwaffinity_param") or {})
+    ref = dict(params.get("k8s_cluster_installation_param") or {})
+    if args.worker_aspect:
+        ref["worker_node"] = dict(ref.get("worker_node") or {}, aspect_id=args.worker_aspect)
+    hw = _hwaffinity_flags(args, hw)
+    ssh = _ssh_flags(args, env, dict(hw.get("ssh") or {}))
     if ssh:
         hw["ssh"] = ssh
     params = dict(params, hwaffinity_param=hw)

@@ -4,11 +4,14 @@ account, bounded timeouts and retries, and one-line errors.
 Every failure becomes :class:`KubeError`, whose message names the server or
 the kubeconfig and says what to do; nothing here logs or prints credentials.
 """
+import logging
 import os
 
 CONNECT_TIMEOUT_S = 5
 READ_TIMEOUT_S = 60
 RETRIES = 1            # urllib3 retries of a failed connection (not of HTTP errors)
+
+LOG = logging.getLogger(__name__)
 
 
 class KubeError(Exception):
@@ -56,8 +59,9 @@ class Connection:
     def close(self):
         try:
             self.api_client.close()
-        except Exception:  # noqa: BLE001 - closing must not hide the result
-            pass
+        except Exception as e:  # noqa: BLE001 - closing must not hide the result
+            LOG.debug("API server %s: closing the client failed: %s: %s", self.where,
+                      type(e).__name__, _first_line(e))
 
 
 def _client_module():
@@ -95,7 +99,9 @@ def connect(kubeconfig=None, context=None):
             try:
                 _, active = config.list_kube_config_contexts(config_file=kubeconfig)
                 context = active.get("name") if active else None
-            except Exception:  # noqa: BLE001 - only used to name the context
+            except Exception as e:  # noqa: BLE001 - only used to name the context
+                LOG.debug("kubeconfig %s: its current context not named: %s: %s", kubeconfig,
+                          type(e).__name__, _first_line(e))
                 context = None
     configuration.retries = RETRIES
     return Connection(client.ApiClient(configuration), configuration.host, context)

@@ -50,55 +50,92 @@ def take_cpus(machine, free, count, path=None, budget=None, limit=None):
                      % count)
 
 
-def _take(machine, free, count, path, cap):
-    cpus = machine.cpus
-    paths = {c: path(c) for c in free}
+class _PoolCaps:
+    """How many more CPUs each pool may give in one allocation: CAP, charged per CPU taken.
 
-    def room(c):
-        return min((cap.get(k, count) for k in paths[c]), default=count)
+    PATHS maps a free CPU to the keys of the pools it is in, its leaf first; a
+    pool without a cap may give all COUNT CPUs.
+    """
 
-    def take(c):
-        for k in paths[c]:
-            if k in cap:
-                cap[k] -= 1
-    free = {c for c in free if room(c) > 0}
-    if count > len(free):
-        return None
+    def __init__(self, paths, cap, count):
+        self.paths = paths
+        self.cap = cap
+        self.count = count
+
+    def room(self, c):
+        """How many more CPUs the pools of CPU C may give together."""
+        return min((self.cap.get(k, self.count) for k in self.paths[c]), default=self.count)
+
+    def take(self, c):
+        """Charge CPU C to the capped pools it is in."""
+        for k in self.paths[c]:
+            if k in self.cap:
+                self.cap[k] -= 1
+
+
+def _idle_cores(cpus, free, paths):
+    """Leaf -> the sorted thread lists of its idle cores (every online thread in FREE)."""
     cores = {}
     for c in free:
         cores.setdefault(cpus[c].core, []).append(c)
-    idle = {}        # leaf -> [core thread lists] of idle cores
-    for core, threads in cores.items():
+    idle = {}
+    for threads in cores.values():
         if len(threads) == len(cpus[threads[0]].siblings):
             idle.setdefault(paths[threads[0]][0], []).append(sorted(threads))
     for lst in idle.values():
         lst.sort()
+    return idle
 
+
+def _leaf_order(idle, caps, count):
+    """The leaves to take idle cores from, in turn: the one with the fewest idle CPUs
+    (within its room) that holds COUNT, lowest id on ties; else all, most idle CPUs first."""
     def size(n):
-        return min(room(idle[n][0][0]), sum(len(t) for t in idle[n]))
-    chosen = []
+        return min(caps.room(idle[n][0][0]), sum(len(t) for t in idle[n]))
     fits = [(size(n), n) for n in idle if size(n) >= count]
     if fits:
-        order = [min(fits)[1]]
-    else:
-        order = sorted(idle, key=lambda n: (-size(n), n))
-    for n in order:
+        return [min(fits)[1]]
+    return sorted(idle, key=lambda n: (-size(n), n))
+
+
+def _take_idle_cores(idle, count, caps, chosen):
+    """Add whole idle cores to CHOSEN (leaf by leaf) while they fit; True once it holds COUNT."""
+    for n in _leaf_order(idle, caps, count):
         for threads in idle[n]:
-            if len(chosen) + len(threads) <= count and room(threads[0]) >= len(threads):
+            if len(chosen) + len(threads) <= count and caps.room(threads[0]) >= len(threads):
                 for c in threads:
-                    take(c)
+                    caps.take(c)
                 chosen.extend(threads)
             if len(chosen) == count:
-                return frozenset(chosen)
+                return True
+    return False
+
+
+def _take_threads(cpus, free, count, caps, chosen):
+    """Fill CHOSEN up to COUNT with single threads of FREE, those with fewer free siblings
+    first, then by leaf and id."""
     rest = sorted(free - set(chosen),
                   key=lambda c: (len([s for s in cpus[c].siblings if s in free]),
-                                 paths[c][0], c))
+                                 caps.paths[c][0], c))
     for c in rest:
         if len(chosen) == count:
             break
-        if room(c) > 0:
+        if caps.room(c) > 0:
             chosen.append(c)
-            take(c)
+            caps.take(c)
+
+
+def _take(machine, free, count, path, cap):
+    """COUNT CPUs of FREE, no more from a pool than its CAP allows, as a frozenset (None if
+    they cannot be found); CAP is charged for the CPUs taken."""
+    caps = _PoolCaps({c: path(c) for c in free}, cap, count)
+    free = {c for c in free if caps.room(c) > 0}
+    if count > len(free):
+        return None
+    chosen = []
+    if _take_idle_cores(_idle_cores(machine.cpus, free, caps.paths), count, caps, chosen):
+        return frozenset(chosen)
+    _take_threads(machine.cpus, free, count, caps, chosen)
     if len(chosen) < count:
         return None
     return frozenset(chosen)

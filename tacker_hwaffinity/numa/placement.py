@@ -191,8 +191,22 @@ class Placer:
     # -- ranking ------------------------------------------------------
     @staticmethod
     def compare(req, s1, s2):
-        """-1 if pool of S1 ranks before the pool of S2 (upstream compareScores)."""
+        """-1 if pool of S1 ranks before the pool of S2 (upstream compareScores).
+
+        Upstream's rules, in its order: the groups below each answer -1 or 1, or 0
+        when they leave the pools tied; the lower pool id breaks the last tie."""
+        for rules in (Placer._compare_fit, Placer._compare_affinity_depth,
+                      Placer._compare_by_type):
+            order = rules(req, s1, s2)
+            if order:
+                return order
         p1, p2 = s1.pool, s2.pool
+        return -1 if p1.id < p2.id else (1 if p1.id > p2.id else 0)
+
+    @staticmethod
+    def _compare_fit(req, s1, s2):
+        """-1/1 when the request fits in only one of the pools (isolated and shared CPUs
+        for a normal container, reserved ones for a reserved one), else 0."""
         if req.cpu_type == NORMAL:
             if (s2.isolated < 0 <= s1.isolated) or (s2.shared <= 0 < s1.shared):
                 return -1
@@ -203,10 +217,25 @@ class Placer:
                 return -1
             if s1.reserved < 0 <= s2.reserved:
                 return 1
+        return 0
+
+    @staticmethod
+    def _compare_affinity_depth(req, s1, s2):
+        """-1/1 for the pool with the higher affinity, then for the deeper pool, else 0."""
+        p1, p2 = s1.pool, s2.pool
         if s1.affinity != s2.affinity:
             return -1 if s1.affinity > s2.affinity else 1
         if p1.depth != p2.depth:
             return -1 if p1.depth > p2.depth else 1
+        return 0
+
+    @staticmethod
+    def _compare_by_type(req, s1, s2):
+        """-1/1 by the capacity left for the request's CPU type, else 0: reserved CPUs per
+        colocated container; for a normal container, isolated CPUs when it asks for them
+        (pool id on a tie), shared CPUs when it wants whole ones (pool id on a tie), then
+        the fewer colocated containers and the more shared CPUs."""
+        p1, p2 = s1.pool, s2.pool
         if req.cpu_type == RESERVED:
             r1, r2 = s1.reserved / (s1.colocated + 1), s2.reserved / (s2.colocated + 1)
             if r1 != r2:
@@ -224,7 +253,7 @@ class Placer:
                 return -1 if s1.colocated < s2.colocated else 1
             if s1.shared != s2.shared:
                 return -1 if s1.shared > s2.shared else 1
-        return -1 if p1.id < p2.id else (1 if p1.id > p2.id else 0)
+        return 0
 
     def rank_pools(self, req, pool_aff):
         """Scores of all pools, and the candidate pools best first."""

@@ -69,6 +69,55 @@ def _entries(path, pattern):
     return sorted(out)
 
 
+def _cpu(cid, d, root, numa):
+    """CPU CID from its directory D (the topology of an offline CPU is not read); NUMA
+    says whether the tree has node directories (else every CPU is on node 0)."""
+    online = _int(os.path.join(d, "online"), root, False, 1) != 0
+    nodes = [n for n, _ in _entries(d, _NODE_DIR)] if numa else [0]
+    node = nodes[0] if len(nodes) == 1 else None
+    if not online:
+        return CPU(cid, online=False, node=node)
+    if len(nodes) != 1:
+        raise InputError("CPU %d has %d NUMA node entries, expected exactly one"
+                         % (cid, len(nodes)), source=root,
+                         field=os.path.relpath(d, root))
+    topo = os.path.join(d, "topology")
+    socket = _int(os.path.join(topo, "physical_package_id"), root)
+    die = _int(os.path.join(topo, "die_id"), root, False, 0)
+    core = _int(os.path.join(topo, "core_id"), root)
+    sib = _list(os.path.join(topo, "thread_siblings_list"), root, False) or {cid}
+    return CPU(cid, socket, die, (socket, die, core), node, True, sib)
+
+
+def _node(nid, d, root, online):
+    """NUMA node NID from its directory D, with the CPUs of its cpulist that are ONLINE."""
+    cpulist = _list(os.path.join(d, "cpulist"), root) & online
+    row = _read(os.path.join(d, "distance"), root, False)
+    distance = {}
+    if row:
+        try:
+            distance = {i: int(x) for i, x in enumerate(row.split())}
+        except ValueError:
+            raise InputError("expected integers", source=root,
+                             field=os.path.relpath(os.path.join(d, "distance"), root))
+    meminfo = _read(os.path.join(d, "meminfo"), root, False) or ""
+    m = _MEMTOTAL.search(meminfo)
+    memory = int(m.group(1)) * 1024 if m else 0
+    return NumaNode(nid, cpulist, memory, distance)
+
+
+def _threads_and_cores(cpus, online):
+    """Keep only the ONLINE threads as siblings, and make the core ids of the online CPUS
+    globally unique (the lowest sibling's id)."""
+    for c in cpus:
+        if c.online:
+            c.siblings = tuple(sorted(set(c.siblings) & online)) or (c.id,)
+    cores = {}
+    for c in sorted(cpus, key=lambda c: c.id):
+        if c.online:
+            c.core = cores.setdefault(c.core, min(c.siblings))
+
+
 def discover(root="/sys"):
     """Return the Machine described by the sysfs tree at ROOT."""
     cpu_base = os.path.join(root, "devices", "system", "cpu")
@@ -78,47 +127,10 @@ def discover(root="/sys"):
         raise InputError("no CPUs found (expected devices/system/cpu/cpuN directories)",
                          source=root)
     numa = bool(_entries(node_base, _NODE_DIR))
-    cpus = []
-    for cid, d in cpu_dirs:
-        online = _int(os.path.join(d, "online"), root, False, 1) != 0
-        nodes = [n for n, _ in _entries(d, _NODE_DIR)] if numa else [0]
-        node = nodes[0] if len(nodes) == 1 else None
-        if not online:
-            cpus.append(CPU(cid, online=False, node=node))
-            continue
-        if len(nodes) != 1:
-            raise InputError("CPU %d has %d NUMA node entries, expected exactly one"
-                             % (cid, len(nodes)), source=root,
-                             field=os.path.relpath(d, root))
-        topo = os.path.join(d, "topology")
-        socket = _int(os.path.join(topo, "physical_package_id"), root)
-        die = _int(os.path.join(topo, "die_id"), root, False, 0)
-        core = _int(os.path.join(topo, "core_id"), root)
-        sib = _list(os.path.join(topo, "thread_siblings_list"), root, False) or {cid}
-        cpus.append(CPU(cid, socket, die, (socket, die, core), node, True, sib))
+    cpus = [_cpu(cid, d, root, numa) for cid, d in cpu_dirs]
     online = {c.id for c in cpus if c.online}
-    for c in cpus:    # siblings: only online threads; core ids made globally unique
-        if c.online:
-            c.siblings = tuple(sorted(set(c.siblings) & online)) or (c.id,)
-    cores = {}
-    for c in sorted(cpus, key=lambda c: c.id):
-        if c.online:
-            c.core = cores.setdefault(c.core, min(c.siblings))
-    nodes = []
-    for nid, d in _entries(node_base, _NODE_DIR):
-        cpulist = _list(os.path.join(d, "cpulist"), root) & online
-        row = _read(os.path.join(d, "distance"), root, False)
-        distance = {}
-        if row:
-            try:
-                distance = {i: int(x) for i, x in enumerate(row.split())}
-            except ValueError:
-                raise InputError("expected integers", source=root,
-                                 field=os.path.relpath(os.path.join(d, "distance"), root))
-        meminfo = _read(os.path.join(d, "meminfo"), root, False) or ""
-        m = _MEMTOTAL.search(meminfo)
-        memory = int(m.group(1)) * 1024 if m else 0
-        nodes.append(NumaNode(nid, cpulist, memory, distance))
+    _threads_and_cores(cpus, online)
+    nodes = [_node(nid, d, root, online) for nid, d in _entries(node_base, _NODE_DIR)]
     if not nodes:     # a kernel without NUMA: one node with every online CPU
         nodes.append(NumaNode(0, online, 0))
         for c in cpus:

@@ -12,6 +12,7 @@ the caller stops waiting either way. OpenSSH honours the request only for
 non-root logins, so sessions also run commands under the remote ``timeout``
 utility (``with_remote_timeout``), which ends them a second later.
 """
+import logging
 import math
 import os
 import select
@@ -28,6 +29,8 @@ from .errors import ConfigError
 CHUNK = 32768
 MAX_OUTPUT = 64 * 2 ** 20  # bytes per stream; beyond it the command is abandoned
 _POLL = 0.02  # seconds between checks while stdin waits for window space
+
+LOG = logging.getLogger(__name__)
 
 
 def command_line(argv):
@@ -150,8 +153,8 @@ def _stop_remote(chan, grace=0.25):
         send_signal(chan, "TERM")
         if not chan.status_event.wait(grace):
             send_signal(chan, "KILL")
-    except Exception:  # noqa: BLE001 - the server may not support signals
-        pass
+    except Exception as e:  # noqa: BLE001 - the server may not support signals
+        LOG.debug("%s: the remote command not signalled: %s: %s", chan, type(e).__name__, e)
 
 
 def _dies(transport, settle=0.2):
@@ -174,67 +177,93 @@ def _drain(chan, out, err, sizes):
         sizes[1] += len(err[-1])
 
 
+def _remaining(deadline):
+    """Seconds left before DEADLINE (a time.monotonic() value); None without one."""
+    return None if deadline is None else deadline - time.monotonic()
+
+
+def _open_channel(transport, deadline):
+    """A new session channel on TRANSPORT; raises Timeout if DEADLINE has passed and
+    NotStarted if no channel could be opened."""
+    r = _remaining(deadline)
+    if r is not None and r <= 0:
+        raise Timeout(b"", b"")
+    try:
+        return transport.open_session(timeout=r)
+    except (paramiko.SSHException, EOFError, OSError) as e:
+        raise NotStarted(e) from e
+
+
+def _exec(transport, chan, line):
+    """Start command LINE on CHAN; raises Dropped when the request failed because
+    TRANSPORT died, else paramiko's error."""
+    try:
+        chan.exec_command(line)
+    except (paramiko.SSHException, EOFError, OSError):
+        if not transport.is_active():
+            raise Dropped() from None
+        raise
+
+
+def _send_stdin(chan, data, sent):
+    """Send CHAN the next chunk of stdin DATA (SENT bytes of it already sent) if its window
+    has room, and EOF after the last; return how many bytes are sent now."""
+    if sent < len(data) and not chan.closed and chan.send_ready():
+        try:
+            sent += chan.send(data[sent:sent + CHUNK])
+        except socket.timeout:
+            pass
+        except OSError:  # the channel closed: the command ended without all its stdin
+            sent = len(data)
+        if sent == len(data) and not chan.closed:
+            chan.shutdown_write()
+    return sent
+
+
+def _relay(transport, chan, data, deadline, max_output, out, err):
+    """Feed stdin DATA to the command on CHAN and collect its stdout and stderr chunks in
+    OUT and ERR until it exits or the channel closes. Raises TooMuchOutput, Timeout
+    (with the output so far) or Dropped."""
+    sent, sizes = 0, [0, 0]
+    if not data:
+        chan.shutdown_write()
+    fd = chan.fileno()
+    while True:
+        sent = _send_stdin(chan, data, sent)
+        _drain(chan, out, err, sizes)
+        if max(sizes) > max_output:
+            raise TooMuchOutput()
+        if chan.eof_received and not chan.recv_ready() and not chan.recv_stderr_ready():
+            r = _remaining(deadline)
+            if not chan.status_event.wait(r if r is None or r > 0 else 0):
+                raise Timeout(b"".join(out), b"".join(err))
+            return
+        if chan.closed:
+            # closed without EOF: by the server (still connected) or by a dead transport
+            _drain(chan, out, err, sizes)
+            return
+        if not transport.is_active():
+            raise Dropped()
+        r = _remaining(deadline)
+        if r is not None and r <= 0:
+            raise Timeout(b"".join(out), b"".join(err))
+        wait = 0.5 if r is None else min(r, 0.5)
+        if sent < len(data):
+            wait = min(wait, _POLL)
+        select.select([fd], [], [], wait)
+
+
 def execute(transport, argv, stdin=b"", deadline=None, max_output=MAX_OUTPUT):
     """Run ARGV on TRANSPORT: (exit_status, stdout, stderr). DEADLINE is a
     time.monotonic() value. Raises NotStarted (nothing ran: safe to repeat),
     Timeout, Dropped, TooMuchOutput, or paramiko's error for a refused request."""
     line = command_line(argv)
-
-    def remaining():
-        return None if deadline is None else deadline - time.monotonic()
-
-    r = remaining()
-    if r is not None and r <= 0:
-        raise Timeout(b"", b"")
+    chan = _open_channel(transport, deadline)
+    out, err = [], []
     try:
-        chan = transport.open_session(timeout=r)
-    except (paramiko.SSHException, EOFError, OSError) as e:
-        raise NotStarted(e) from e
-    out, err, sizes = [], [], [0, 0]
-    try:
-        try:
-            chan.exec_command(line)
-        except (paramiko.SSHException, EOFError, OSError):
-            if not transport.is_active():
-                raise Dropped() from None
-            raise
+        _exec(transport, chan, line)
         chan.settimeout(0.0)
-        data = memoryview(stdin or b"")
-        sent = 0
-        if not data:
-            chan.shutdown_write()
-        fd = chan.fileno()
-        while True:
-            if sent < len(data) and not chan.closed and chan.send_ready():
-                try:
-                    sent += chan.send(data[sent:sent + CHUNK])
-                except socket.timeout:
-                    pass
-                except OSError:  # the channel closed: the command ended without all its stdin
-                    sent = len(data)
-                if sent == len(data) and not chan.closed:
-                    chan.shutdown_write()
-            _drain(chan, out, err, sizes)
-            if max(sizes) > max_output:
-                raise TooMuchOutput()
-            if chan.eof_received and not chan.recv_ready() and not chan.recv_stderr_ready():
-                r = remaining()
-                if not chan.status_event.wait(r if r is None or r > 0 else 0):
-                    raise Timeout(b"".join(out), b"".join(err))
-                break
-            if chan.closed:
-                # closed without EOF: by the server (still connected) or by a dead transport
-                _drain(chan, out, err, sizes)
-                break
-            if not transport.is_active():
-                raise Dropped()
-            r = remaining()
-            if r is not None and r <= 0:
-                raise Timeout(b"".join(out), b"".join(err))
-            wait = 0.5 if r is None else min(r, 0.5)
-            if sent < len(data):
-                wait = min(wait, _POLL)
-            select.select([fd], [], [], wait)
+        _relay(transport, chan, memoryview(stdin or b""), deadline, max_output, out, err)
         status = chan.recv_exit_status()
         # paramiko reports -1 both for "killed by a signal" and for "the transport
         # died before the exit status came": only the first leaves the transport up

@@ -43,8 +43,8 @@ class _Link:
             if t is not None:
                 try:
                     t.close()
-                except Exception:  # noqa: BLE001 - closing is best effort
-                    pass
+                except Exception as e:  # noqa: BLE001 - closing is best effort
+                    LOG.debug("closing %s failed: %s: %s", t, type(e).__name__, e)
         self.transport = self.jump = None
 
 

@@ -153,18 +153,47 @@ def _shown(root, path):
     return os.path.relpath(os.path.realpath(path), root).replace(os.sep, "/")
 
 
-def _resolve_imports(path, data, flavour_dir, root):
-    """Absolute imports for the flavour file; local_defs for every URL import.
+class _ImportWalk:
+    """The walk through the imports of one file and of the files it imports, in the
+    package ROOT (a real path); FLAVOUR_DIR is where URL imports are also looked for.
+    LOCAL_DEFS maps every URL import to its package file; DONE holds the files read."""
 
-    Every file imported, directly or not, is a file of the package ROOT: a URL
-    resolves to a package file of the same name, an import from a repository
-    (which tosca-parser would fetch) or of a file outside ROOT is an InputError,
-    and so is an import cycle (tosca-parser would recurse until RecursionError)."""
-    root = os.path.realpath(root)
-    local_defs = {}
-    done = set()
+    def __init__(self, root, flavour_dir):
+        self.root = root
+        self.flavour_dir = flavour_dir
+        self.local_defs = {}
+        self.done = set()
 
-    def target_of(file_path, here, index, entry):
+    def _url_target(self, file_path, here, uri):
+        """The package file of URL import URI of FILE_PATH (in directory HERE)."""
+        local = _local_for_url(uri, here, self.flavour_dir)
+        if local is None:
+            raise InputError("import %s cannot be resolved offline; put %s next "
+                             "to this file" % (uri, uri.rsplit("/", 1)[-1]),
+                             source=file_path, field="imports")
+        if not _inside(self.root, local):
+            raise InputError("import %s resolves to %s, outside the package"
+                             % (uri, local), source=file_path, field="imports")
+        self.local_defs[uri] = local
+        return local
+
+    def _path_target(self, file_path, here, uri):
+        """The package file of path import URI of FILE_PATH (in directory HERE)."""
+        if "://" in uri:
+            raise InputError("import %s is a URL; nothing is fetched: import a file of the "
+                             "package by path" % uri, source=file_path, field="imports")
+        target = os.path.normpath(os.path.join(here, uri))
+        if not _inside(self.root, target):
+            raise InputError("import %s is outside the package (%s); only its own files "
+                             "are read" % (uri, self.root), source=file_path, field="imports")
+        if not os.path.isfile(target):
+            raise InputError("import %s not found (looked for %s)" % (uri, target),
+                             source=file_path, field="imports")
+        return target
+
+    def target_of(self, file_path, here, index, entry):
+        """(file, setter) of import ENTRY, number INDEX of FILE_PATH (in directory HERE);
+        setter is None for a URL import, which is never rewritten."""
         uri, setter = _import_uri(entry)
         if uri is None:
             raise InputError("import #%d is neither a path nor a {name: path} entry"
@@ -175,58 +204,55 @@ def _resolve_imports(path, data, flavour_dir, root):
                              % (uri, _repository_of(entry)), source=file_path,
                              field="imports")
         if _is_url(uri):
-            local = _local_for_url(uri, here, flavour_dir)
-            if local is None:
-                raise InputError("import %s cannot be resolved offline; put %s next "
-                                 "to this file" % (uri, uri.rsplit("/", 1)[-1]),
-                                 source=file_path, field="imports")
-            if not _inside(root, local):
-                raise InputError("import %s resolves to %s, outside the package"
-                                 % (uri, local), source=file_path, field="imports")
-            local_defs[uri] = local
-            return local, None
-        if "://" in uri:
-            raise InputError("import %s is a URL; nothing is fetched: import a file of the "
-                             "package by path" % uri, source=file_path, field="imports")
-        target = os.path.normpath(os.path.join(here, uri))
-        if not _inside(root, target):
-            raise InputError("import %s is outside the package (%s); only its own files "
-                             "are read" % (uri, root), source=file_path, field="imports")
-        if not os.path.isfile(target):
-            raise InputError("import %s not found (looked for %s)" % (uri, target),
-                             source=file_path, field="imports")
-        return target, setter
+            return self._url_target(file_path, here, uri), None
+        return self._path_target(file_path, here, uri), setter
 
-    def walk(file_path, imports, rewrite, chain):
+    def _check_chain(self, file_path, real, chain):
+        """InputError if importing REAL from FILE_PATH, at the end of CHAIN (the real
+        paths of the importing files), closes a cycle or nests too deep."""
+        if real in chain:
+            cycle = chain[chain.index(real):] + [real]
+            raise InputError("import cycle: %s" % " -> ".join(_shown(self.root, f)
+                                                              for f in cycle),
+                             source=file_path, field="imports")
+        if len(chain) >= MAX_IMPORT_DEPTH:
+            raise InputError("imports nest deeper than %d files" % MAX_IMPORT_DEPTH,
+                             source=file_path, field="imports")
+
+    def walk(self, file_path, imports, rewrite, chain):
+        """Check the IMPORTS list of FILE_PATH and, once each, the files they import;
+        REWRITE makes its path imports absolute in place."""
         if imports is None:
             return
         if not isinstance(imports, list):
             raise InputError("imports must be a list", source=file_path, field="imports")
         here = os.path.dirname(os.path.abspath(file_path))
         for index, entry in enumerate(imports):
-            target, setter = target_of(file_path, here, index, entry)
+            target, setter = self.target_of(file_path, here, index, entry)
             if rewrite and not _is_url(_import_uri(entry)[0]):
                 if setter is None:
                     imports[index] = target
                 else:
                     setter(target)
             real = os.path.realpath(target)
-            if real in chain:
-                cycle = chain[chain.index(real):] + [real]
-                raise InputError("import cycle: %s" % " -> ".join(_shown(root, f)
-                                                                  for f in cycle),
-                                 source=file_path, field="imports")
-            if len(chain) >= MAX_IMPORT_DEPTH:
-                raise InputError("imports nest deeper than %d files" % MAX_IMPORT_DEPTH,
-                                 source=file_path, field="imports")
-            if real not in done:
+            self._check_chain(file_path, real, chain)
+            if real not in self.done:
                 sub = _read_yaml(target)
                 if isinstance(sub, dict):
-                    walk(target, sub.get("imports"), False, chain + [real])
-                done.add(real)
+                    self.walk(target, sub.get("imports"), False, chain + [real])
+                self.done.add(real)
 
-    walk(path, data.get("imports"), True, [os.path.realpath(path)])
-    return local_defs
+
+def _resolve_imports(path, data, flavour_dir, root):
+    """Absolute imports for the flavour file; local_defs for every URL import.
+
+    Every file imported, directly or not, is a file of the package ROOT: a URL
+    resolves to a package file of the same name, an import from a repository
+    (which tosca-parser would fetch) or of a file outside ROOT is an InputError,
+    and so is an import cycle (tosca-parser would recurse until RecursionError)."""
+    imports = _ImportWalk(os.path.realpath(root), flavour_dir)
+    imports.walk(path, data.get("imports"), True, [os.path.realpath(path)])
+    return imports.local_defs
 
 
 def check_imports(root):

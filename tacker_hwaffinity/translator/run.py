@@ -42,7 +42,7 @@ def parse(vnfd):
         report = "; ".join(ExceptionCollector.getExceptionsReport(False))
         raise InputError("tosca-parser rejected the VNFD: %s" % _one_line(report),
                          source=vnfd.path)
-    except Exception as e:          # tosca-parser raises many unrelated types
+    except Exception as e:  # noqa: BLE001 - tosca-parser's many error types: one InputError
         raise InputError("tosca-parser failed on the VNFD: %s: %s"
                          % (type(e).__name__, _one_line(e)), source=vnfd.path)
 
@@ -55,7 +55,7 @@ def translate(tosca, parsed_params, source=None, main_name=MAIN_TEMPLATE):
             main_name)
     except InputError as e:
         raise e.located(source=source)
-    except Exception as e:          # heat-translator's own failures
+    except Exception as e:  # noqa: BLE001 - heat-translator's own failures: one InputError
         raise InputError("heat-translator failed: %s: %s"
                          % (type(e).__name__, _one_line(e) or "(no message)"),
                          source=source)

@@ -278,41 +278,40 @@ def _all_namespaces(selector):
             and not selector.get("matchExpressions"))
 
 
-def problems(obj, path, allowed):
-    """(errors, offences) of the pod (template) at PATH in OBJ: messages naming the
-    field of malformed input, and of required anti-affinity terms over all namespaces
-    whose topology key is not in ALLOWED."""
-    errors, offences = [], []
-    base = ".".join(path)
+def _pod_parts(obj, path, base):
+    """(metadata, spec) of the pod (template) at PATH in OBJ, BASE its field; InputError
+    naming the field that is not a mapping."""
+    if not isinstance(obj, dict):
+        raise InputError("expected a mapping", field="object")
     pod = obj
-    try:
-        if not isinstance(obj, dict):
-            raise InputError("expected a mapping", field="object")
-        for i, key in enumerate(path):
-            pod = _mapping(pod, key, ".".join(path[:i + 1]))
-        meta = _mapping(pod, "metadata", _field(base, "metadata"))
-        spec = _mapping(pod, "spec", _field(base, "spec"))
-    except InputError as e:
-        return [str(e)], []
+    for i, key in enumerate(path):
+        pod = _mapping(pod, key, ".".join(path[:i + 1]))
+    meta = _mapping(pod, "metadata", _field(base, "metadata"))
+    spec = _mapping(pod, "spec", _field(base, "spec"))
+    return meta, spec
+
+
+def _spec_offences(spec, base, allowed, offences):
+    """Add to OFFENCES the required anti-affinity terms of pod SPEC (at BASE) over all
+    namespaces whose topology key is not in ALLOWED; InputError for a malformed term
+    (after adding the offences of the terms before it)."""
     field = _field(base, "spec.affinity.podAntiAffinity." + annotations.REQUIRED)
-    try:
-        affinity = _mapping(spec, "affinity", _field(base, "spec.affinity"))
-        anti = _mapping(affinity, "podAntiAffinity", _field(base, "spec.affinity.podAntiAffinity"))
-        terms = anti.get(annotations.REQUIRED) or []
-        if not isinstance(terms, list):
-            raise InputError("expected a list of terms", field=field)
-        for i, t in enumerate(terms):
-            if not isinstance(t, dict):
-                raise InputError("expected a mapping", field="%s[%d]" % (field, i))
-            if _all_namespaces(t.get("namespaceSelector")) and t.get("topologyKey") not in allowed:
-                offences.append(_offence("%s[%d]" % (field, i), t.get("topologyKey")))
-    except InputError as e:
-        errors.append(str(e))
-    prefix = _field(base, "metadata.annotations")
-    try:
-        notes = _mapping(meta, "annotations", prefix)
-    except InputError as e:
-        return errors + [str(e)], offences
+    affinity = _mapping(spec, "affinity", _field(base, "spec.affinity"))
+    anti = _mapping(affinity, "podAntiAffinity", _field(base, "spec.affinity.podAntiAffinity"))
+    terms = anti.get(annotations.REQUIRED) or []
+    if not isinstance(terms, list):
+        raise InputError("expected a list of terms", field=field)
+    for i, t in enumerate(terms):
+        if not isinstance(t, dict):
+            raise InputError("expected a mapping", field="%s[%d]" % (field, i))
+        if _all_namespaces(t.get("namespaceSelector")) and t.get("topologyKey") not in allowed:
+            offences.append(_offence("%s[%d]" % (field, i), t.get("topologyKey")))
+
+
+def _annotation_offences(notes, prefix, allowed, errors, offences):
+    """Add to ERRORS the malformed scheduling annotations in NOTES (at PREFIX), and to
+    OFFENCES their required anti-affinity terms over all namespaces whose topology key
+    is not in ALLOWED."""
     for name in _ANNOTATIONS:
         if name not in notes:
             continue
@@ -324,6 +323,28 @@ def problems(obj, path, allowed):
         for t in found.pod_terms["required_anti"]:
             if t.ns_selector.everything and t.topology_key not in allowed:
                 offences.append(_offence(t.field, t.topology_key))
+
+
+def problems(obj, path, allowed):
+    """(errors, offences) of the pod (template) at PATH in OBJ: messages naming the
+    field of malformed input, and of required anti-affinity terms over all namespaces
+    whose topology key is not in ALLOWED."""
+    errors, offences = [], []
+    base = ".".join(path)
+    try:
+        meta, spec = _pod_parts(obj, path, base)
+    except InputError as e:
+        return [str(e)], []
+    try:
+        _spec_offences(spec, base, allowed, offences)
+    except InputError as e:
+        errors.append(str(e))
+    prefix = _field(base, "metadata.annotations")
+    try:
+        notes = _mapping(meta, "annotations", prefix)
+    except InputError as e:
+        return errors + [str(e)], offences
+    _annotation_offences(notes, prefix, allowed, errors, offences)
     try:    # the node agent's reader: what it would refuse, refused here alike
         numa_affinity.annotation_affinities(notes, "", prefix)
     except InputError as e:

@@ -54,7 +54,7 @@ def control_plane(request):
     request.session.stash[_CONTROL_PLANE_KEY] = cp
     try:
         cp.start(timeout=90)
-    except Exception:
+    except Exception:  # noqa: BLE001 - any start-up failure: a test failure naming the logs
         pytest.fail("control plane did not start; logs in %s/logs" % cp.run_dir, pytrace=True)
     failed_before = request.session.testsfailed
     try:

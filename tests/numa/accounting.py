@@ -6,36 +6,34 @@ from collections import Counter
 from tacker_hwaffinity.numa.request import NORMAL, RESERVED
 
 
-def problems(placer):
-    """What is inconsistent in PLACER's accounting, in words ([] when nothing)."""
+def _grant_problems(placer, container, g, owner):
+    """What is wrong with grant G of CONTAINER in PLACER, in words; OWNER maps the CPUs
+    granted exclusively so far to their container, and gets G's."""
     out = []
-    owner = {}
-    shared, reserved, mem = Counter(), Counter(), Counter()
-    count = Counter()
-    for container, g in placer.grants.items():
-        name = "grant of %s" % getattr(container, "name", container)
-        if g.container is not container:
-            out.append("%s: recorded under another container" % name)
-        for cpu in g.exclusive:
-            if cpu in owner:
-                out.append("CPU %d granted exclusively twice" % cpu)
-            owner[cpu] = container
-        if not g.exclusive <= g.pool.cpus:
-            out.append("%s: exclusive CPUs outside pool %s" % (name, g.pool.name))
-        if g.exclusive & g.pool.reserved or (g.cpu_type == RESERVED and g.exclusive):
-            out.append("%s: reserved CPUs granted exclusively" % name)
-        if not (g.exclusive <= g.pool.sharable or g.exclusive <= g.pool.isolated):
-            out.append("%s: exclusive CPUs mix isolated and sharable ones" % name)
-        if g.portion < 0 or g.memory < 0:
-            out.append("%s: a negative portion or memory" % name)
-        (shared if g.cpu_type == NORMAL else reserved)[g.pool.id] += g.portion
-        mem[g.pool.id] += g.memory
-        count[(g.pool.id, g.cpu_type)] += 1
-        if not placer.cpuset(g):
-            out.append("%s: an empty cpuset" % name)
-    if set(owner) != placer.used:
-        out.append("CPUs counted as granted %s, granted %s" % (sorted(placer.used),
-                                                             sorted(owner)))
+    name = "grant of %s" % getattr(container, "name", container)
+    if g.container is not container:
+        out.append("%s: recorded under another container" % name)
+    for cpu in g.exclusive:
+        if cpu in owner:
+            out.append("CPU %d granted exclusively twice" % cpu)
+        owner[cpu] = container
+    if not g.exclusive <= g.pool.cpus:
+        out.append("%s: exclusive CPUs outside pool %s" % (name, g.pool.name))
+    if g.exclusive & g.pool.reserved or (g.cpu_type == RESERVED and g.exclusive):
+        out.append("%s: reserved CPUs granted exclusively" % name)
+    if not (g.exclusive <= g.pool.sharable or g.exclusive <= g.pool.isolated):
+        out.append("%s: exclusive CPUs mix isolated and sharable ones" % name)
+    if g.portion < 0 or g.memory < 0:
+        out.append("%s: a negative portion or memory" % name)
+    if not placer.cpuset(g):
+        out.append("%s: an empty cpuset" % name)
+    return out
+
+
+def _pool_problems(placer, shared, reserved, mem):
+    """What is inconsistent in the per-pool counters of PLACER, in words: SHARED, RESERVED
+    and MEM are those recomputed from its grants, by pool id."""
+    out = []
     for p in placer.pools:
         for what, kept, want in (("shared", placer.shared, shared),
                                  ("reserved", placer.reserved, reserved),
@@ -47,6 +45,24 @@ def problems(placer):
             out.append("pool %s: shared CPU overcommitted by a whole CPU or more" % p.name)
         if p.reserved and placer.allocatable_reserved(p) < 0:
             out.append("pool %s: reserved CPU overcommitted" % p.name)
+    return out
+
+
+def problems(placer):
+    """What is inconsistent in PLACER's accounting, in words ([] when nothing)."""
+    out = []
+    owner = {}
+    shared, reserved, mem = Counter(), Counter(), Counter()
+    count = Counter()
+    for container, g in placer.grants.items():
+        out.extend(_grant_problems(placer, container, g, owner))
+        (shared if g.cpu_type == NORMAL else reserved)[g.pool.id] += g.portion
+        mem[g.pool.id] += g.memory
+        count[(g.pool.id, g.cpu_type)] += 1
+    if set(owner) != placer.used:
+        out.append("CPUs counted as granted %s, granted %s" % (sorted(placer.used),
+                                                             sorted(owner)))
+    out.extend(_pool_problems(placer, shared, reserved, mem))
     if placer.count != {k: n for k, n in count.items() if n}:
         out.append("grants per pool and class counted %s, made %s" % (placer.count,
                                                                     dict(count)))

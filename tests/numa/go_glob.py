@@ -79,25 +79,8 @@ def _match_chunk(chunk, s):
             r = None
             if not failed:
                 r, s = s[0], s[1:]
-            chunk = chunk[1:]
-            negated = False
-            if chunk and chunk[0] == "^":
-                negated = True
-                chunk = chunk[1:]
-            matched = False
-            nrange = 0
-            while True:
-                if chunk and chunk[0] == "]" and nrange > 0:
-                    chunk = chunk[1:]
-                    break
-                lo, chunk = _get_esc(chunk)
-                hi = lo
-                if chunk[0] == "-":
-                    hi, chunk = _get_esc(chunk[1:])
-                if r is not None and lo <= r <= hi:
-                    matched = True
-                nrange += 1
-            if matched == negated:
+            chunk, matched = _match_class(chunk[1:], r)
+            if not matched:
                 failed = True
         elif c == "?":
             if not failed:
@@ -118,6 +101,29 @@ def _match_chunk(chunk, s):
     if failed:
         return "", False
     return s, True
+
+
+def _match_class(chunk, r):
+    """Match character R (None once the chunk has failed) against the character class
+    that starts CHUNK, just after its '[': return (rest of CHUNK, matched)."""
+    negated = False
+    if chunk and chunk[0] == "^":
+        negated = True
+        chunk = chunk[1:]
+    matched = False
+    nrange = 0
+    while True:
+        if chunk and chunk[0] == "]" and nrange > 0:
+            chunk = chunk[1:]
+            break
+        lo, chunk = _get_esc(chunk)
+        hi = lo
+        if chunk[0] == "-":
+            hi, chunk = _get_esc(chunk[1:])
+        if r is not None and lo <= r <= hi:
+            matched = True
+        nrange += 1
+    return chunk, matched != negated
 
 
 def _get_esc(chunk):

@@ -529,116 +529,158 @@ class FakeKeystone:
         """Users, roles, grants, projects, domains and credentials."""
         parts = path.split("/")[2:]   # after "/v3"
         coll = parts[0]
-        if coll == "regions" and method == "GET":   # Tacker's VIM registration lists them
-            self._authorised(environ)
-            region = {"id": self.region, "description": "", "parent_region_id": None}
-            if len(parts) == 1:
-                return 200, self._list_out(environ, "regions", [region]), {}
-            if parts[1] != self.region:
-                raise HTTPError(404, "Could not find region: %s." % parts[1])
-            return 200, {"region": self._out(environ, "regions", region)}, {}
-        if coll == "roles" and method == "GET":
-            self._admin(environ, "identity:list_roles")
-            if len(parts) == 1:
-                return 200, self._list_out(environ, "roles", self._filtered(
-                    self.roles.values(), query, ("name", "domain_id"))), {}
-            return 200, {"role": self._out(environ, "roles", self._role_or_404(parts[1]))}, {}
-        if coll == "role_assignments" and method == "GET":
-            return 200, self._role_assignments(environ, query), {}
         if coll in ("projects", "domains") and len(parts) in (5, 6) \
                 and parts[2] == "users" and parts[4] == "roles":
             rid = parts[5] if len(parts) == 6 else None
             return self._grant(environ, method, coll, parts[1], parts[3], rid)
-        if coll == "users":
-            if len(parts) == 1:
-                if method == "POST":
-                    return 201, {"user": self._out(environ, "users",
-                                                   self._create_user(environ, body))}, {}
-                if method == "GET":
-                    self._admin(environ, "identity:list_users")
-                    return 200, self._list_out(environ, "users", self._filtered(
-                        self.users.values(), query, ("name", "domain_id", "enabled"))), {}
-            uid = parts[1]
-            if len(parts) == 3 and parts[2] == "projects" and method == "GET":
-                self._authorised(environ)
-                self._user_or_404(uid)
-                pids = {t for (u, k, t) in self.grants if u == uid and k == "projects"
-                        and self.grants[(u, k, t)]}
-                return 200, self._list_out(environ, "projects",
-                                           [self.projects[p] for p in sorted(pids)]), {}
-            if len(parts) == 2:
-                if method == "GET":
-                    self._authorised(environ)
-                    return 200, {"user": self._out(environ, "users",
-                                                   self._user_or_404(uid))}, {}
-                if method == "PATCH":
-                    self._admin(environ, "identity:update_user")
-                    user = self._user_or_404(uid)
-                    for key, value in (body.get("user") or {}).items():
-                        if key != "id":
-                            user[key] = value
-                    return 200, {"user": self._out(environ, "users", user)}, {}
-                if method == "DELETE":
-                    self._admin(environ, "identity:delete_user")
-                    self._user_or_404(uid)
-                    del self.users[uid]
-                    for key in [k for k in self.grants if k[0] == uid]:
-                        del self.grants[key]
-                    for cid in [c for c, v in self.credentials.items()
-                                if v["user_id"] == uid]:
-                        del self.credentials[cid]
-                    return 204, None, {}
-        if coll == "projects":
-            if len(parts) == 1:
-                if method == "POST":
-                    return 201, {"project": self._out(environ, "projects",
-                                                      self._create_project(environ, body))}, {}
-                if method == "GET":
-                    self._admin(environ, "identity:list_projects")
-                    return 200, self._list_out(environ, "projects", self._filtered(
-                        self.projects.values(), query, ("name", "domain_id"))), {}
-            if len(parts) == 2:
-                self._authorised(environ)
-                pid = parts[1]
-                if pid not in self.projects:
-                    raise HTTPError(404, "Could not find project: %s." % pid)
-                if method == "GET":
-                    return 200, {"project": self._out(environ, "projects",
-                                                      self.projects[pid])}, {}
-                if method == "DELETE":
-                    self._admin(environ, "identity:delete_project")
-                    if pid in PROJECT_BY_ID:
-                        raise _forbidden("identity:delete_project (harness project)")
-                    del self.projects[pid]
-                    for key in [k for k in self.grants if k[1:] == ("projects", pid)]:
-                        del self.grants[key]
-                    return 204, None, {}
-        if coll == "domains" and method == "GET":
-            if len(parts) == 1:
-                self._authorised(environ)
-                return 200, self._list_out(environ, "domains", self._filtered(
-                    self.domains.values(), query, ("name", "enabled"))), {}
-            if len(parts) == 2:
-                domain = self.domains.get(parts[1])
-                if domain is None:
-                    raise HTTPError(404, "Could not find domain: %s." % parts[1])
-                return 200, {"domain": self._out(environ, "domains", domain)}, {}
-        if coll == "credentials":
-            if len(parts) == 1:
-                if method == "POST":
-                    return 201, {"credential": self._out(
-                        environ, "credentials", self._create_credential(environ, body))}, {}
-                if method == "GET":
-                    token = self._authorised(environ)
-                    creds = self._filtered(self.credentials.values(), query,
-                                           ("user_id", "type"))
-                    is_admin = "admin" in {r["name"] for r in token["token"].get("roles", [])}
-                    if not is_admin:
-                        creds = [c for c in creds if c["user_id"] == token.user_id]
-                    return 200, self._list_out(environ, "credentials", creds), {}
-            if len(parts) == 2 and method in ("GET", "DELETE"):
-                return self._credential(environ, parts[1], method)
-        raise HTTPError(404, "%s %s not implemented by the fake Keystone" % (method, path))
+        serve = {"regions": self._serve_regions, "roles": self._serve_roles,
+                 "role_assignments": self._serve_role_assignments,
+                 "users": self._serve_users, "projects": self._serve_projects,
+                 "domains": self._serve_domains,
+                 "credentials": self._serve_credentials}.get(coll)
+        answer = serve(environ, method, parts, query, body) if serve else None
+        if answer is None:
+            raise HTTPError(404, "%s %s not implemented by the fake Keystone" % (method, path))
+        return answer
+
+    # Each _serve_<collection>(environ, method, parts, query, body) answers a request for
+    # /v3/<collection>[/...] (PARTS: the path after /v3, split at "/"): (status, body,
+    # headers), or None for a request the fake does not implement.
+
+    def _serve_regions(self, environ, method, parts, query, body):
+        """GET /v3/regions[/<id>] (Tacker's VIM registration lists them)."""
+        if method != "GET":
+            return None
+        self._authorised(environ)
+        region = {"id": self.region, "description": "", "parent_region_id": None}
+        if len(parts) == 1:
+            return 200, self._list_out(environ, "regions", [region]), {}
+        if parts[1] != self.region:
+            raise HTTPError(404, "Could not find region: %s." % parts[1])
+        return 200, {"region": self._out(environ, "regions", region)}, {}
+
+    def _serve_roles(self, environ, method, parts, query, body):
+        """GET /v3/roles[/<id>]."""
+        if method != "GET":
+            return None
+        self._admin(environ, "identity:list_roles")
+        if len(parts) == 1:
+            return 200, self._list_out(environ, "roles", self._filtered(
+                self.roles.values(), query, ("name", "domain_id"))), {}
+        return 200, {"role": self._out(environ, "roles", self._role_or_404(parts[1]))}, {}
+
+    def _serve_role_assignments(self, environ, method, parts, query, body):
+        """GET /v3/role_assignments."""
+        if method != "GET":
+            return None
+        return 200, self._role_assignments(environ, query), {}
+
+    def _serve_users(self, environ, method, parts, query, body):
+        """GET|POST /v3/users, GET /v3/users/<id>/projects, and one user (_serve_user)."""
+        if len(parts) == 1:
+            if method == "POST":
+                return 201, {"user": self._out(environ, "users",
+                                               self._create_user(environ, body))}, {}
+            if method == "GET":
+                self._admin(environ, "identity:list_users")
+                return 200, self._list_out(environ, "users", self._filtered(
+                    self.users.values(), query, ("name", "domain_id", "enabled"))), {}
+        uid = parts[1]
+        if len(parts) == 3 and parts[2] == "projects" and method == "GET":
+            self._authorised(environ)
+            self._user_or_404(uid)
+            pids = {t for (u, k, t) in self.grants if u == uid and k == "projects"
+                    and self.grants[(u, k, t)]}
+            return 200, self._list_out(environ, "projects",
+                                       [self.projects[p] for p in sorted(pids)]), {}
+        if len(parts) == 2:
+            return self._serve_user(environ, method, uid, body)
+        return None
+
+    def _serve_user(self, environ, method, uid, body):
+        """GET|PATCH|DELETE /v3/users/<uid> (deleting its grants and credentials too)."""
+        if method == "GET":
+            self._authorised(environ)
+            return 200, {"user": self._out(environ, "users", self._user_or_404(uid))}, {}
+        if method == "PATCH":
+            self._admin(environ, "identity:update_user")
+            user = self._user_or_404(uid)
+            for key, value in (body.get("user") or {}).items():
+                if key != "id":
+                    user[key] = value
+            return 200, {"user": self._out(environ, "users", user)}, {}
+        if method == "DELETE":
+            self._admin(environ, "identity:delete_user")
+            self._user_or_404(uid)
+            del self.users[uid]
+            for key in [k for k in self.grants if k[0] == uid]:
+                del self.grants[key]
+            for cid in [c for c, v in self.credentials.items() if v["user_id"] == uid]:
+                del self.credentials[cid]
+            return 204, None, {}
+        return None
+
+    def _serve_projects(self, environ, method, parts, query, body):
+        """GET|POST /v3/projects, GET|DELETE /v3/projects/<id> (not a harness project)."""
+        if len(parts) == 1:
+            if method == "POST":
+                return 201, {"project": self._out(environ, "projects",
+                                                  self._create_project(environ, body))}, {}
+            if method == "GET":
+                self._admin(environ, "identity:list_projects")
+                return 200, self._list_out(environ, "projects", self._filtered(
+                    self.projects.values(), query, ("name", "domain_id"))), {}
+        if len(parts) == 2:
+            self._authorised(environ)
+            pid = parts[1]
+            if pid not in self.projects:
+                raise HTTPError(404, "Could not find project: %s." % pid)
+            if method == "GET":
+                return 200, {"project": self._out(environ, "projects",
+                                                  self.projects[pid])}, {}
+            if method == "DELETE":
+                self._admin(environ, "identity:delete_project")
+                if pid in PROJECT_BY_ID:
+                    raise _forbidden("identity:delete_project (harness project)")
+                del self.projects[pid]
+                for key in [k for k in self.grants if k[1:] == ("projects", pid)]:
+                    del self.grants[key]
+                return 204, None, {}
+        return None
+
+    def _serve_domains(self, environ, method, parts, query, body):
+        """GET /v3/domains[/<id>]."""
+        if method != "GET":
+            return None
+        if len(parts) == 1:
+            self._authorised(environ)
+            return 200, self._list_out(environ, "domains", self._filtered(
+                self.domains.values(), query, ("name", "enabled"))), {}
+        if len(parts) == 2:
+            domain = self.domains.get(parts[1])
+            if domain is None:
+                raise HTTPError(404, "Could not find domain: %s." % parts[1])
+            return 200, {"domain": self._out(environ, "domains", domain)}, {}
+        return None
+
+    def _serve_credentials(self, environ, method, parts, query, body):
+        """GET|POST /v3/credentials (others' only for an admin), GET|DELETE
+        /v3/credentials/<id>."""
+        if len(parts) == 1:
+            if method == "POST":
+                return 201, {"credential": self._out(
+                    environ, "credentials", self._create_credential(environ, body))}, {}
+            if method == "GET":
+                token = self._authorised(environ)
+                creds = self._filtered(self.credentials.values(), query,
+                                       ("user_id", "type"))
+                is_admin = "admin" in {r["name"] for r in token["token"].get("roles", [])}
+                if not is_admin:
+                    creds = [c for c in creds if c["user_id"] == token.user_id]
+                return 200, self._list_out(environ, "credentials", creds), {}
+        if len(parts) == 2 and method in ("GET", "DELETE"):
+            return self._credential(environ, parts[1], method)
+        return None
 
     def dispatch(self, environ):
         method = environ["REQUEST_METHOD"]

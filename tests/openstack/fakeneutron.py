@@ -702,23 +702,21 @@ class FakeNeutron:
                  "updated": d.UPDATED_TIMESTAMP, "links": []} for d in EXTENSIONS]
         return sorted(exts + [dict(SECURITY_GROUP_EXT)], key=lambda e: e["alias"])
 
-    def dispatch(self, environ):
-        method = environ["REQUEST_METHOD"]
-        path = environ.get("PATH_INFO", "").rstrip("/")
-        if path.endswith(".json"):
-            path = path[:-len(".json")]
-        base = "http://%s%s" % (environ.get("HTTP_HOST", ""), environ.get("SCRIPT_NAME", ""))
-        ctx = self._context(environ)
-        query = self._query(environ)
-        body = {}
-        if method in ("POST", "PUT"):
-            length = int(environ.get("CONTENT_LENGTH") or 0)
-            raw = environ["wsgi.input"].read(length) if length else b""
-            try:
-                body = json.loads(raw or b"{}")
-            except ValueError:
-                raise HTTPBadRequest("Malformed request body")
+    @staticmethod
+    def _body(environ, method):
+        """The JSON body of a POST or PUT request ({} for other methods)."""
+        if method not in ("POST", "PUT"):
+            return {}
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+        raw = environ["wsgi.input"].read(length) if length else b""
+        try:
+            return json.loads(raw or b"{}")
+        except ValueError:
+            raise HTTPBadRequest("Malformed request body")
 
+    def _discovery(self, method, path, base):
+        """(status, body) of GET / (versions), /v2.0 (resources) and /_harness/requests
+        (the requests served so far); None for any other request."""
         if path == "" and method == "GET":
             return 200, {"versions": [{"id": "v2.0", "status": "CURRENT",
                                        "links": [{"href": base + "/v2.0/", "rel": "self"}]}]}
@@ -729,27 +727,22 @@ class FakeNeutron:
                 for c, s in sorted(self.SINGULAR.items())]}
         if path == "/_harness/requests" and method == "GET":
             return 200, {"requests": list(self.requests)}
-        parts = path.split("/")[1:]
-        if len(parts) < 2 or parts[0] != "v2.0":
-            raise HTTPNotFound()
-        kind, rid = parts[1], (parts[2] if len(parts) == 3 else None)
-        if len(parts) > 3:
-            raise HTTPNotFound()
-        if kind == "extensions" and method == "GET":
-            exts = self._extensions()
-            if rid is None:
-                return 200, {"extensions": exts}
-            for ext in exts:
-                if ext["alias"] == rid:
-                    return 200, {"extension": ext}
-            raise HTTPNotFound()
-        if kind not in self.SINGULAR:
-            raise HTTPNotFound()
+        return None
+
+    def _extension_answer(self, rid):
+        """(status, body) of GET /v2.0/extensions[/<alias RID>]."""
+        exts = self._extensions()
+        if rid is None:
+            return 200, {"extensions": exts}
+        for ext in exts:
+            if ext["alias"] == rid:
+                return 200, {"extension": ext}
+        raise HTTPNotFound()
+
+    def _write(self, kind, method, rid, body, ctx):
+        """(status, body) of a POST, PUT or DELETE on KIND (RID: the resource's id, None
+        for a POST); only ports (also created in bulk) and floating IPs are written."""
         single = self.SINGULAR[kind]
-        if method == "GET":
-            if rid is None:
-                return 200, {kind.replace("-", "_"): self._list(kind, ctx, query)}
-            return 200, {single: self._get(kind, rid, ctx, query)}
         writes = {
             ("ports", "POST"): lambda req: self._create_port(req, ctx),
             ("ports", "PUT"): lambda req: self._update_port(rid, req, ctx),
@@ -765,20 +758,52 @@ class FakeNeutron:
             handler(None)
             return 204, None
         if method == "POST" and kind == "ports" and isinstance(body.get("ports"), list):
-            # Bulk create: {"ports": [{...}, ...]}, all or nothing.
-            created = []
-            try:
-                for req in body["ports"]:
-                    created.append(handler(req))
-            except n_exc.NeutronException:
-                for item in created:
-                    self.fixture.delete_port(item["id"])
-                raise
-            return 201, {"ports": created}
+            return self._create_ports(handler, body["ports"])
         if single not in body or not isinstance(body[single], dict):
             raise HTTPBadRequest("Resource body required")
         result = handler(body[single])
         return (201 if method == "POST" else 200), {single: result}
+
+    def _create_ports(self, create, reqs):
+        """(status, body) of a bulk port create, {"ports": REQS}: all or nothing."""
+        created = []
+        try:
+            for req in reqs:
+                created.append(create(req))
+        except n_exc.NeutronException:
+            for item in created:
+                self.fixture.delete_port(item["id"])
+            raise
+        return 201, {"ports": created}
+
+    def dispatch(self, environ):
+        """(status, body) of one request; an error answer is raised as a NeutronException."""
+        method = environ["REQUEST_METHOD"]
+        path = environ.get("PATH_INFO", "").rstrip("/")
+        if path.endswith(".json"):
+            path = path[:-len(".json")]
+        base = "http://%s%s" % (environ.get("HTTP_HOST", ""), environ.get("SCRIPT_NAME", ""))
+        ctx = self._context(environ)
+        query = self._query(environ)
+        body = self._body(environ, method)
+        answer = self._discovery(method, path, base)
+        if answer is not None:
+            return answer
+        parts = path.split("/")[1:]
+        if len(parts) < 2 or parts[0] != "v2.0":
+            raise HTTPNotFound()
+        kind, rid = parts[1], (parts[2] if len(parts) == 3 else None)
+        if len(parts) > 3:
+            raise HTTPNotFound()
+        if kind == "extensions" and method == "GET":
+            return self._extension_answer(rid)
+        if kind not in self.SINGULAR:
+            raise HTTPNotFound()
+        if method == "GET":
+            if rid is None:
+                return 200, {kind.replace("-", "_"): self._list(kind, ctx, query)}
+            return 200, {self.SINGULAR[kind]: self._get(kind, rid, ctx, query)}
+        return self._write(kind, method, rid, body, ctx)
 
     def __call__(self, environ, start_response):
         try:

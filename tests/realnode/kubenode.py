@@ -153,7 +153,7 @@ class KubeNode:
     def start(self, timeout=120):
         try:
             self._start(timeout)
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - even an interrupt stops the half-started node
             kept = self.stop(keep_logs=True)
             raise NodeError("%s\nthe node's logs are kept in %s" % (exc, kept)) from None
         return self
