@@ -81,6 +81,8 @@ def write(target, members):
 
 def unsafe_reason(name):
     """Why member NAME could land outside the package when extracted, or None."""
+    if not name:
+        return "is empty (it names the package's own folder)"
     if "\\" in name:
         return "has a backslash (a path separator on Windows)"
     if name.startswith("/") or (len(name) > 1 and name[1] == ":"):
@@ -98,7 +100,7 @@ def open_zip(path):
         raise InputError("no such file", source=path)
     try:
         return zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as e:
+    except _CORRUPT as e:       # NotImplementedError: a zip version zipfile cannot read
         raise InputError("not a zip archive: %s" % e, source=path)
 
 
@@ -172,7 +174,7 @@ def extract_safe(z, into, limits=Limits(), skip=None):
     check_sizes(z, limits)
     names = []
     for info in z.infolist():
-        if info.is_dir() or unsafe_reason(info.filename) or (skip and skip(info.filename)):
+        if unsafe_reason(info.filename) or info.is_dir() or (skip and skip(info.filename)):
             continue
         dest = os.path.join(into, *info.filename.split("/"))
         os.makedirs(os.path.dirname(dest), exist_ok=True)

@@ -53,6 +53,19 @@ def _valid_zip():
 
 
 VALID_ZIP = _valid_zip()
+
+
+def _zip_of(name, extract_version=20):
+    """One member NAME, its central directory asking for EXTRACT_VERSION (zipfile reads
+    up to 63 and raises NotImplementedError past it)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        info = zipfile.ZipInfo(name)
+        z.writestr(info, "x")
+    data = bytearray(out.getvalue())
+    cd = data.rindex(b"PK\x01\x02")
+    data[cd + 6] = extract_version     # "version needed to extract", low byte
+    return bytes(data)
 SMALL = zipio.Limits(member_bytes=1 << 20, total_bytes=4 << 20)
 
 
@@ -65,6 +78,8 @@ def _read_zip(path):
 
 @given(st.one_of(st.binary(max_size=4096), _mutated(VALID_ZIP)))
 @example(VALID_ZIP)
+@example(_zip_of("a", extract_version=64))    # found by the fuzzer: NotImplementedError
+@example(_zip_of(""))                         # found by the fuzzer: IndexError in is_dir
 def test_fuzz_zip_reader(data):
     with tempfile.TemporaryDirectory() as folder:
         path = os.path.join(folder, "pkg.zip")
