@@ -12,6 +12,7 @@ import yaml
 from ci_policy import unavailable
 
 from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT, NUMA_ANNOTATION
+from tests import builders
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 POLICY = os.path.join(ROOT, "deploy", "agent", "numa-annotation-policy.yaml")
@@ -148,15 +149,8 @@ def _evaluate(policy, obj, old, operation, user):
 
 
 def pod(annotations=None, labels=None, finalizers=None):
-    meta = {"name": "p", "namespace": "default", "uid": "u1"}
-    if annotations is not None:
-        meta["annotations"] = dict(annotations)
-    if labels is not None:
-        meta["labels"] = dict(labels)
-    if finalizers is not None:
-        meta["finalizers"] = list(finalizers)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
-            "spec": {"containers": [{"name": "c", "image": "x"}], "nodeName": "n1"}}
+    return builders.pod("p", labels, uid="u1", annotations=annotations, finalizers=finalizers,
+                        on="n1", containers=[builders.container()])
 
 
 def _changed(base, edit):

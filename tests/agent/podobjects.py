@@ -1,6 +1,8 @@
 """Pod objects as the API server returns them for the node agent's tests."""
 import uuid
 
+from tests import builders
+
 CR = "cri-resource-manager.intel.com/"
 
 
@@ -8,15 +10,12 @@ def pod_object(name, containers=("c",), cpu="2", memory="1Gi", ns="default", qos
                annotations=None, ids=True, created="2026-11-23T10:00:00Z", uid=None):
     """A bound pod; IDS: the containers have container IDs (the runtime made them)."""
     uid = uid or str(uuid.uuid5(uuid.NAMESPACE_DNS, "%s/%s" % (ns, name)))
-    res = {"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}}
-    if qos == "BestEffort":
-        res = {}
-    obj = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": name, "namespace": ns, "uid": uid,
-                        "creationTimestamp": created, "annotations": dict(annotations or {})},
-           "spec": {"nodeName": "n1", "containers": [
-               {"name": c, "image": "x", "resources": res} for c in containers]},
-           "status": {"phase": "Running", "qosClass": qos}}
+    amounts = {"cpu": cpu, "memory": memory}
+    res = {} if qos == "BestEffort" else {"requests": amounts, "limits": dict(amounts)}
+    obj = builders.pod(name, ns=ns, uid=uid, created=created, annotations=annotations or {},
+                       on="n1", phase="Running", qos=qos,
+                       containers=[builders.container(c, resources=res) for c in containers])
+    del obj["metadata"]["labels"]
     if ids:
         obj["status"]["containerStatuses"] = [
             {"name": c, "containerID": "containerd://%s" % (uuid.uuid5(

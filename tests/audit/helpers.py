@@ -1,46 +1,39 @@
-"""Raw Kubernetes objects for the audit tests."""
+"""Raw Kubernetes objects for the audit tests: the audit's defaults over tests.builders,
+and the workloads and PodDisruptionBudgets that own and guard its pods."""
+from tests import builders
+
+ALLOCATABLE = {"cpu": "8", "memory": "16Gi", "pods": "110"}
 
 
 def node(name, host=None, key="CIS-node"):
+    """Node NAME with its hostname label, host HOST under KEY, and allocatable."""
     labels = {"kubernetes.io/hostname": name}
     if host is not None:
         labels[key] = host
-    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": labels},
-            "status": {"allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"}}}
+    return builders.node(name, labels, alloc=ALLOCATABLE)
 
 
 def pod(name, node_name, labels=None, owner=None, ns="default", phase="Running",
         affinity=None, spread=None, annotations=None):
-    meta = {"name": name, "namespace": ns, "labels": dict(labels or {})}
-    if owner is not None:
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": owner[0],
-                                    "name": owner[1], "controller": True, "uid": "u"}]
-    if annotations:
-        meta["annotations"] = annotations
-    spec = {"containers": [{"name": "c", "image": "i"}]}
-    if node_name:
-        spec["nodeName"] = node_name
-    if affinity:
-        spec["affinity"] = affinity
-    if spread:
-        spec["topologySpreadConstraints"] = spread
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec,
-            "status": {"phase": phase}}
+    """A pod in PHASE with one container, bound to NODE_NAME; OWNER: (kind, name) of its
+    controller; SPREAD: its topologySpreadConstraints."""
+    spec = {"topologySpreadConstraints": spread} if spread else {}
+    return builders.pod(name, labels, ns=ns, on=node_name, affinity=affinity, phase=phase,
+                        annotations=annotations or None, owner=owner,
+                        containers=[builders.container()], **spec)
 
 
 def anti(app, key="CIS-node", preferred=False):
-    term = {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}
+    t = builders.term(key, {"app": app})
     if preferred:
-        return {"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": 100, "podAffinityTerm": term}]}}
-    return {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [term]}}
+        return builders.affinity(pref_anti=[builders.weighted(100, t)])
+    return builders.affinity(req_anti=[t])
 
 
 def owner(kind, name, ns="default", replicas=None, up=None, status=None):
     meta = {"name": name, "namespace": ns}
     if up is not None:
-        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": up[0], "name": up[1],
-                                    "controller": True, "uid": "u"}]
+        meta["ownerReferences"] = [builders.owner_ref(*up)]
     spec = {} if replicas is None else {"replicas": replicas}
     o = {"apiVersion": "apps/v1", "kind": kind, "metadata": meta, "spec": spec}
     if status is not None:

@@ -4,6 +4,7 @@ import argparse
 
 from tacker_hwaffinity.audit import stale
 from tacker_hwaffinity.openstack.servers import ServerState
+from tests.builders import node
 
 
 def _server(sid, ip, host, status="ACTIVE", task=None, host_id=None):
@@ -12,10 +13,7 @@ def _server(sid, ip, host, status="ACTIVE", task=None, host_id=None):
 
 
 def _node(name, ip, label=None, key="CIS-node"):
-    obj = {"metadata": {"name": name, "labels": {key: label} if label else {}},
-           "status": {"addresses": [{"type": "Hostname", "address": name},
-                                    {"type": "InternalIP", "address": ip}]}}
-    return obj
+    return node(name, {key: label} if label else {}, ip=ip)
 
 
 def _check(nodes, servers, key="CIS-node", source="auto"):

@@ -17,16 +17,9 @@ from controller.test_runner import ANNOTATION, Cache, Poll, State, node, pod
 W = ("default", "ReplicaSet", "web")
 
 
-def _owned(p, rs="web"):
-    p["metadata"]["ownerReferences"] = [{"kind": "ReplicaSet", "name": rs, "controller": True}]
-    p["kind"] = "Pod"       # as the informers fill it in
-    return p
-
-
-def _node(*args):
-    n = node(*args)
-    n["kind"] = "Node"
-    return n
+def _owned(name, node_name, created, rs="web"):
+    """A web pod of ReplicaSet RS."""
+    return pod(name, node_name, created, owner=("ReplicaSet", rs))
 
 
 def _value(registry, metric, **labels):
@@ -38,10 +31,10 @@ def make(monkeypatch):
     calls = {"labels": [], "evict": []}
 
     def build(dry_run, max_workloads=exposure.MAX_WORKLOADS):
-        nodes = Cache([_node("w1", "10.0.0.1", "h1"), _node("w2", "10.0.0.2", "h2"),
-                       _node("w3", "10.0.0.3", "h3")])
-        pods = Cache([_owned(pod("a", "w1", "2026-01-01T00:00:01Z")),
-                      _owned(pod("b", "w2", "2026-01-01T00:00:02Z"))])
+        nodes = Cache([node("w1", "10.0.0.1", "h1"), node("w2", "10.0.0.2", "h2"),
+                       node("w3", "10.0.0.3", "h3")])
+        pods = Cache([_owned("a", "w1", "2026-01-01T00:00:01Z"),
+                      _owned("b", "w2", "2026-01-01T00:00:02Z")])
 
         def apply(conn, name, labels, uid=None):
             calls["labels"].append(name)
@@ -104,7 +97,7 @@ def test_after_the_relabel_and_the_eviction_the_exposure_is_gone(make):
     assert calls["labels"] == ["w1"] and calls["evict"] == ["a"]
     labels = dict(zip(("namespace", "kind", "name"), W))
     # the replacement is scheduled on the third host
-    pods.objs[("default", "c")] = _owned(pod("c", "w3", "2026-01-01T00:00:03Z"))
+    pods.objs[("default", "c")] = _owned("c", "w3", "2026-01-01T00:00:03Z")
     now[0] += 30
     c.tick()
     assert _value(registry, "hwaffinity_node_label_stale", node="w1") == 0
@@ -117,9 +110,9 @@ def test_series_are_capped_worst_first_and_removed_when_the_workload_goes(make):
     c, poll, registry, now, pods = build(dry_run=True, max_workloads=1)
     for name, nodes in (("spread", ("w1", "w2")), ("packed", ("w3", "w3"))):
         for i, n in enumerate(nodes):
-            p = pod("%s-%d" % (name, i), n, "2026-01-01T00:00:0%dZ" % i)
+            p = _owned("%s-%d" % (name, i), n, "2026-01-01T00:00:0%dZ" % i, name)
             p["metadata"]["annotations"] = {}
-            pods.objs[("default", p["metadata"]["name"])] = _owned(p, name)
+            pods.objs[("default", p["metadata"]["name"])] = p
     poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3")]
     c.tick()
     ratio = "hwaffinity_workload_host_loss_ratio"
@@ -164,12 +157,12 @@ def test_a_deployments_pods_count_under_the_deployment():
 def test_cost_at_5000_pods(capsys):
     """Figure for the report: one computation over 5,000 pods on 500 nodes, 1,000
     workloads of which 200 declare anti-affinity on the host key (printed)."""
-    nodes = [_node("n%d" % i, "10.1.%d.%d" % (i // 250, i % 250), "h%d" % (i // 2))
+    nodes = [node("n%d" % i, "10.1.%d.%d" % (i // 250, i % 250), "h%d" % (i // 2))
              for i in range(500)]
     pods = []
     for i in range(5000):
         rs = "rs%d" % (i // 5)
-        p = _owned(pod("p%d" % i, "n%d" % (i * 7 % 500), "2026-01-01T00:00:00Z"), rs)
+        p = _owned("p%d" % i, "n%d" % (i * 7 % 500), "2026-01-01T00:00:00Z", rs)
         p["metadata"]["annotations"] = {}
         p["metadata"]["labels"] = {"app": rs}
         if i // 5 % 5 == 0:
@@ -262,10 +255,10 @@ def test_the_gauges_are_the_audits_figures_on_novas_hosts():
 def test_a_pod_with_a_malformed_annotation_does_not_stop_the_gauges():
     """Hostile input: any pod creator can write a broken RequiredDuringExecution or
     pod-affinity annotation; the gauges of every other workload are still set."""
-    nodes = [_node("w1", "10.0.0.1", "h1"), _node("w2", "10.0.0.2", "h1")]
-    pods = [_owned(pod("a", "w1", "2026-01-01T00:00:01Z")),
-            _owned(pod("b", "w2", "2026-01-01T00:00:02Z"))]
-    evil = _owned(pod("evil", "w1", "2026-01-01T00:00:03Z"), "evil")
+    nodes = [node("w1", "10.0.0.1", "h1"), node("w2", "10.0.0.2", "h1")]
+    pods = [_owned("a", "w1", "2026-01-01T00:00:01Z"),
+            _owned("b", "w2", "2026-01-01T00:00:02Z")]
+    evil = _owned("evil", "w1", "2026-01-01T00:00:03Z", "evil")
     evil["metadata"]["annotations"] = {"hwaffinity.io/pod-affinity": "[[[",
                                        ANNOTATION: "{CIS-node"}
     registry = CollectorRegistry()
@@ -289,8 +282,8 @@ def test_one_workload_whose_evaluation_raises_is_left_out_counted_and_the_rest_e
             raise ValueError("replicas: 'many'")
         return desired(index, namespace, kind, name, running)
     monkeypatch.setattr(core.ownersmod, "desired", broken)
-    nodes = [_node("w1", "10.0.0.1", "h1"), _node("w2", "10.0.0.2", "h2")]
-    pods = [_owned(pod(n, w, "2026-01-01T00:00:01Z"), rs)
+    nodes = [node("w1", "10.0.0.1", "h1"), node("w2", "10.0.0.2", "h2")]
+    pods = [_owned(n, w, "2026-01-01T00:00:01Z", rs)
             for n, w, rs in (("a", "w1", "web"), ("b", "w2", "web"), ("c", "w1", "bad"),
                              ("d", "w2", "bad"))]
     pods.append({"metadata": "not a mapping", "kind": "Pod", "spec": {"nodeName": "w1"}})

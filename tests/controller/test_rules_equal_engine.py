@@ -17,7 +17,7 @@ from tacker_hwaffinity.scheduling import annotations
 from tacker_hwaffinity.scheduling.framework import Cycle
 from tacker_hwaffinity.scheduling.plugins.interpod import AFFINITY, ANTI, InterPodAffinity
 from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects
-from tests.scheduling.helpers import node, pod
+from tests.builders import node, pod
 from tests.scheduling.term_strategies import H, NAMESPACES, Z, pod_labels, term_lists
 
 

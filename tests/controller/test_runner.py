@@ -14,6 +14,7 @@ from tacker_hwaffinity.kube import evict as evictmod
 from tacker_hwaffinity.kube import events, labels
 from tacker_hwaffinity.kube.evict import Eviction
 from tacker_hwaffinity.labeling import params
+from tests import builders
 
 
 class Cache:
@@ -47,19 +48,17 @@ class Poll:
 
 
 def node(name, ip, host):
-    return {"metadata": {"name": name, "uid": "u-" + name, "labels": {"CIS-node": host}},
-            "status": {"addresses": [{"type": "InternalIP", "address": ip}]}}
+    return builders.node(name, {"CIS-node": host}, ip=ip, uid="u-" + name)
 
 
 ANTI = json.dumps({"podAntiAffinity": [{"topologyKey": "CIS-node",
                                         "labelSelector": {"matchLabels": {"app": "web"}}}]})
 
 
-def pod(name, node_name, created):
-    return {"metadata": {"name": name, "namespace": "default", "uid": "u-" + name,
-                         "labels": {"app": "web"}, "creationTimestamp": created,
-                         "annotations": {ANNOTATION: ANTI}},
-            "spec": {"nodeName": node_name}, "status": {"phase": "Running"}}
+def pod(name, node_name, created, owner=None):
+    """A running web pod with the anti-affinity rule; OWNER: (kind, name) of its controller."""
+    return builders.pod(name, {"app": "web"}, on=node_name, phase="Running", uid="u-" + name,
+                        created=created, annotations={ANNOTATION: ANTI}, owner=owner)
 
 
 @pytest.fixture

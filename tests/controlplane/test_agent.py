@@ -20,6 +20,7 @@ import yaml
 
 from tacker_hwaffinity.numa import sysfs
 from tacker_hwaffinity.numa.cpuset import format_list, parse_list
+from tests import builders
 
 from numa.conftest import expand_dump
 
@@ -132,13 +133,11 @@ def agent_env(control_plane, node_runtime, tmp_path_factory):
 
 
 def guaranteed(node, name, ns, annotations=None, cpu="2"):
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns, "annotations": annotations or {}},
-            "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,
-                     "containers": [{"name": "c", "image": "registry.invalid/pause:3.2",
-                                     "resources": {
-                                         "requests": {"cpu": cpu, "memory": "64Mi"},
-                                         "limits": {"cpu": cpu, "memory": "64Mi"}}}]}}
+    amounts = {"cpu": cpu, "memory": "64Mi"}
+    return builders.pod(name, ns=ns, annotations=annotations or {}, on=node,
+                        terminationGracePeriodSeconds=0,
+                        containers=[builders.container(image="registry.invalid/pause:3.2",
+                                                       requests=amounts, limits=dict(amounts))])
 
 
 def rule(kind, target, weight=5):

@@ -15,6 +15,7 @@ from tacker_hwaffinity.agent.node import NodeState
 from tacker_hwaffinity.agent.runner import REASON_RESTORE
 from tacker_hwaffinity.numa import sysfs
 from tacker_hwaffinity.numa.cpuset import format_list, parse_list
+from tests import builders
 
 from . import harness
 from .test_agent import (ANNOTATION, _gauge, agent_env, create, decision,  # noqa: F401
@@ -24,10 +25,9 @@ pytestmark = pytest.mark.controlplane
 
 
 def best_effort(node, name, ns, annotations):
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns, "annotations": annotations},
-            "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,
-                     "containers": [{"name": "c", "image": "registry.invalid/pause:3.2"}]}}
+    return builders.pod(name, ns=ns, annotations=annotations, on=node,
+                        terminationGracePeriodSeconds=0,
+                        containers=[builders.container(image="registry.invalid/pause:3.2")])
 
 
 def test_a_best_effort_pod_with_a_forged_grant_runs_on_the_shared_cpus_only(

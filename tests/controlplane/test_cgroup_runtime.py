@@ -12,6 +12,7 @@ import pytest
 from ci_policy import unavailable
 from tacker_hwaffinity.agent.cgroupfs import Vanished, Writer, WriteError, detect
 from tacker_hwaffinity.numa.cpuset import parse_list
+from tests import builders
 
 from .containers import MOUNT, PREFIX, CgroupRuntime, allowed, cpuset_of
 
@@ -49,10 +50,8 @@ def runtime(request, kernel_cpuset):
 
 def pod(uid, qos="Burstable", containers=("app",)):
     """A pod object as the API server returns it to FakeKubelet."""
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "p-" + uid[:8], "namespace": "default", "uid": uid},
-            "spec": {"nodeName": "node-a", "containers": [{"name": n} for n in containers]},
-            "status": {"phase": "Pending", "qosClass": qos}}
+    return builders.pod("p-" + uid[:8], uid=uid, on="node-a", phase="Pending", qos=qos,
+                        containers=[{"name": n} for n in containers])
 
 
 def write(path, value):

@@ -25,6 +25,8 @@ import uuid
 
 import pytest
 
+from tests import builders
+
 from . import harness
 from .test_controller_e2e import _kill, _start, label, osharness
 
@@ -62,11 +64,10 @@ def controller(cloud, control_plane, tmp_path):
 
 
 def _pod(namespace, name, node, labels, rule=None, grace=0):
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels,
-                         "annotations": {ANNOTATION: rule} if rule else {}},
-            "spec": {"nodeName": node, "terminationGracePeriodSeconds": grace,
-                     "containers": [{"name": "c", "image": "x"}]}}
+    return builders.pod(name, labels, ns=namespace, on=node,
+                        annotations={ANNOTATION: rule} if rule else {},
+                        terminationGracePeriodSeconds=grace,
+                        containers=[builders.container()])
 
 
 def _create(cp, *pods):

@@ -17,6 +17,8 @@ import sys
 import pytest
 import yaml
 
+from tests import builders
+
 from . import harness
 
 pytestmark = pytest.mark.controlplane
@@ -101,10 +103,9 @@ def ns(control_plane, validating):
 
 
 def _pod(name, annotations=None):
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "annotations": dict(annotations or {})},
-            "spec": {"nodeName": "nowhere", "terminationGracePeriodSeconds": 0,
-                     "containers": [{"name": "c", "image": "registry.invalid/pause:3.2"}]}}
+    return builders.pod(name, ns=None, annotations=annotations or {}, on="nowhere",
+                        terminationGracePeriodSeconds=0,
+                        containers=[builders.container(image="registry.invalid/pause:3.2")])
 
 
 def _refused(call):

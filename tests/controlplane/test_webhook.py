@@ -21,6 +21,8 @@ import urllib.request
 import pytest
 import yaml
 
+from tests import builders
+
 from . import harness
 
 pytestmark = pytest.mark.controlplane
@@ -156,17 +158,11 @@ def ns(control_plane, admission):
 
 
 def _pod(name, labels, node=None, scheduler=None, annotations=None, affinity=None):
-    spec = {"terminationGracePeriodSeconds": 0, "nodeSelector": {LABEL: "yes"},
-            "containers": [{"name": "c", "image": "x"}]}
-    if node:
-        spec["nodeName"] = node
-    if scheduler:
-        spec["schedulerName"] = scheduler
-    if affinity:
-        spec["affinity"] = affinity
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "labels": labels,
-                         "annotations": dict(annotations or {})}, "spec": spec}
+    spec = {"schedulerName": scheduler} if scheduler else {}
+    return builders.pod(name, labels, ns=None, on=node, affinity=affinity,
+                        annotations=annotations or {}, terminationGracePeriodSeconds=0,
+                        nodeSelector={LABEL: "yes"}, containers=[builders.container()],
+                        **spec)
 
 
 def _deployment(name, replicas, labels, annotations, scheduler=LIVE):

@@ -1,6 +1,8 @@
 """Manifest builders and scheduling-outcome waits shared by the tests."""
 import collections
 
+from tests import builders
+
 from . import harness
 
 IMAGE = "registry.invalid/pause:3.2"   # never pulled: there is no kubelet
@@ -43,9 +45,7 @@ def pod_spec(aff=None, node_selector=None, cpu="100m", memory="64Mi", spread=Non
 
 
 def pod(name, namespace, labels, **kw):
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
-            "spec": pod_spec(**kw)}
+    return builders.pod(name, labels, ns=namespace, **pod_spec(**kw))
 
 
 def deployment(name, namespace, replicas, labels, **kw):

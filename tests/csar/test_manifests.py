@@ -2,11 +2,7 @@
 import pytest
 
 from tacker_hwaffinity.csar import manifests
-
-
-def _pod(**spec):
-    spec.setdefault("containers", [{"name": "c", "image": "i"}])
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": spec}
+from tests.builders import container, pod
 
 
 def _check(obj):
@@ -14,31 +10,31 @@ def _check(obj):
 
 
 def test_valid_pod():
-    assert _check(_pod()) == []
+    assert _check(pod("p", containers=[container()])) == []
 
 
 @pytest.mark.parametrize("value", [1, 0.5, "500m", "2Gi", "1e3"])
 def test_quantities_may_be_numbers_or_strings(value):
     c = {"name": "c", "resources": {"limits": {"cpu": value}, "requests": {"memory": value}}}
-    assert _check(_pod(containers=[c])) == []
+    assert _check(pod("p", containers=[c])) == []
 
 
 def test_bad_quantity_and_non_string_env():
     c = {"name": "c", "resources": {"limits": {"cpu": "lots"}}, "env": [{"name": "A",
                                                                          "value": 5}]}
-    assert _check(_pod(containers=[c])) == [
+    assert _check(pod("p", containers=[c])) == [
         ("spec.containers[0].env[0].value", "Input should be a valid string, got 5"),
         ("spec.containers[0].resources.limits.cpu",
          "'lots' is not a quantity (expected e.g. 500m, 1.5, 2Gi)")]
 
 
 def test_python_field_names_are_unknown_to_the_api():
-    assert _check(_pod(node_selector={"a": "b"})) == [
+    assert _check(pod("p", containers=[container()], node_selector={"a": "b"})) == [
         ("spec.node_selector", "unknown field (the API calls it nodeSelector)")]
 
 
 def test_missing_required_field_and_name():
-    obj = _pod(containers=[{"image": "i"}])
+    obj = pod("p", containers=[{"image": "i"}])
     del obj["metadata"]["name"]
     assert _check(obj) == [("metadata.name", "required field is missing"),
                            ("spec.containers[0].name", "required field is missing")]
@@ -46,7 +42,7 @@ def test_missing_required_field_and_name():
 
 def test_int_or_string_field():
     c = {"name": "c", "readinessProbe": {"tcpSocket": {"port": 1.5}}}
-    assert _check(_pod(containers=[c])) == [
+    assert _check(pod("p", containers=[c])) == [
         ("spec.containers[0].readinessProbe.tcpSocket.port",
          "Input should be a valid integer, got 1.5; Input should be a valid string, got 1.5")]
 

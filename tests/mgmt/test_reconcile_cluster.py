@@ -12,6 +12,7 @@ from tacker_hwaffinity.labeling import params as parameters
 from tacker_hwaffinity.labeling.plan import Worker
 from tacker_hwaffinity.mgmt import kubectl_runner as kube, reconcile
 from tacker_hwaffinity.ssh import SSHSession
+from tests.builders import container, pod
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.ssh]
 LOG = logging.getLogger("test.mgmt")
@@ -199,10 +200,8 @@ def test_colocated_workers_warn_or_fail(fleet, over_ssh, ssh_params, caplog):
 
 
 def _pod(ns, name, node, labels):
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": ns, "labels": labels},
-            "spec": {"nodeName": node, "terminationGracePeriodSeconds": 0,
-                     "containers": [{"name": "c", "image": "busybox"}]}}
+    return pod(name, labels, ns=ns, on=node, terminationGracePeriodSeconds=0,
+               containers=[container(image="busybox")])
 
 
 def _wait_running(cp, ns, count):

@@ -3,13 +3,15 @@ import pytest
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.qos import pod_qos_class
+from tests import builders
 
 
 def pod(*resources, init=()):
-    return {"spec": {"containers": [{"name": "c%d" % i, "resources": r}
-                                    for i, r in enumerate(resources)],
-                     "initContainers": [{"name": "i%d" % i, "resources": r}
-                                        for i, r in enumerate(init)]}}
+    """A pod whose containers c0, c1, ... have RESOURCES, and init containers i0, ... INIT."""
+    return builders.pod(
+        "p", containers=[builders.container("c%d" % i, resources=r)
+                         for i, r in enumerate(resources)],
+        initContainers=[builders.container("i%d" % i, resources=r) for i, r in enumerate(init)])
 
 
 G = {"limits": {"cpu": "1", "memory": "1Gi"}}

@@ -3,7 +3,7 @@ that compare a view of the cluster (extender, controller) with the engine."""
 from hypothesis import strategies as st
 
 from tacker_hwaffinity.scheduling.model import NS_NAME_LABEL
-from tests.scheduling.helpers import namespace, term, weighted
+from tests.builders import namespace, term, weighted
 
 H = "kubernetes.io/hostname"
 Z = "topology.kubernetes.io/zone"

@@ -15,7 +15,7 @@ from tacker_hwaffinity.scheduling.selectors import parse_label_selector
 from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects
 from tacker_hwaffinity.webhook import extender
 from tacker_hwaffinity.webhook.podcache import PodCache
-from tests.scheduling.helpers import node, pod
+from tests.builders import node, pod
 
 NODES = [node("n1", {"zone": "a"}), node("n2", {"zone": "b"}), node("n3")]
 PODS = [pod("p1", {"app": "db"}, on="n1"), pod("p2", {"app": "web"}, on="n2")]

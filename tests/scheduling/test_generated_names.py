@@ -7,9 +7,10 @@ import pytest
 from tacker_hwaffinity.cli.main import main
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import workloads
-from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects, workloads_from_objects
+from tacker_hwaffinity.scheduling.snapshot import workloads_from_objects
 
-from .helpers import node, pod
+from tests.builders import node, pod
+from .helpers import snapshot
 
 SAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "samples")
 TEMPLATE = {"metadata": {"labels": {"app": "big"}},
@@ -26,10 +27,6 @@ def controller(kind, name, replicas, ns="default", **spec):
         obj["apiVersion"] = "batch/v1"
         obj["spec"]["parallelism"] = replicas
     return obj
-
-
-def snapshot(*pods):
-    return cluster_from_objects([(o, "c.yaml") for o in [node("n1")] + list(pods)])
 
 
 def names(objs, snap=None):
@@ -71,10 +68,10 @@ def test_a_snapshot_pod_holding_the_first_name_moves_only_that_replica():
     free = names([deploy])
     for phase in (None, "Pending", "Succeeded"):  # any existing pod holds its name
         holder = pod(free[0], on="n1" if phase is None else None, phase=phase)
-        got = names([deploy], snapshot(holder))
+        got = names([deploy], snapshot(node("n1"), holder))
         assert got[1:] == free[1:] and got[0] != free[0]
         assert got[0].rsplit("-", 1)[0] == free[0].rsplit("-", 1)[0]  # same prefix, new suffix
-        assert got == names([deploy], snapshot(holder))  # deterministic
+        assert got == names([deploy], snapshot(node("n1"), holder))  # deterministic
 
 
 def test_an_earlier_workload_holding_the_name_moves_the_later_replica():
@@ -93,7 +90,7 @@ def test_an_earlier_workload_holding_the_name_moves_the_later_replica():
 def test_replicasets_and_jobs_take_the_next_name_too(kind, extra):
     obj = controller(kind, "w", 3, **extra)
     free = names([obj])
-    got = names([obj], snapshot(pod(free[2], on="n1")))
+    got = names([obj], snapshot(node("n1"), pod(free[2], on="n1")))
     assert got[:2] == free[:2] and got[2] != free[2] and len(set(got) | {free[2]}) == 4
     if extra:
         assert got[2].startswith("w-2-")
@@ -103,7 +100,7 @@ def test_statefulset_names_stay_fixed_and_a_conflict_is_an_error():
     sts = controller("StatefulSet", "db", 2)
     assert names([sts]) == ["db-0", "db-1"]
     with pytest.raises(InputError) as e:
-        names([sts], snapshot(pod("db-1", on="n1")))
+        names([sts], snapshot(node("n1"), pod("db-1", on="n1")))
     assert "pod default/db-1 already exists" in str(e.value)
     with pytest.raises(InputError):
         names([sts, sts])
@@ -129,7 +126,8 @@ def test_csar_placement_moves_a_generated_name_taken_by_an_earlier_manifest():
     deploy = controller("Deployment", "web", 2)
     free = names([deploy])
     objects = [(pod(free[1]), "a.yaml"), (deploy, "b.yaml")]
-    problems, _, summary = check(objects, snapshot(), Profile(), "CIS-node")
+    problems, _, summary = check(objects, snapshot(node("n1")), Profile(), "CIS-node")
     assert problems == [] and "3 of 3 pods placed" in summary
-    got, _ = workloads_from_objects([(deploy, "b.yaml")], snapshot(), avoid={"default/" + free[1]})
+    got, _ = workloads_from_objects([(deploy, "b.yaml")], snapshot(node("n1")),
+                                  avoid={"default/" + free[1]})
     assert got[0].name == free[0] and got[1].name not in free

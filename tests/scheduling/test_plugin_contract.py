@@ -10,7 +10,7 @@ from tacker_hwaffinity.scheduling.plugins import PreFilterResult
 from tacker_hwaffinity.scheduling.plugins.nodeaffinity import NodeAffinity
 from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects
 from tacker_hwaffinity.scheduling.model import Pod
-from tests.scheduling.helpers import node, pod
+from tests.builders import node, pod
 
 
 def test_the_registry_builds_every_modelled_plugin_under_its_own_name():

@@ -8,7 +8,8 @@ from tacker_hwaffinity.scheduling import annotations
 from tacker_hwaffinity.scheduling.plugins.interpod import ERR_AFFINITY, ERR_ANTI
 from tacker_hwaffinity.scheduling.plugins.nodeaffinity import ERR_POD
 
-from .helpers import affinity, feasible, node, plan, pod, run, term
+from tests.builders import affinity, node, pod, term
+from .helpers import feasible, plan, run
 
 K = "CIS-node"
 NODES = [node("n1", {K: "h1", "rack": "r1"}), node("n2", {K: "h2", "rack": "r1"}),

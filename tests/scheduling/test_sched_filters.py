@@ -4,7 +4,8 @@ import pytest
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling.plugins import nodeaffinity as na
 
-from .helpers import affinity, config, feasible, node, pod, run
+from tests.builders import affinity, node, pod
+from .helpers import config, feasible, run
 
 NODES = [node("n1", {"zone": "z1", "disk": "ssd"}), node("n2", {"zone": "z2"}),
          node("n3", {"zone": "z3", "disk": "ssd"})]

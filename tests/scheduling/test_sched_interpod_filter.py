@@ -2,7 +2,8 @@
 from tacker_hwaffinity.scheduling.plugins.interpod import (
     ERR_AFFINITY, ERR_ANTI, ERR_EXISTING_ANTI)
 
-from .helpers import affinity, feasible, namespace, node, pod, run, term
+from tests.builders import affinity, namespace, node, pod, term
+from .helpers import feasible, run
 
 Z = "zone"
 NODES = [node("n1", {Z: "z1", "host": "n1"}), node("n2", {Z: "z1", "host": "n2"}),

@@ -4,7 +4,8 @@ import pytest
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import workloads
 
-from .helpers import affinity, node, plan, pod, term, weighted
+from tests.builders import affinity, node, pod, term, weighted
+from .helpers import plan
 
 HOSTS = [node("w%d" % i, {"CIS-node": "c%d" % (i // 2), "kubernetes.io/hostname": "w%d" % i})
          for i in range(6)]

@@ -9,7 +9,8 @@ from tacker_hwaffinity.objects.yamlio import parse_documents
 from tacker_hwaffinity.scheduling.profile import Profile
 from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects, workloads_from_objects
 
-from .helpers import affinity, feasible, node, pod, run, term, weighted
+from tests.builders import affinity, node, pod, term, weighted
+from .helpers import feasible, run
 
 KEYS = ["zone", "host", "rack"]
 VALUES = ["a", "b", "c"]

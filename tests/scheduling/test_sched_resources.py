@@ -1,17 +1,8 @@
 """Generic resources in NodeResourcesFit, request sums, and the notes on what is not modelled."""
 from tacker_hwaffinity.scheduling.model import PodSpecInfo
 
-from .helpers import node, plan, pod, run
-
-
-def container(requests=None, limits=None, image="x", **extra):
-    c = {"name": "c", "image": image, "resources": {}}
-    if requests:
-        c["resources"]["requests"] = requests
-    if limits:
-        c["resources"]["limits"] = limits
-    c.update(extra)
-    return c
+from tests.builders import container, node, pod
+from .helpers import plan, run
 
 
 SHORT = ["Insufficient hugepages-1Gi", "Insufficient intel.com/sriov_net"]

@@ -6,7 +6,8 @@ from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import sampling
 from tacker_hwaffinity.scheduling.profile import Profile
 
-from .helpers import affinity, config, node, plan, pod, run, term
+from tests.builders import affinity, node, pod, term
+from .helpers import config, plan, run
 
 
 # upstream TestNumFeasibleNodesToFind (pkg/scheduler/schedule_one_test.go)

@@ -4,7 +4,8 @@ import numpy as np
 from tacker_hwaffinity.scheduling.plugins import default_normalize
 from tacker_hwaffinity.scheduling.plugins.interpod import InterPodAffinity
 
-from .helpers import (SCORE_ONLY, affinity, config, node, pod, run, scores, term, weighted)
+from tests.builders import affinity, node, pod, term, weighted
+from .helpers import SCORE_ONLY, config, run, scores
 
 IPA, NA = "InterPodAffinity", "NodeAffinity"
 NODES = [node("m1", {"region": "China"}), node("m2", {"region": "India"}),

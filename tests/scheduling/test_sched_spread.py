@@ -4,7 +4,8 @@ from hypothesis import given, settings, strategies as st
 
 from tacker_hwaffinity.errors import InputError
 
-from .helpers import config, node, plan, pod, run
+from tests.builders import node, pod
+from .helpers import config, plan, run
 from .test_sched_plan import deployment
 
 SPREAD = "node(s) didn't match pod topology spread constraints"

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import fuzzing
 from tacker_hwaffinity.scheduling import selectors
 from tacker_hwaffinity.webhook import admission, patches
+from tests import builders
 
 PA = "hwaffinity.io/pod-affinity"
 RDE = "hwaffinity.io/required-during-execution"
@@ -24,14 +25,11 @@ WHY = ("across all namespaces only kubernetes.io/hostname may be used (it would 
        "tenant's pods keep every other tenant's off whole domains)")
 
 
-def term(key, labels=None, ns_selector="absent", exprs=None, **extra):
-    t = {"labelSelector": {"matchLabels": dict(labels or {"app": "web"})}, "topologyKey": key}
+def term(key, labels=None, ns_selector="unset", exprs=None, **extra):
+    """A term over KEY selecting the pods labelled LABELS (app=web), or EXPRS instead."""
     if exprs:
-        t["labelSelector"] = {"matchExpressions": exprs}
-    if ns_selector != "absent":
-        t["namespaceSelector"] = ns_selector
-    t.update(extra)
-    return t
+        return builders.term(key, exprs=exprs, ns_selector=ns_selector, **extra)
+    return builders.term(key, dict(labels or {"app": "web"}), ns_selector=ns_selector, **extra)
 
 
 def gt(key, value):
@@ -39,16 +37,18 @@ def gt(key, value):
 
 
 def pod(name="web", anti=None, notes=None, affinity=None, **meta):
-    spec = {"containers": [{"name": "c", "image": "x"}]}
+    """Pod NAME with one container; AFFINITY: its spec.affinity (kept even when empty),
+    with ANTI as its required anti-affinity terms; NOTES: its annotations (JSON unless
+    strings); META: its other metadata."""
+    annotations = {k: v if isinstance(v, str) else json.dumps(v)
+                   for k, v in notes.items()} if notes else None
+    p = builders.pod(name, annotations=annotations, containers=[builders.container()])
+    p["metadata"].update(meta)
     if affinity is not None:
-        spec["affinity"] = affinity
+        p["spec"]["affinity"] = affinity
     if anti is not None:
-        spec.setdefault("affinity", {})["podAntiAffinity"] = {REQ: anti}
-    metadata = {"name": name, "namespace": "default", **meta}
-    if notes:
-        metadata["annotations"] = {k: v if isinstance(v, str) else json.dumps(v)
-                                   for k, v in notes.items()}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec}
+        p["spec"].setdefault("affinity", {})["podAntiAffinity"] = {REQ: anti}
+    return p
 
 
 def template(p):

@@ -20,7 +20,7 @@ from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects
 from tacker_hwaffinity.webhook import extender as extender_mod
 from tacker_hwaffinity.webhook.extender import ERR_UNKNOWN_NODE, Extender
 from tacker_hwaffinity.webhook.podcache import PodCache
-from tests.scheduling.helpers import affinity, node, pod, term, weighted
+from tests.builders import affinity, node, pod, term, weighted
 from tests.scheduling.term_strategies import (
     H, NAMESPACES, Z, maybe, pod_labels, term_lists, weighted_lists)
 

@@ -19,6 +19,7 @@ import time
 import pytest
 
 from controlplane import harness
+from tests.builders import container, pod
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MiB = 1 << 20
@@ -141,10 +142,7 @@ def _review(pod, operation="CREATE"):
 
 
 def _pod(annotations=None):
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "p", "namespace": "default",
-                         "annotations": annotations or {}},
-            "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    return pod("p", annotations=annotations or {}, containers=[container()])
 
 
 def test_a_20mb_validate_is_413_and_the_webhook_does_not_grow(webhook):

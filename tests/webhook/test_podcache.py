@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 from tacker_hwaffinity.scheduling import annotations
 from tacker_hwaffinity.scheduling.terms import RawTerm
 from tacker_hwaffinity.webhook.podcache import PodCache
-from tests.scheduling.helpers import affinity, namespace, node, pod, term
+from tests.builders import affinity, namespace, node, pod, term
 
 H = "kubernetes.io/hostname"
 
