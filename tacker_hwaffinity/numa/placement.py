@@ -121,6 +121,12 @@ def _shape(req):
     return " + ".join(parts)
 
 
+def on_shared_set(grant):
+    """Whether GRANT's cpuset holds its pool's shared CPUs: a normal grant with a shared
+    portion or with no exclusive CPUs (a reserved one runs on the reserved CPUs)."""
+    return grant.cpu_type == NORMAL and bool(grant.portion or not grant.exclusive)
+
+
 class Placer:
     """Placement state of one machine."""
 
@@ -137,6 +143,7 @@ class Placer:
         self.shared = [0] * len(self.pools)      # milli-CPU granted as shared, per pool
         self.reserved = [0] * len(self.pools)
         self.mem = [0] * len(self.pools)
+        self.sharing = [0] * len(self.pools)    # grants on the pool's shared set
         self.count = {}                   # (pool id, cpu type) -> grants
         self.grants = {}                  # container -> Grant
         self.decisions = []
@@ -193,20 +200,11 @@ class Placer:
     def compare(req, s1, s2):
         """-1 if pool of S1 ranks before the pool of S2 (upstream compareScores).
 
-        Upstream's rules, in its order: the groups below each answer -1 or 1, or 0
-        when they leave the pools tied; the lower pool id breaks the last tie."""
-        for rules in (Placer._compare_fit, Placer._compare_affinity_depth,
-                      Placer._compare_by_type):
-            order = rules(req, s1, s2)
-            if order:
-                return order
-        p1, p2 = s1.pool, s2.pool
-        return -1 if p1.id < p2.id else (1 if p1.id > p2.id else 0)
-
-    @staticmethod
-    def _compare_fit(req, s1, s2):
-        """-1/1 when the request fits in only one of the pools (isolated and shared CPUs
-        for a normal container, reserved ones for a reserved one), else 0."""
+        Upstream's rules, in its order: the pool the request fits in (isolated and shared
+        CPUs for a normal container, reserved ones for a reserved one), the higher
+        affinity, the deeper pool, the capacity left for the request's CPU type
+        (``_compare_by_type``), the lower pool id. Inline but the last rules: the sort
+        calls it for every pair."""
         if req.cpu_type == NORMAL:
             if (s2.isolated < 0 <= s1.isolated) or (s2.shared <= 0 < s1.shared):
                 return -1
@@ -217,17 +215,13 @@ class Placer:
                 return -1
             if s1.reserved < 0 <= s2.reserved:
                 return 1
-        return 0
-
-    @staticmethod
-    def _compare_affinity_depth(req, s1, s2):
-        """-1/1 for the pool with the higher affinity, then for the deeper pool, else 0."""
         p1, p2 = s1.pool, s2.pool
         if s1.affinity != s2.affinity:
             return -1 if s1.affinity > s2.affinity else 1
         if p1.depth != p2.depth:
             return -1 if p1.depth > p2.depth else 1
-        return 0
+        return Placer._compare_by_type(req, s1, s2) or (
+            -1 if p1.id < p2.id else (1 if p1.id > p2.id else 0))
 
     @staticmethod
     def _compare_by_type(req, s1, s2):
@@ -346,15 +340,11 @@ class Placer:
                          limit)
 
     def _sharing_below(self, pool):
-        """The pools under POOL with a grant on their shared set (a normal grant with a
-        shared portion or no exclusive CPUs): each must keep a sharable CPU free, or
-        that container's cpuset would be empty. POOL itself and its ancestors keep one
-        by the capacity check (``_exclusive_shortfall``)."""
-        below = {x.id for x in self._subtree[pool.id][1:]}
-        ids = {g.pool.id for g in self.grants.values()
-               if g.pool.id in below and g.cpu_type == NORMAL
-               and (g.portion or not g.exclusive)}
-        return [self.pools[i] for i in sorted(ids)]
+        """The pools under POOL with a grant on their shared set (``on_shared_set``):
+        each must keep a sharable CPU free, or that container's cpuset would be empty.
+        POOL itself and its ancestors keep one by the capacity check
+        (``_exclusive_shortfall``)."""
+        return [x for x in self._subtree[pool.id][1:] if self.sharing[x.id]]
 
     def shortfall(self, pool, ent, cpu_type, exclusive, verb, where=""):
         """Why POOL cannot hold, now, a grant of ENT of CPU_TYPE with the EXCLUSIVE CPUs
@@ -484,6 +474,8 @@ class Placer:
             (self.shared if grant.cpu_type == NORMAL else self.reserved)[pid] += \
                 sign * grant.portion
         self.mem[pid] += sign * grant.memory
+        if on_shared_set(grant):
+            self.sharing[pid] += sign
         key = (pid, grant.cpu_type)
         n = self.count.get(key, 0) + sign
         if n:

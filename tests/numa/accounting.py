@@ -3,6 +3,7 @@ for tests to run after each operation: ``problems(placer)`` recomputes every cou
 of a ``numa.placement.Placer`` (``agent.node.NodeState.placer``) from its grants."""
 from collections import Counter
 
+from tacker_hwaffinity.numa.placement import on_shared_set
 from tacker_hwaffinity.numa.request import NORMAL, RESERVED
 
 
@@ -30,14 +31,16 @@ def _grant_problems(placer, container, g, owner):
     return out
 
 
-def _pool_problems(placer, shared, reserved, mem):
-    """What is inconsistent in the per-pool counters of PLACER, in words: SHARED, RESERVED
-    and MEM are those recomputed from its grants, by pool id."""
+def _pool_problems(placer, shared, reserved, mem, sharing):
+    """What is inconsistent in the per-pool counters of PLACER, in words: SHARED, RESERVED,
+    MEM and SHARING (grants on the shared set) are those recomputed from its grants, by
+    pool id."""
     out = []
     for p in placer.pools:
         for what, kept, want in (("shared", placer.shared, shared),
                                  ("reserved", placer.reserved, reserved),
-                                 ("memory", placer.mem, mem)):
+                                 ("memory", placer.mem, mem),
+                                 ("grants on the shared set", placer.sharing, sharing)):
             if kept[p.id] != want[p.id]:
                 out.append("pool %s: %s counted %d, granted %d" % (p.name, what, kept[p.id],
                                                                     want[p.id]))
@@ -52,17 +55,18 @@ def problems(placer):
     """What is inconsistent in PLACER's accounting, in words ([] when nothing)."""
     out = []
     owner = {}
-    shared, reserved, mem = Counter(), Counter(), Counter()
+    shared, reserved, mem, sharing = Counter(), Counter(), Counter(), Counter()
     count = Counter()
     for container, g in placer.grants.items():
         out.extend(_grant_problems(placer, container, g, owner))
         (shared if g.cpu_type == NORMAL else reserved)[g.pool.id] += g.portion
         mem[g.pool.id] += g.memory
+        sharing[g.pool.id] += on_shared_set(g)
         count[(g.pool.id, g.cpu_type)] += 1
     if set(owner) != placer.used:
         out.append("CPUs counted as granted %s, granted %s" % (sorted(placer.used),
                                                              sorted(owner)))
-    out.extend(_pool_problems(placer, shared, reserved, mem))
+    out.extend(_pool_problems(placer, shared, reserved, mem, sharing))
     if placer.count != {k: n for k, n in count.items() if n}:
         out.append("grants per pool and class counted %s, made %s" % (placer.count,
                                                                     dict(count)))
