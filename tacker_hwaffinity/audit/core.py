@@ -138,6 +138,8 @@ def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
         w.intent_met is not False, w.namespace, w.kind, w.name))
     for w in ordered:
         w.pods = []
+    notes.extend("%s left out: it could not be evaluated (%s: %.200s)"
+                 % (what, type(e).__name__, e) for what, e in failures)
     return Report(key, ordered, hosts, notes, failures)
 
 

@@ -175,3 +175,23 @@ def test_anti_affinity_given_in_the_pod_affinity_annotation_is_intent():
     w = _one(core.audit(NODES, pods, "CIS-node"), "a")
     assert [i["type"] for i in w.intent] == ["requiredAntiAffinity"]
     assert w.intent_met is False and not w.unprotected
+
+
+def test_a_pod_whose_evaluation_fails_is_named_in_the_report(monkeypatch):
+    """One pod that makes the audit raise (a bug on an odd object) is left out, and the
+    report's notes, in text and JSON, name it: no pod disappears unsaid."""
+    from tacker_hwaffinity.audit import render
+    count = core._count_pod
+
+    def broken_on_b(obj, *args):
+        if obj["metadata"]["name"] == "b-0":
+            raise KeyError("spec")
+        return count(obj, *args)
+    monkeypatch.setattr(core, "_count_pod", broken_on_b)
+    pods = [pod("a-0", "w1", {"app": "a"}, ("StatefulSet", "a")),
+            pod("b-0", "w2", {"app": "b"}, ("StatefulSet", "b"))]
+    r = core.audit([node("w1", "h1"), node("w2", "h2")], pods, "CIS-node")
+    assert [w.name for w in r.workloads] == ["a"]
+    line = "pod default/b-0 left out: it could not be evaluated (KeyError: 'spec')"
+    assert "Note: " + line in render.to_text(r, show_all=True)
+    assert line in json.loads(render.to_json(r))["notes"]
