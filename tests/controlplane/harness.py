@@ -671,7 +671,7 @@ class ControlPlane:
         index = next(i for i, c in enumerate(self.components) if c.name == "kube-apiserver")
         old = self.components[index]
         old.stop(timeout=grace)
-        time.sleep(down_for)
+        time.sleep(down_for)            # the condition is time itself: the outage asked for
         new = Component(old.name, old.argv, old.log_path)
         new._panic_offset = old._panic_offset   # lines already scanned stay scanned
         self.components[index] = new

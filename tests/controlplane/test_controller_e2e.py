@@ -383,7 +383,9 @@ def test_a_nova_notification_relabels_long_before_the_next_poll(
         harness.wait_until(lambda: "Nova notifications: listening on" in log.read_text()
                            and "worker server(s)" in log.read_text(), 60,
                            what="the leader polled once and listens")
-        time.sleep(1)
+        for node, (_, host) in workers.items():     # its first poll's labels are written
+            harness.wait_until(lambda n=node, h=host: label(cp, n) == h, 30,
+                               what="node %s labelled %s" % (node, host))
         node = sorted(workers)[0]
         target = next(h for h in sorted(cloud.hosts) if h != label(cp, node))
         t0 = time.monotonic()

@@ -308,7 +308,7 @@ def test_a_leader_whose_lease_was_taken_mid_tick_does_nothing(
         harness.wait_until(lambda: label(cp, node) == target, 30, what="B relabelling")
         left = seen + grace + 1 - time.monotonic()
         if left > 0:
-            time.sleep(left)                # A's grace for front runs out meanwhile
+            time.sleep(left)    # the condition is time itself: A's grace runs out, front stays
         assert _alive(cp, namespace, "front") and not _evicted(cp, namespace, "front")
     finally:
         gate.release()

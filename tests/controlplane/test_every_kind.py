@@ -102,6 +102,7 @@ def kubectl(cp, *args, stdin=None):
 def test_every_kind_is_served_after_the_stack_has_run_a_while(control_plane, host_nodes,
                                                              namespace):
     cp = control_plane
+    # the condition is time itself: the components have run SETTLE_S (the panics came at random)
     time.sleep(max(0.0, SETTLE_S - cp.uptime()))
     suffix = namespace[2:]
     objects = manifests(namespace, suffix)

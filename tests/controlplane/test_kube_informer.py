@@ -429,7 +429,12 @@ def test_an_optional_kind_the_server_does_not_serve_reads_as_none(control_plane,
     caplog.set_level(logging.INFO, logger="test.optional")
     log = logging.getLogger("test.optional")
     call = conn.policy().list_pod_disruption_budget_for_all_namespaces
-    optional = Informer(conn, call, "PodDisruptionBudget", "poddisruptionbudgets",
+    asked = []                      # the optional informer's requests, by their parameters
+
+    def optional_call(**params):
+        asked.append(params)
+        return call(**params)
+    optional = Informer(conn, optional_call, "PodDisruptionBudget", "poddisruptionbudgets",
                         lambda *a: None, log=log, optional=True, backoff_max=0.2)
     required = Informer(conn, call, "PodDisruptionBudget", "poddisruptionbudgets",
                         lambda *a: None, log=log, backoff_initial=0.1, backoff_max=0.2)
@@ -439,7 +444,8 @@ def test_an_optional_kind_the_server_does_not_serve_reads_as_none(control_plane,
         t.start()
     try:
         assert optional.synced.wait(10)
-        time.sleep(1.0)                 # a few more rounds of both
+        harness.wait_until(lambda: len(asked) >= 3 and required.errors >= 2, 30,
+                           interval=0.05, what="a few more rounds of both")
         assert optional.list() == [] and optional.served is False and optional.errors == 0
         assert not required.synced.is_set() and required.errors >= 2
         assert "404" in required.last_error

@@ -36,6 +36,34 @@ def lease_of(cp, namespace, name=LEASE):
     return cp.admin.get("/apis/coordination.k8s.io/v1/namespaces/%s/leases/%s" % (namespace, name))
 
 
+def wait_renewals(cp, namespace, count):
+    """Wait until the Lease's renewTime took COUNT new values: COUNT renewals at least (one
+    overwritten between two reads goes uncounted, which only makes the wait longer)."""
+    seen = {lease_of(cp, namespace)["spec"]["renewTime"]}
+
+    def renewed():
+        seen.add(lease_of(cp, namespace)["spec"]["renewTime"])
+        return len(seen) > count
+    harness.wait_until(renewed, count * 2.2 * RP + 10, interval=0.05,
+                       what="%d renewals of the Lease" % count)
+
+
+class LastRenewal:
+    """The Lease's spec as last read while IDENTITY held it. Reading it on as a wait goes
+    on (``read``) counts a renewal that was on its way when the holder was killed or cut
+    off and lands later."""
+
+    def __init__(self, cp, namespace, identity):
+        self.cp, self.namespace, self.identity = cp, namespace, identity
+        self.spec = None
+
+    def read(self):
+        spec = lease_of(self.cp, self.namespace)["spec"]
+        if spec["holderIdentity"] == self.identity:
+            self.spec = spec
+        return spec
+
+
 def wall(micro):
     assert MICRO.match(micro), micro
     return datetime.datetime.strptime(micro, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
@@ -137,7 +165,7 @@ def test_one_of_two_leads_and_a_release_hands_over_at_once(control_plane, namesp
     harness.wait_until(lambda: a.leads or b.leads, 15, interval=0.05, what="a leader")
     leader, follower = (a, b) if a.leads else (b, a)
     first = lease_of(control_plane, namespace)
-    time.sleep(1.5)                                   # three renewals
+    wait_renewals(control_plane, namespace, 3)
     lease = lease_of(control_plane, namespace)
     spec = lease["spec"]
     assert spec["holderIdentity"] == leader.elector.identity
@@ -195,7 +223,9 @@ def test_a_crashed_leader_is_replaced_only_after_the_lease_duration(control_plan
         b = electors("survivor").start()
         sampler = Sampler([b])
         sampler.start()
-        time.sleep(1.5)
+        harness.wait_until(lambda: b.elector.holder == "crashing", 10, interval=0.05,
+                           what="the survivor to see the leader")
+        wait_renewals(cp, namespace, 3)           # which the survivor follows
         assert not b.leads and b.elector.holder == "crashing"
         proc.kill()                               # SIGKILL: no release, no last words
         killed = time.monotonic()
@@ -207,11 +237,12 @@ def test_a_crashed_leader_is_replaced_only_after_the_lease_duration(control_plan
             proc.wait(10)
         proc.stdout.close()
         proc.stderr.close()
-    time.sleep(0.3)
-    last = lease_of(cp, namespace)["spec"]
-    assert last["holderIdentity"] == "crashing" and not b.leads
-    harness.wait_until(lambda: b.leads, LD + 10, interval=0.05, what="the survivor to lead")
+    last_renewal = LastRenewal(cp, namespace, "crashing")
+    assert last_renewal.read()["holderIdentity"] == "crashing" and not b.leads
+    harness.wait_until(lambda: last_renewal.read() and b.leads, LD + 10, interval=0.05,
+                       what="the survivor to lead")
     took = time.monotonic() - killed
+    last = last_renewal.spec
     spec = lease_of(cp, namespace)["spec"]
     assert spec["holderIdentity"] == "survivor"
     assert spec["leaseTransitions"] == last["leaseTransitions"] + 1 == 1
@@ -237,19 +268,22 @@ def test_a_leader_cut_off_steps_down_before_anyone_else_leads(control_plane, nam
     a.start()
     harness.wait_until(lambda: a.leads, 15, interval=0.05, what="the first elector to lead")
     b.start()
-    time.sleep(1.0)
+    harness.wait_until(lambda: b.elector.holder == "cut-off", 10, interval=0.05,
+                       what="the standby to see the leader")
+    wait_renewals(cp, namespace, 2)               # which the standby follows
     assert a.leads and not b.leads
     server = a.conn.api_client.configuration.host
     a.conn.api_client.configuration.host = "https://127.0.0.1:%d" % harness.free_port()
     cut = time.monotonic()
-    time.sleep(0.3)                               # a renewal already on its way lands
-    last = lease_of(cp, namespace)["spec"]
-    assert last["holderIdentity"] == "cut-off"
-    harness.wait_until(lambda: not a.leads, RD + SLACK + 1, interval=0.05,
-                       what="the cut-off leader to step down")
+    last_renewal = LastRenewal(cp, namespace, "cut-off")
+    assert last_renewal.read()["holderIdentity"] == "cut-off"
+    harness.wait_until(lambda: last_renewal.read() and not a.leads, RD + SLACK + 1,
+                       interval=0.05, what="the cut-off leader to step down")
     down = time.monotonic()
-    harness.wait_until(lambda: b.leads, LD + 10, interval=0.05, what="the standby to lead")
+    harness.wait_until(lambda: last_renewal.read() and b.leads, LD + 10, interval=0.05,
+                       what="the standby to lead")
     up = time.monotonic()
+    last = last_renewal.spec
     assert down - cut <= RD + SLACK, down - cut
     spec = lease_of(cp, namespace)["spec"]
     assert spec["holderIdentity"] == "standby" and spec["leaseTransitions"] == 1
@@ -259,7 +293,9 @@ def test_a_leader_cut_off_steps_down_before_anyone_else_leads(control_plane, nam
     assert "unreachable" in a.elector.last_error and "\n" not in a.elector.last_error
 
     a.conn.api_client.configuration.host = server          # the partition heals
-    time.sleep(2.2 * RP * 2 + 0.5)
+    harness.wait_until(lambda: a.elector.holder == "standby", 10, interval=0.05,
+                       what="the healed elector to read the Lease")
+    wait_renewals(cp, namespace, 4)     # longer than a retry period of a's, jitter included
     assert b.leads and not a.leads
     assert a.elector.holder == "standby" and a.elector.transitions == 1
     a.halt()
@@ -282,13 +318,14 @@ def test_an_identity_without_lease_rights_never_leads_and_logs_one_line(control_
     with open(control_plane.reader_kubeconfig) as f:
         token = json.load(f)["users"][0]["user"]["token"]
     e = electors("reader", kubeconfig=control_plane.reader_kubeconfig).start()
-    harness.wait_until(lambda: e.elector.last_error, 10, interval=0.05, what="an error")
-    time.sleep(2.2 * RP + 0.5)
+
+    def warning_records():
+        return [r for r in caplog.records if r.levelno >= logging.WARNING]
+    harness.wait_until(lambda: e.elector.last_error and len(warning_records()) >= 2, 10,
+                       interval=0.05, what="two attempts refused")
     e.halt()
     assert not e.started and not e.stopped and not e.leads
     assert "forbidden to get lease %s/%s" % (namespace, LEASE) in e.elector.last_error
-    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
-    assert len(warnings) >= 2
     one_line_records(caplog)
     assert token not in caplog.text
     assert control_plane.admin.request(

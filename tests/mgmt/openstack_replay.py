@@ -121,7 +121,7 @@ class ReplayCloud:
             with self._lock:
                 self.requests["keystone"] += 1
             if self.latency:
-                time.sleep(self.latency)
+                time.sleep(self.latency)        # pacing: the replayed latency, not a wait
             environ = dict(environ, SCRIPT_NAME="/identity", PATH_INFO=path[len("/identity"):])
             return self.keystone(environ, start_response)
         service = "heat" if path.startswith("/heat") else "nova"
@@ -129,9 +129,9 @@ class ReplayCloud:
             self.requests[service] += 1
             action = self.faults.get(service, []).pop(0) if self.faults.get(service) else None
         if self.latency:
-            time.sleep(self.latency)
+            time.sleep(self.latency)            # pacing: the replayed latency, not a wait
         if isinstance(action, tuple) and action[0] == "hang":
-            time.sleep(action[1])
+            time.sleep(action[1])               # pacing: the injected hang, not a wait
         elif isinstance(action, int):
             return _json(start_response, action, {"code": action, "title": "Service Unavailable",
                                                   "explanation": "injected fault",

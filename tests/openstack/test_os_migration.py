@@ -132,7 +132,7 @@ def test_held_migration_is_seen_in_progress(cloud, workers, watch):
         seen = {s.id: s for s in states}[server_id]
         assert (seen.status, seen.task_state, seen.host) == ("MIGRATING", "migrating", source)
         assert [m["status"] for m in cloud.migrations_in_progress(server_id)] == ["running"]
-        time.sleep(1.5)   # held: nothing moves while the driver waits
+        time.sleep(1.5)   # the condition is time itself: held, the server must not move
         later, _ = _poll_once(openstack, poll)
         assert server_id not in {s.id for s in later}
         assert cloud.server(server_id)["status"] == "MIGRATING"

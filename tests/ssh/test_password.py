@@ -9,7 +9,6 @@ server proves that the right one is sent and accepted.
 import socket
 import subprocess
 import threading
-import time
 
 import paramiko
 import pytest
@@ -43,12 +42,16 @@ class _Server(paramiko.ServerInterface):
     @staticmethod
     def _reply(channel):
         # paramiko sends the exec request's success reply after this check
-        # returns: answering first would look like a channel closed too early
-        time.sleep(0.2)
-        channel.sendall(b"ran\n")
-        channel.send_exit_status(0)
-        channel.shutdown_write()
-        channel.close()
+        # returns: answering first would look like a channel closed too early.
+        # The client sends EOF (the command has no stdin) once it has that reply.
+        channel.settimeout(10)
+        try:
+            if channel.recv(1) == b"":
+                channel.sendall(b"ran\n")
+                channel.send_exit_status(0)
+                channel.shutdown_write()
+        finally:
+            channel.close()
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from tacker_hwaffinity.webhook.podcache import PodCache
 from tests.builders import affinity, node, pod, term, weighted
 from tests.scheduling.term_strategies import (
     H, NAMESPACES, Z, maybe, pod_labels, term_lists, weighted_lists)
+from tests.webhook.test_podcache import waiting
 
 NODES = [node("n1", {H: "h1", Z: "a"}), node("n2", {H: "h2", Z: "a"}),
          node("n3", {H: "h3", Z: "b"}), node("n4", {Z: "b"})]
@@ -180,16 +181,17 @@ def test_malformed_annotation_is_an_error_with_the_engines_message(name, value):
     assert prio(ext, p) == {n: 0 for n in NAMES}
 
 
-def test_filter_assumes_the_pod_and_the_next_one_sees_it_once_bound():
+def test_filter_assumes_the_pod_and_the_next_one_sees_it_once_bound(monkeypatch):
     cache, ext = make([], pending_wait=5.0)
     anti = affinity(req_anti=[term(H, {"app": "web"})])
     first = annotated(pod("web-1", {"app": "web"}), anti)
     cache.on_pod("ADDED", first)     # the watch shows it: its pending record is verified
     keep, _ = filt(ext, first)
     assert keep == NAMES and cache.pending() == 1
+    blocked = waiting(cache, monkeypatch)
 
     def bind():
-        time.sleep(0.05)
+        blocked.wait(5)             # the next filter waits for web-1's binding
         bound = json.loads(json.dumps(first))
         bound["spec"]["nodeName"] = "n2"
         cache.on_pod("MODIFIED", bound)
@@ -199,7 +201,7 @@ def test_filter_assumes_the_pod_and_the_next_one_sees_it_once_bound():
     started = time.monotonic()
     keep, failed = filt(ext, annotated(pod("web-2", {"app": "web"}), anti))
     t.join()
-    assert time.monotonic() - started < 4.0
+    assert blocked.is_set() and time.monotonic() - started < 4.0
     assert keep == ["n1", "n3", "n4"] and failed == {"n2": ERR_ANTI}
     assert cache.pending() == 1  # web-2 now
 

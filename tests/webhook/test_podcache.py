@@ -44,6 +44,16 @@ def watched_and_assumed(c, p):
     c.assume(p)
 
 
+def waiting(c, monkeypatch):
+    """A threading.Event set once a wait_for_pending on cache C blocks (waits on its
+    pending records' condition): a confirmation after it is one that must wake it."""
+    blocked = threading.Event()
+    real_wait = c.assumed.cond.wait
+    monkeypatch.setattr(c.assumed.cond, "wait",
+                        lambda timeout=None: blocked.set() or real_wait(timeout))
+    return blocked
+
+
 def moved(p, **changes):
     p = json.loads(json.dumps(p))
     if "labels" in changes:
@@ -232,16 +242,17 @@ def test_pending_records_expire():
     assert c.pending() == 0
 
 
-def test_wait_for_pending_returns_when_the_watch_confirms():
+def test_wait_for_pending_returns_when_the_watch_confirms(monkeypatch):
     c = PodCache()
     web = pod("web-1", {"app": "web"})
     watched_and_assumed(c, web)
     watched_and_assumed(c, pod("other", {"app": "db"}))
     incoming = c.describe(pod("web-2", {"app": "web"}))
     terms = {"required_anti": (sel(labels={"app": "web"}),)}
+    blocked = waiting(c, monkeypatch)
 
     def confirm():
-        time.sleep(0.05)
+        blocked.wait(5)
         c.on_pod("MODIFIED", moved(web, on="n1"))
 
     t = threading.Thread(target=confirm)
@@ -249,7 +260,8 @@ def test_wait_for_pending_returns_when_the_watch_confirms():
     t.start()
     assert c.wait_for_pending(incoming, terms, timeout=5) == 0
     t.join()
-    assert 0.04 <= time.monotonic() - started < 4
+    # it blocked, and the confirmation woke it long before its timeout
+    assert blocked.is_set() and time.monotonic() - started < 4
     assert c.pending() == 1  # "other" is irrelevant and still pending
 
 
@@ -278,16 +290,17 @@ def test_a_pending_pods_own_terms_make_it_relevant():
     assert c.wait_for_pending(pod("w", {"app": "db"}), None, timeout=0.05) == 0
 
 
-def test_wait_wakes_when_a_relevant_record_expires():
+def test_wait_wakes_when_a_relevant_record_expires(monkeypatch):
     clock = Clock()
     c = PodCache(clock=clock, pending_ttl=30)
     watched_and_assumed(c, pod("web-1", {"app": "web"}))
     terms = {"required_anti": (sel(labels={"app": "web"}),)}
+    blocked = waiting(c, monkeypatch)
     result = []
     t = threading.Thread(target=lambda: result.append(
         c.wait_for_pending(pod("web-2", {"app": "web"}), terms, timeout=5)))
     t.start()
-    time.sleep(0.05)
+    assert blocked.wait(5)
     clock.now += 31
     assert c.pending() == 0   # any look at the pending records drops it and wakes the waiter
     t.join(4)
