@@ -7,7 +7,7 @@ a name belongs here only with a reason. Regenerate candidates with
 
 # Called by a framework, not by this package: Tacker's MgmtDriver hooks and their
 # signature, heat-translator's and oslo.messaging's callbacks, socketserver overrides,
-# oslo-config-generator's list_opts (setup.cfg), NRI handlers dispatched by name
+# oslo-config-generator's list_opts (pyproject.toml), NRI handlers dispatched by name
 # (nri/plugin.py: getattr(self, '_on_' + method))
 _.get_request  # unused method (tacker_hwaffinity/kube/serve.py:207)
 _.finish_request  # unused method (tacker_hwaffinity/kube/serve.py:222)

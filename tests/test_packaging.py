@@ -1,7 +1,7 @@
 """The in-cluster image (deploy/Dockerfile: ``pip install ".[controller]"``) carries
 every third-party module the agent, the controller and the webhook import at run time."""
 import ast
-import configparser
+import tomllib
 import os
 import sys
 
@@ -21,12 +21,11 @@ PROVIDED_BY = {"yaml": "PyYAML", "numpy": "numpy", "kubernetes": "kubernetes",
 
 
 def _requirements(extra=None):
-    cfg = configparser.ConfigParser()
-    cfg.read(os.path.join(ROOT, "setup.cfg"))
-    text = cfg["options"]["install_requires"] if extra is None else \
-        cfg["options.extras_require"][extra]
-    return {line.split(">")[0].split("=")[0].split("<")[0].strip()
-            for line in text.splitlines() if line.strip()}
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        project = tomllib.load(f)["project"]
+    lines = project["dependencies"] if extra is None else \
+        project["optional-dependencies"][extra]
+    return {line.split(">")[0].split("=")[0].split("<")[0].strip() for line in lines}
 
 
 def _imports(path):

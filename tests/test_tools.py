@@ -227,7 +227,7 @@ def checkout(tmp_path):
     repo = tmp_path / "repo"
     (repo / "tools").mkdir(parents=True)
     (repo / "tests").mkdir()
-    for name in ("tools/test.sh", "tox.ini", "setup.cfg"):
+    for name in ("tools/test.sh", "tox.ini", "pyproject.toml"):
         with open(os.path.join(ROOT, name)) as f:
             (repo / name).write_text(f.read())
     steps = tmp_path / "steps.log"
@@ -236,7 +236,7 @@ def checkout(tmp_path):
     (repo / "tests" / "test_sample.py").write_text(SAMPLE_TESTS)
     (repo / "tests" / "conftest.py").write_text(SAMPLE_CONFTEST)
     cache = tmp_path / "cache"
-    key = subprocess.run(["bash", "-c", 'printf "%d.%d-%s" $1 $2 "$(sha256sum setup.cfg | '
+    key = subprocess.run(["bash", "-c", 'printf "%d.%d-%s" $1 $2 "$(sha256sum pyproject.toml | '
                           'cut -c1-12)"', "bash", *map(str, sys.version_info[:2])],
                          cwd=repo, capture_output=True, text=True, check=True).stdout
     venv = cache / ("venv-" + key)

@@ -28,7 +28,7 @@
 #
 # <key>: the first 12 hex digits of the SHA-256 over the names and contents of the
 # recipe (this file, deploy/Dockerfile, .dockerignore) and the package's sources
-# (setup.py, setup.cfg, README.md, every file under tacker_hwaffinity/ but bytecode).
+# (setup.py, pyproject.toml, README.md, every file under tacker_hwaffinity/ but bytecode).
 # No git needed: a fresh clone or an unpacked tarball gives the same key.
 #
 # Load it into containerd (no registry):
@@ -94,7 +94,7 @@ BASE_REF="${BASE_NAME}:${BASE_KEY}"
 
 # What the image is made of, relative to the repository root, one a line.
 inputs() {
-    printf '%s\n' tools/build-image.sh deploy/Dockerfile .dockerignore setup.py setup.cfg README.md
+    printf '%s\n' tools/build-image.sh deploy/Dockerfile .dockerignore setup.py pyproject.toml README.md
     find tacker_hwaffinity -type f ! -path '*/__pycache__/*' ! -name '*.pyc' | LC_ALL=C sort
 }
 KEY="$(cd "${root}" && inputs | xargs -d '\n' sha256sum | sha256sum | cut -c1-12)"

@@ -58,7 +58,7 @@ GUEST_PACKAGES=(systemd-sysv udev dbus iproute2 kmod procps util-linux linux-ima
                 python3-prometheus-client python3-kubernetes python3-h11)
 # Pure-Python wheels from PyPI over Debian's: trixie's python3-kubernetes (30.1) predates
 # the _content_type argument the project's patches need. 36.0.0 is the oldest client the
-# project supports (setup.cfg) and the last one without pydantic (compiled) to install.
+# project supports (pyproject.toml) and the last one without pydantic (compiled) to install.
 GUEST_WHEELS=(kubernetes==36.0.0 durationpy==0.11)
 # Downloaded .debs are kept here, so that a recipe change rebuilds without
 # downloading everything again (remove it to reclaim the space).

@@ -38,7 +38,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${here}"
 cache="${HWAFFINITY_CACHE:-${HOME}/.cache/tacker-hwaffinity}"
 python="${PYTHON:-python3}"
-key="$("${python}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')-$(sha256sum setup.cfg | cut -c1-12)"
+key="$("${python}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')-$(sha256sum pyproject.toml | cut -c1-12)"
 venv="${cache}/venv-${key}"
 
 log() { printf '[test] %s\n' "$*"; }
@@ -125,7 +125,7 @@ if [ ! -x "${venv}/bin/python" ] || ! "${venv}/bin/python" -c 'import pytest, hy
     "${python}" -m venv "${venv}"
     "${venv}/bin/python" -m pip install -q --upgrade pip
 fi
-# The venv is keyed by setup.cfg, so its packages change only with it; the editable
+# The venv is keyed by pyproject.toml, so its packages change only with it; the editable
 # install is redone when it points at another checkout (the stamp names the one it has).
 stamp="${venv}/.hwaffinity-editable"
 if [ "$(cat "${stamp}" 2>/dev/null)" != "${here}" ]; then

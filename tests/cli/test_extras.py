@@ -4,12 +4,12 @@ line, exit 2, no traceback (cli.main + extras.missing, one place for every comma
 Each case runs the real ``hwaffinity`` entry point in a subprocess whose import
 system refuses the module (a meta path finder raising ModuleNotFoundError, as a
 Python without the extra does), so nothing else about the environment changes."""
-import configparser
 import os
 import re
 import subprocess
 import sys
 import textwrap
+import tomllib
 
 import pytest
 
@@ -41,9 +41,10 @@ _OS_ENV = {"OS_AUTH_URL": "http://127.0.0.1:9/v3", "OS_USERNAME": "u", "OS_PASSW
            "OS_PROJECT_DOMAIN_NAME": "Default"}
 
 
-def _hwaffinity_without(modules, argv, tmp_path):
+def _hwaffinity_without(modules, argv, tmp_path, credentials=True):
     env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-    env.update(_OS_ENV)
+    if credentials:
+        env.update(_OS_ENV)
     return subprocess.run([sys.executable, "-c", _RUN, ",".join(modules)] + argv,
                           capture_output=True, text=True, cwd=str(tmp_path), env=env,
                           timeout=120)
@@ -71,6 +72,24 @@ def test_a_missing_extra_is_one_line_naming_it(modules, argv, command, extra, tm
     assert "pip install tacker-hwaffinity" not in line       # not on PyPI
 
 
+@pytest.mark.parametrize("argv,command,extra", [
+    (["controller", "--stack", "s", "--aspect", "worker_instance"], "controller", "controller"),
+    (["relabel", "--stack", "s", "--worker-aspect", "worker_instance"], "relabel",
+     "ssh,openstack"),
+    (["audit", "--cluster", os.path.join(ROOT, "samples", "audit", "cluster.yaml"),
+      "--openstack"], "audit", "openstack"),
+])
+def test_the_missing_extra_is_named_before_credentials_are_asked_for(argv, command, extra,
+                                                                     tmp_path):
+    """Without credentials and without the extra, the extra is what the user must fix
+    first: entering credentials would not make the command run."""
+    r = _hwaffinity_without(["keystoneauth1"], argv, tmp_path, credentials=False)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    (line,) = r.stderr.strip().splitlines()
+    assert line.startswith("hwaffinity %s: error: needs the %s extra" % (command, extra)), line
+    assert "credentials" not in line
+
+
 def test_a_module_no_extra_provides_is_not_disguised_as_one(tmp_path):
     """A broken installation (a base requirement missing) keeps its traceback: it is
     not an extra to install."""
@@ -78,18 +97,15 @@ def test_a_module_no_extra_provides_is_not_disguised_as_one(tmp_path):
     assert r.returncode != 0 and "ModuleNotFoundError" in r.stderr
 
 
-def _setup_cfg_extras():
-    cfg = configparser.ConfigParser()
-    cfg.read(os.path.join(ROOT, "setup.cfg"))
-    out = {}
-    for extra, text in cfg["options.extras_require"].items():
-        out[extra] = {re.split(r"[<>=!~ \[;]", line.strip(), 1)[0]
-                      for line in text.splitlines() if line.strip()}
-    return out
+def _declared_extras():
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
+        optional = tomllib.load(f)["project"]["optional-dependencies"]
+    return {extra: {re.split(r"[<>=!~ \[;]", line.strip(), 1)[0] for line in lines}
+            for extra, lines in optional.items()}
 
 
-def test_the_module_table_is_setup_cfg_s_extras():
-    declared = _setup_cfg_extras()
+def test_the_module_table_is_pyproject_s_extras():
+    declared = _declared_extras()
     for extra, distributions in declared.items():
         if extra == "test":
             continue
