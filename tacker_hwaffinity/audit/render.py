@@ -1,12 +1,18 @@
-"""Text and JSON renderings of an audit Report."""
-import json
+"""Text and document (-o json|yaml) renderings of an audit Report."""
 
 
-def to_json(report, stale=None, findings=()):
+def to_dict(report, stale=None, findings=()):
+    """The report as the body of the Audit document (-o json|yaml)."""
     out = report.to_json()
     out["staleLabels"] = None if stale is None else stale.to_json()
     out["findings"] = list(findings)
-    return json.dumps(out, indent=2, sort_keys=False) + "\n"
+    return out
+
+
+def shown(report, show_all=False):
+    """The workloads the text table lists: 2+ replicas or unmet intent (all: every one)."""
+    return [w for w in report.workloads
+            if show_all or max(w.desired, w.running) >= 2 or w.intent_met is False]
 
 
 def _intent_cell(w):
@@ -24,9 +30,7 @@ def _pdb_cell(w):
 
 def to_text(report, stale=None, findings=(), show_all=False):
     rows = [("WORKLOAD", "REPLICAS", "WORST HOST", "LOSS", "PDB AFTER", "INTENT")]
-    for w in report.workloads:
-        if not show_all and max(w.desired, w.running) < 2 and w.intent_met is not False:
-            continue
+    for w in shown(report, show_all):
         rows.append(("%s %s/%s" % (w.kind, w.namespace, w.name),
                      "%d/%d" % (w.running, w.desired),
                      w.worst_host or "-",

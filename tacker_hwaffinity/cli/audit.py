@@ -7,7 +7,9 @@ Exit 0: nothing over the thresholds; 1: something is; 2: bad input (one line).
 import gc
 import sys
 
+from tacker_hwaffinity import extras
 from tacker_hwaffinity.audit import owners, pdb, render, stale, thresholds
+from tacker_hwaffinity.cli import output
 from tacker_hwaffinity.cli.common import TIMING_ENV, PhaseTimes  # noqa: F401 (TIMING_ENV: docs)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
@@ -40,7 +42,8 @@ def register(sub):
     add_cluster_args(p)
     p.add_argument("--topology-key", default=DEFAULT_HOST_LABEL, metavar="KEY",
                    help="the node label naming the physical host (default %(default)s)")
-    p.add_argument("-o", "--output", choices=("text", "json", "svg"), default="text")
+    output.add_output_arg(p, (output.TEXT, output.WIDE, output.JSON, output.YAML, output.NAME,
+                              output.SVG))
     p.add_argument("--max-loss", metavar="N|P%",
                    help="exit 1 when a workload of 2+ replicas loses more than this to one "
                         "host (a percent of its desired replicas, or a count)")
@@ -54,23 +57,12 @@ def register(sub):
 
 def read_objects(args):
     """[(object, source)] and notes, from the snapshots or the API server."""
-    if getattr(args, "context", None) is not None and args.kubeconfig is None:
-        raise InputError("--context needs --kubeconfig", field="--context")
-    if args.kubeconfig is not None:
-        from tacker_hwaffinity.objects import pruning
-        from tacker_hwaffinity.kube import client, cluster
-        try:
-            conn = client.connect(args.kubeconfig, args.context)
-            try:
-                return cluster.read_cluster(conn, pruning.pruner(AUDIT_FIELDS),
-                                            lists=cluster.AUDIT_LISTS)
-            finally:
-                conn.close()
-        except client.KubeError as e:
-            raise InputError(str(e), field="--kubeconfig")
-    if sum(1 for c in args.cluster if c == "-") > 1:
-        raise InputError("standard input ('-') can be given only once", field="--cluster")
-    return load_objects(args.cluster, keep=AUDIT_FIELDS), []
+    from tacker_hwaffinity.cli.common import cluster_source, read_live
+    files, kubeconfig, context = cluster_source(args)
+    if kubeconfig is not None:
+        from tacker_hwaffinity.kube import cluster
+        return read_live(kubeconfig, context, AUDIT_FIELDS, lists=cluster.AUDIT_LISTS)
+    return load_objects(files, keep=AUDIT_FIELDS), []
 
 
 def split(objects):
@@ -91,6 +83,8 @@ def split(objects):
 
 def run(args):
     from tacker_hwaffinity.audit import core
+    if stale.wanted(args):
+        extras.require("audit", ("openstack",))   # before the credentials are read
     times = PhaseTimes()
     max_loss = thresholds.parse_max_loss(args.max_loss) if args.max_loss else None
     with gc_paused():
@@ -114,14 +108,17 @@ def run(args):
         times.done("audit")
     report.notes[:0] = notes
     found = thresholds.findings(report, max_loss, args.fail_on, report_stale)
-    if args.output == "json":
-        text = render.to_json(report, report_stale, found)
-    elif args.output == "svg":
+    if args.output in output.STRUCTURED:
+        output.dump(output.document("Audit", render.to_dict(report, report_stale, found)),
+                    args.output)
+    elif args.output == output.NAME:  # the workloads the table lists; an audit spans namespaces
+        output.names((w.kind.lower(), "%s/%s" % (w.namespace, w.name))
+                     for w in render.shown(report, args.all))
+    elif args.output == output.SVG:
         from tacker_hwaffinity.cli.audit_svg import render_svg
-        text = render_svg(report)
+        sys.stdout.write(render_svg(report))
     else:
-        text = render.to_text(report, report_stale, found, show_all=args.all)
-    sys.stdout.write(text)
+        sys.stdout.write(render.to_text(report, report_stale, found, show_all=args.all))
     times.done("render")
     times.report("audit")
     return 1 if found else 0

@@ -10,6 +10,8 @@ from tacker_hwaffinity.scheduling.snapshot import SNAPSHOT_FIELDS, cluster_from_
 
 # Set (to anything non-empty) to get one "timing:" line on stderr; benchmarks read it.
 TIMING_ENV = "HWAFFINITY_TIMING"
+# kubectl's kubeconfig when neither --kubeconfig nor $KUBECONFIG names one
+DEFAULT_KUBECONFIG = "~/.kube/config"
 
 
 class PhaseTimes:
@@ -32,21 +34,64 @@ class PhaseTimes:
 
 
 def add_cluster_args(parser):
-    source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--cluster", action="append", metavar="FILE",
+    """The cluster to plan on: snapshot files, or an API server through a kubeconfig
+    found as kubectl finds it (``cluster_source``)."""
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--cluster", action="append", metavar="FILE|DIR",
                         help="cluster snapshot: nodes, pods and namespaces as "
                              "'kubectl get nodes,pods,namespaces -A -o yaml' prints them; "
                              "add services,replicasets,statefulsets,replicationcontrollers "
-                             "for default topology spreading (repeatable; '-' reads "
-                             "standard input)")
+                             "for default topology spreading (repeatable; a directory "
+                             "gives its .yaml, .yml and .json files; '-' reads standard "
+                             "input)")
     source.add_argument("--kubeconfig", metavar="FILE",
-                        help="read the snapshot from the cluster's API server instead "
-                             "(needs get/list: deploy/rbac/plan-reader.yaml)")
+                        help="read the cluster from its API server (get/list: "
+                             "deploy/rbac/plan-reader.yaml). Without --cluster or this, "
+                             "$KUBECONFIG, then ~/.kube/config, as kubectl")
     parser.add_argument("--context", metavar="NAME",
                         help="the kubeconfig context to use (default: its current context)")
     parser.add_argument("--scheduler-config", metavar="FILE",
                         help="a KubeSchedulerConfiguration (kubescheduler.config.k8s.io/v1); "
                              "its first profile is used")
+
+
+def cluster_source(args):
+    """(FILES, None, None) or (None, KUBECONFIG, CONTEXT): the snapshot files given, or
+    the kubeconfig kubectl would use: --kubeconfig, else $KUBECONFIG (a list of files
+    separated by ':'), else ~/.kube/config if it exists."""
+    context = getattr(args, "context", None)
+    if args.cluster:
+        if context is not None:
+            raise InputError("--context selects a kubeconfig context; it cannot apply to "
+                             "--cluster snapshot files", field="--context")
+        if sum(1 for c in args.cluster if c == "-") > 1:
+            raise InputError("standard input ('-') can be given only once", field="--cluster")
+        return args.cluster, None, None
+    kubeconfig = getattr(args, "kubeconfig", None) or os.environ.get("KUBECONFIG")
+    if not kubeconfig:
+        default = os.path.expanduser(DEFAULT_KUBECONFIG)
+        kubeconfig = default if os.path.isfile(default) else None
+    if kubeconfig is None:
+        raise InputError("no cluster to read: give --cluster FILE (a 'kubectl get "
+                         "nodes,pods,namespaces -A -o yaml' snapshot) or --kubeconfig FILE, "
+                         "or set KUBECONFIG")
+    return None, kubeconfig, context
+
+
+def read_live(kubeconfig, context, kept, lists=None):
+    """[(object, source)] and notes from the API server, pruned to KEPT (a kept-fields
+    table); connection problems are bad input (one line, exit 2) like a bad file."""
+    from tacker_hwaffinity.kube import client, cluster
+    from tacker_hwaffinity.objects import pruning
+    try:
+        conn = client.connect(kubeconfig, context)
+        try:
+            return cluster.read_cluster(conn, pruning.pruner(kept),
+                                        **({"lists": lists} if lists else {}))
+        finally:
+            conn.close()
+    except client.KubeError as e:
+        raise InputError(str(e), field="--kubeconfig")
 
 
 def load_profile(path):
@@ -65,18 +110,13 @@ def load_inputs(args, times=None):
     TIMES (a PhaseTimes) gets the phases "parse" (reading the files) and
     "snapshot" (building the scheduler's nodes and pods).
     """
-    kubeconfig = getattr(args, "kubeconfig", None)      # commands without live mode lack it
-    context = getattr(args, "context", None)
-    if context is not None and kubeconfig is None:
-        raise InputError("--context needs --kubeconfig", field="--context")
-    if args.cluster and sum(1 for c in args.cluster if c == "-") > 1:
-        raise InputError("standard input ('-') can be given only once", field="--cluster")
+    files, kubeconfig, context = cluster_source(args)
     live_notes = []
     with gc_paused():
         if kubeconfig is not None:
-            objects, live_notes = read_live_cluster(kubeconfig, context)
+            objects, live_notes = read_live(kubeconfig, context, SNAPSHOT_FIELDS)
         else:
-            objects = load_objects(args.cluster, keep=SNAPSHOT_FIELDS)
+            objects = load_objects(files, keep=SNAPSHOT_FIELDS)
         if times is not None:
             times.done("parse")
         snapshot = cluster_from_objects(objects)
@@ -85,18 +125,3 @@ def load_inputs(args, times=None):
             times.done("snapshot")
     profile = load_profile(args.scheduler_config)
     return snapshot, profile, live_notes + snapshot.notes + profile.notes
-
-
-def read_live_cluster(kubeconfig, context):
-    """[(object, source)] and notes from the API server; connection problems
-    are bad input (one line, exit 2) like a bad file."""
-    from tacker_hwaffinity.kube import client, cluster
-    from tacker_hwaffinity.objects import pruning
-    try:
-        conn = client.connect(kubeconfig, context)
-        try:
-            return cluster.read_cluster(conn, pruning.pruner(SNAPSHOT_FIELDS))
-        finally:
-            conn.close()
-    except client.KubeError as e:
-        raise InputError(str(e), field="--kubeconfig")

@@ -4,9 +4,9 @@ build: exit 0 written; 2 bad input (nothing written).
 validate: exit 0 no problem; 1 problems (listed, each with file and field);
 2 unusable input (not a zip, over the archive limits, unreadable cluster snapshot).
 """
-import json
 import sys
 
+from tacker_hwaffinity.cli import output
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.csar import zipio
 
@@ -24,8 +24,11 @@ def register(subparsers):
     sub.required = True
     b = sub.add_parser("build", help="write a CSAR zip from a package source directory")
     b.add_argument("source", metavar="SRC_DIR", help="the package source directory")
-    b.add_argument("-o", "--output", required=True, metavar="PKG.zip",
-                   help="the package to write (replaced atomically)")
+    b.add_argument("--output-file", required=True, metavar="PKG.zip",
+                   help="the package to write (replaced atomically; its directory is "
+                        "created if missing)")
+    output.add_output_arg(b, (output.TEXT, output.NAME, output.JSON, output.YAML),
+                          path_option="--output-file")
     b.add_argument("--image", action="append", default=[], metavar="FILE",
                    help="an image to include as Files/images/<name> (repeatable; images in "
                         "SRC_DIR are left out)")
@@ -34,7 +37,7 @@ def register(subparsers):
                         "installed tacker's copies)")
     b.set_defaults(func=run_build)
     v = sub.add_parser("validate", help="check a CSAR the way Tacker does, and more")
-    v.add_argument("package", metavar="PKG.zip")
+    v.add_argument("package", metavar="PKG.zip", help="the package (a CSAR zip) to check")
     v.add_argument("--cluster", action="append", metavar="FILE",
                    help="cluster snapshot ('kubectl get nodes,pods,namespaces -A -o yaml'); "
                         "plan the CNF's manifests on it (repeatable)")
@@ -42,7 +45,7 @@ def register(subparsers):
                    help="a KubeSchedulerConfiguration for the plan (as hwaffinity plan)")
     v.add_argument("--topology-key", default=DEFAULT_HOST_LABEL, metavar="KEY",
                    help="node label naming the compute host (default: %(default)s)")
-    v.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    output.add_output_arg(v, (output.TEXT, output.JSON, output.YAML))
     v.add_argument("--max-member-bytes", type=int, default=zipio.Limits.member_bytes,
                    metavar="N", help="refuse a member declaring more (default: %(default)s, "
                                      "8 GiB: a large image needs more)")
@@ -57,11 +60,19 @@ def register(subparsers):
 
 def run_build(args):
     from tacker_hwaffinity.csar import build
-    result = build.build(args.source, args.output, images=args.image,
+    result = build.build(args.source, args.output_file, images=args.image,
                          etsi_dir=args.etsi_definitions)
+    if args.output in output.STRUCTURED:
+        output.dump(output.document("PackageBuild", {
+            "path": result.path, "members": list(result.members),
+            "notes": list(result.notes)}), args.output)
+        return EXIT_OK
     for note in result.notes:
         sys.stderr.write("note: %s\n" % note)
-    print("wrote %s (%d files)" % (result.path, len(result.members)))
+    if args.output == output.NAME:
+        output.names([("file", result.path)])
+    else:
+        print("wrote %s (%d files)" % (result.path, len(result.members)))
     return EXIT_OK
 
 
@@ -76,9 +87,8 @@ def run_validate(args):
                           total_bytes=args.max_package_bytes, ratio=args.max_ratio)
     report = validate.validate(args.package, plan_inputs, args.topology_key, limits)
     problems = report.unique()
-    if args.output == "json":
-        json.dump(report.to_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+    if args.output in output.STRUCTURED:
+        output.dump(output.document("PackageValidation", report.to_dict()), args.output)
     else:
         for line in report.checks:
             print("checked: %s" % line)

@@ -1,7 +1,7 @@
 """``hwaffinity explain``: every node's filter verdict and scores for one pod."""
-import json
 import sys
 
+from tacker_hwaffinity.cli import output
 from tacker_hwaffinity.cli.common import add_cluster_args, load_inputs
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import planner, sampling
@@ -17,8 +17,9 @@ def register(sub):
                                    "score of each scoring plugin with the weighted total.")
     add_cluster_args(p)
     p.add_argument("--pod", required=True, metavar="FILE",
-                   help="the incoming pod (a Pod, or a workload whose first replica is used)")
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+                   help="the incoming pod (a Pod, or a workload whose first replica is used; "
+                        "'-' reads standard input)")
+    output.add_output_arg(p, (output.TEXT, output.WIDE, output.JSON, output.YAML, output.NAME))
     p.set_defaults(func=run)
 
 
@@ -63,9 +64,12 @@ def run(args):
     if len(pods) > 1:
         result["notes"].append("%s holds %d pods; explaining the first, %s"
                                % (args.pod, len(pods), pod.key))
-    if args.output == "json":
-        json.dump(result, sys.stdout, indent=2)
-        sys.stdout.write("\n")
+    if args.output in output.STRUCTURED:
+        output.dump(output.document("Explanation", result), args.output)
+    elif args.output == output.NAME:  # the nodes that can take the pod, best first
+        feasible = sorted((n for n in result["nodes"] if n["feasible"]),
+                          key=lambda n: -n["total"])
+        output.names(("node", n["name"]) for n in feasible)
     else:
         sys.stdout.write(render_text(result))
     return 0

@@ -10,6 +10,7 @@ options' defaults in ``--help`` (``HelpFormatter``).
 import argparse
 import copy
 import importlib
+import platform
 import sys
 
 from tacker_hwaffinity import __version__, extras
@@ -17,7 +18,7 @@ from tacker_hwaffinity.errors import InputError
 
 # Subcommand modules under tacker_hwaffinity.cli, in help order.
 COMMAND_MODULES = ("explain", "plan", "audit", "numa", "translate", "relabel", "csar", "agent",
-                   "controller", "webhook")
+                   "controller", "webhook", "completion")
 
 EXIT_BAD_INPUT = 2
 
@@ -38,6 +39,11 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         if "%(default)" in text or not _shows_default(action):
             return text
         return text + " (default: %(default)s)"
+
+
+def plain_text(rest):
+    """REST (a docstring line, reStructuredText) as help text: no ``literal`` marks."""
+    return rest.replace("``", "")
 
 
 def _shows_default(action):
@@ -61,12 +67,34 @@ def build_parser(command=None):
     never loads the scheduling engine's numpy)."""
     parser = _Parser(prog="hwaffinity",
                      description="Hardware-aware affinity for Kubernetes on OpenStack.")
-    parser.add_argument("--version", action="version", version=__version__)
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="print the version of tacker-hwaffinity, Python and the "
+                             "Kubernetes releases it checks manifests against, and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in (command,) if command in COMMAND_MODULES else COMMAND_MODULES:
         importlib.import_module("tacker_hwaffinity.cli." + name).register(sub)
     return parser
+
+
+class _Version(argparse.Action):
+    """--version, its text computed only when asked (it looks at the schema package)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        parser.exit(0, version_text() + "\n")
+
+
+def kubernetes_versions():
+    """The Kubernetes releases manifests are checked against: 1.30-1.37."""
+    from tacker_hwaffinity.objects import schema
+    versions = schema.supported_versions()
+    return "%s-%s" % (versions[0], versions[-1])
+
+
+def version_text():
+    """``hwaffinity 0.1.0 (Python 3.11.7; Kubernetes 1.30-1.37)``."""
+    return "hwaffinity %s (Python %s; Kubernetes %s)" % (
+        __version__, platform.python_version(), kubernetes_versions())
 
 
 def main(argv=None):

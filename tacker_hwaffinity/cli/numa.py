@@ -5,15 +5,15 @@
   other known container;
 * ``numa plan (--sysfs-root DIR | --machine M.yaml) POD.yaml...``: place the
   containers one at a time on the machine's pool tree and show the pool, CPUs,
-  memory nodes and every candidate pool's score (``-o text|json|svg``).
+  memory nodes and every candidate pool's score (``-o text|json|yaml|svg``).
 
 Exit status: 0 fine; 1 some container could not be placed (capacity);
 2 bad input, including malformed affinity annotations (reported per
 container in the output as well as on stderr).
 """
-import json
 import sys
 
+from tacker_hwaffinity.cli import output
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.yamlio import load_objects, parse_documents, read_text
 from tacker_hwaffinity.numa import config as configmod
@@ -26,9 +26,6 @@ def _pods(paths):
     return load_pods(load_objects(paths)) if paths else []
 
 
-def _output(p):
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text",
-                   help="output format (default text)")
 
 
 def register(subparsers):
@@ -43,7 +40,7 @@ def register(subparsers):
     ex.add_argument("pods", nargs="+", metavar="POD.yaml", help="pods to explain ('-' is stdin)")
     ex.add_argument("--cluster", action="append", default=[], metavar="PODS.yaml",
                     help="other pods known on the node (repeatable)")
-    _output(ex)
+    output.add_output_arg(ex, (output.TEXT, output.JSON, output.YAML))
     configmod.add_colocation_arguments(ex)
     ex.set_defaults(func=run_explain)
 
@@ -61,13 +58,9 @@ def register(subparsers):
                          "ReservedResources)")
     pl.add_argument("--cgroup-driver", choices=("systemd", "cgroupfs"), default="systemd",
                     help="kubelet cgroup driver, for the cgroup directory in the JSON output")
-    _output(pl)
+    output.add_output_arg(pl, (output.TEXT, output.JSON, output.YAML, output.SVG))
     configmod.add_placement_arguments(pl)   # the agent's too: the plan is the node's
     pl.set_defaults(func=run_plan)
-    for action in pl._actions:
-        if action.dest == "output":
-            action.choices = ("text", "json", "svg")
-            action.help = "output format: text (default), json or svg"
     return parser
 
 
@@ -90,8 +83,8 @@ def run_explain(args):
     cluster = _pods(args.cluster)
     rep, sources, warnings = reportmod.explain(pods, cluster, args.colocate_pods,
                                                args.colocate_namespaces)
-    if args.output == "json":
-        sys.stdout.write(json.dumps(rep, indent=2) + "\n")
+    if args.output in output.STRUCTURED:
+        output.dump(output.document("NumaExplanation", rep), args.output)
     else:
         sys.stdout.write(format_explain(rep, sources))
     _warn(warnings)
@@ -173,9 +166,9 @@ def run_plan(args):
         refs[p.ref] = p.source
     rep, placer = reportmod.plan(machine, pods, existing, cgroup_driver=args.cgroup_driver,
                                  config=configmod.from_args(args))
-    if args.output == "json":
-        sys.stdout.write(json.dumps(rep, indent=2) + "\n")
-    elif args.output == "svg":
+    if args.output in output.STRUCTURED:
+        output.dump(output.document("NumaPlan", rep), args.output)
+    elif args.output == output.SVG:
         from tacker_hwaffinity.numa.svg import render
         sys.stdout.write(render(placer))
     else:

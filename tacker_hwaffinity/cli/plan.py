@@ -1,10 +1,11 @@
 """``hwaffinity plan``: where a set of workloads' pods will land, per topology domain."""
 import gc
-import json
 import sys
 
+from tacker_hwaffinity.cli import output
 from tacker_hwaffinity.cli.common import PhaseTimes, add_cluster_args, load_inputs
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
+from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import planner
 from tacker_hwaffinity.scheduling.snapshot import load_workloads
 
@@ -18,45 +19,58 @@ def register(sub):
                                    "topology domain. Exit 0: all placed; 1: some not; 2: bad "
                                    "input.")
     add_cluster_args(p)
-    p.add_argument("workloads", nargs="+", metavar="WORKLOAD.yaml",
-                   help="Pod, Deployment, ReplicaSet, StatefulSet or Job manifests")
+    p.add_argument("workloads", nargs="*", metavar="WORKLOAD.yaml",
+                   help="Pod, Deployment, ReplicaSet, StatefulSet or Job manifests (files, "
+                        "directories or '-' for standard input; -f works too)")
+    p.add_argument("-f", "--filename", action="append", default=[], metavar="FILE|DIR",
+                   dest="more_workloads", help="a workload file or directory, as kubectl's "
+                                               "-f (repeatable)")
     p.add_argument("--topology-key", default=DEFAULT_HOST_LABEL, metavar="KEY",
                    help="node label that names the domain to report (default: %(default)s, "
                         "the physical compute host)")
-    p.add_argument("-o", "--output", choices=("text", "json", "svg"), default="text")
+    output.add_output_arg(p, (output.TEXT, output.WIDE, output.JSON, output.YAML, output.NAME,
+                              output.SVG))
     p.set_defaults(func=run)
 
 
 def run(args):
+    workload_files = args.workloads + args.more_workloads
+    if not workload_files:
+        raise InputError("no workloads to plan: give WORKLOAD.yaml files or -f FILE|DIR",
+                         field="WORKLOAD.yaml")
     times = PhaseTimes()
     snapshot, profile, notes = load_inputs(args, times)
     gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it again
-    pods, wnotes = load_workloads(args.workloads, snapshot)
+    pods, wnotes = load_workloads(workload_files, snapshot)
     times.done("workloads")
     state = snapshot.state()
     result = planner.plan(state, profile.framework(), pods, args.topology_key)
     result.notes[:0] = notes + wnotes
     times.done("plan")
-    if args.output == "json":
-        json.dump(result.to_dict(), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    elif args.output == "svg":
+    if args.output in output.STRUCTURED:
+        output.dump(output.document("Plan", result.to_dict()), args.output)
+    elif args.output == output.NAME:
+        output.names(("pod", p.pod.key) for p in result.placements if p.node)
+    elif args.output == output.SVG:
         from tacker_hwaffinity.cli.placement_svg import render_svg  # only for svg: xml import
         sys.stdout.write(render_svg(result, state))
     else:
-        sys.stdout.write(render_text(result))
+        sys.stdout.write(render_text(result, wide=args.output == output.WIDE))
     times.done("output")
     times.report("plan")
     return EXIT_ALL_PLACED if result.complete else EXIT_SOME_UNPLACED
 
 
-def render_text(result):
+def render_text(result, wide=False):
+    """The plan as text; WIDE (-o wide) adds each unplaced pod's reason as a column."""
     key = result.topology_key
-    rows = [("POD", "NODE", key.upper() if key == DEFAULT_HOST_LABEL else key)]
+    rows = [("POD", "NODE", key.upper() if key == DEFAULT_HOST_LABEL else key)
+            + (("REASON",) if wide else ())]
     for p in result.placements:
         rows.append((p.pod.key, p.node or "<unschedulable>",
-                     p.domain if p.domain is not None else "-"))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+                     p.domain if p.domain is not None else "-")
+                    + (("; ".join(p.reasons) or "-",) if wide else ()))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
     out.append("")
     out.append("Pods per %s:" % key)

@@ -10,6 +10,7 @@ import os
 import sys
 
 from tacker_hwaffinity import extras
+from tacker_hwaffinity.cli import output
 from tacker_hwaffinity.errors import InputError
 
 
@@ -24,9 +25,11 @@ def register(subparsers):
                         help="CSAR (.zip/.csar), package directory or VNFD YAML")
     parser.add_argument("--flavour", metavar="ID",
                         help="deployment flavour id (needed when there are several)")
-    parser.add_argument("-o", "--output-dir", metavar="DIR", default=".",
-                        help="directory for main.yaml and the nested templates "
-                             "(default: current directory)")
+    parser.add_argument("--output-dir", metavar="DIR", default=".",
+                        help="directory for main.yaml and the nested templates, created if "
+                             "missing")
+    output.add_output_arg(parser, (output.TEXT, output.NAME, output.JSON, output.YAML),
+                          path_option="--output-dir")
     parser.set_defaults(func=run)
 
 
@@ -82,8 +85,17 @@ def run(args):
         tosca = runmod.parse(vnfd)
         files = runmod.translate(tosca, vnfd.parsed_params, source=vnfd.path)
         rules = rules_mod.collect(tosca)
-    for path in _write(args.output_dir, files):
-        print("wrote %s" % path)
-    for note in _notes(rules):
+    written = _write(args.output_dir, files)
+    notes = _notes(rules)
+    if args.output in output.STRUCTURED:
+        output.dump(output.document("Translation", {"files": written, "notes": notes}),
+                    args.output)
+        return 0
+    if args.output == output.NAME:
+        output.names(("file", path) for path in written)
+    else:
+        for path in written:
+            print("wrote %s" % path)
+    for note in notes:
         sys.stderr.write("note: %s\n" % note)
     return 0

@@ -75,7 +75,9 @@ def _client_module():
 
 def connect(kubeconfig=None, context=None):
     """A :class:`Connection` from KUBECONFIG (and CONTEXT), or the in-cluster
-    service account when KUBECONFIG is None."""
+    service account when KUBECONFIG is None. KUBECONFIG may list several files
+    separated by ':' ($KUBECONFIG's form): they are merged as kubectl merges them,
+    the first to set a value winning, and the missing ones are skipped."""
     client, config = _client_module()
     configuration = client.Configuration()
     if kubeconfig is None:
@@ -84,7 +86,7 @@ def connect(kubeconfig=None, context=None):
         except config.ConfigException as e:
             raise KubeError("not running in a cluster and no --kubeconfig given: %s" % e)
     else:
-        if not os.path.isfile(kubeconfig):
+        if not any(os.path.isfile(p) for p in kubeconfig.split(os.pathsep) if p):
             raise KubeError("kubeconfig %s: no such file" % kubeconfig)
         try:
             config.load_kube_config(config_file=kubeconfig, context=context,

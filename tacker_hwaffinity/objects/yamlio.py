@@ -14,6 +14,7 @@ the rest is dropped while loading.
 """
 import gc
 import json
+import os
 import re
 import sys
 from contextlib import contextmanager
@@ -24,6 +25,8 @@ from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects import json_strict, pruning, yaml_events, yaml_strict
 
 _BLANK = " \t\r\n\ufeff"
+# the files kubectl -f DIR reads
+MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")
 _BLANK_TO_END = re.compile("[%s]*\\Z" % _BLANK)
 
 
@@ -170,13 +173,36 @@ def _expand_list(doc, source):
     return [doc]
 
 
+def expand_paths(paths):
+    """PATHS with each directory replaced by its .json, .yaml and .yml files, sorted by
+    name, as kubectl's -f DIR reads them (not recursive). A directory without one is an
+    error: a likely mistake, not an empty input."""
+    out = []
+    for path in paths:
+        if path == "-" or not os.path.isdir(path):
+            out.append(path)
+            continue
+        try:
+            names = sorted(os.listdir(path))
+        except OSError as e:
+            raise InputError("cannot read directory: %s" % (e.strerror or e), source=path)
+        found = [os.path.join(path, n) for n in names if n.endswith(MANIFEST_SUFFIXES)
+                 and os.path.isfile(os.path.join(path, n))]
+        if not found:
+            raise InputError("no %s file in the directory" % ", ".join(MANIFEST_SUFFIXES),
+                             source=path)
+        out.extend(found)
+    return out
+
+
 def load_objects(paths, keep=None):
-    """Load every object of every file; return a list of (object, source).
+    """Load every object of every file (a directory: its manifests, ``expand_paths``);
+    return a list of (object, source).
 
     KEEP: see ``parse_documents``. Each file's text is released once parsed.
     """
     out = []
-    for path in paths:
+    for path in expand_paths(paths):
         source = "<stdin>" if path == "-" else path
         for obj in parse_documents(read_text(path), source, keep):
             out.append((obj, source))

@@ -194,4 +194,4 @@ def test_a_pod_whose_evaluation_fails_is_named_in_the_report(monkeypatch):
     assert [w.name for w in r.workloads] == ["a"]
     line = "pod default/b-0 left out: it could not be evaluated (KeyError: 'spec')"
     assert "Note: " + line in render.to_text(r, show_all=True)
-    assert line in json.loads(render.to_json(r))["notes"]
+    assert line in render.to_dict(r)["notes"]

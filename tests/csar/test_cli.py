@@ -14,7 +14,7 @@ def _run(capsys, *argv):
 
 def test_build_then_validate(tmp_path, capsys):
     pkg = str(tmp_path / "vnf_a.zip")
-    status, out, err = _run(capsys, "build", VNF_A, "-o", pkg)
+    status, out, err = _run(capsys, "build", VNF_A, "--output-file", pkg)
     assert status == 0, err
     assert out == "wrote %s (8 files)\n" % pkg
     assert "note: added Scripts/hwaffinity_mgmt_driver.py: the installed " in err
@@ -28,7 +28,7 @@ def test_build_then_validate(tmp_path, capsys):
 
 def test_validate_cnf_with_cluster_json(tmp_path, capsys):
     pkg = str(tmp_path / "cnf.zip")
-    assert _run(capsys, "build", CNF, "-o", pkg)[0] == 0
+    assert _run(capsys, "build", CNF, "--output-file", pkg)[0] == 0
     status, out, err = _run(capsys, "validate", pkg, "--cluster", CLUSTER, "-o", "json")
     assert status == 0, out
     report = json.loads(out)
@@ -38,7 +38,7 @@ def test_validate_cnf_with_cluster_json(tmp_path, capsys):
 
 def test_problems_exit_1_with_file_and_field(tmp_path, capsys):
     pkg = str(tmp_path / "vnf_a.zip")
-    _run(capsys, "build", VNF_A, "-o", pkg)
+    _run(capsys, "build", VNF_A, "--output-file", pkg)
     bad = rewrite(pkg, tmp_path / "bad.zip", replace={"Scripts/install_k8s.sh": b"changed\n"})
     status, out, _ = _run(capsys, "validate", bad)
     assert status == 1
@@ -60,7 +60,7 @@ def test_unusable_input_exits_2_without_traceback(tmp_path, capsys):
     assert status == 2
     assert err.startswith("hwaffinity csar: error: %s: not a zip archive" % junk)
     assert "Traceback" not in err
-    status, _, err = _run(capsys, "build", str(tmp_path / "nowhere"), "-o",
+    status, _, err = _run(capsys, "build", str(tmp_path / "nowhere"), "--output-file",
                           str(tmp_path / "x.zip"))
     assert status == 2
     assert err == "hwaffinity csar: error: %s: not a directory\n" % (tmp_path / "nowhere")

@@ -68,7 +68,7 @@ def test_explain_json_schema(capsys, tmp_path):
     rc, out, err = run(capsys, "numa", "explain", write(tmp_path, "p.yaml", POD), "-o", "json")
     assert rc == 0, err
     rep = json.loads(out)
-    assert list(rep) == ["containers"]
+    assert list(rep) == ["apiVersion", "kind", "containers"]
     assert [c["container"] for c in rep["containers"]] == ["peter", "sheep", "wolf"]
     peter = rep["containers"][0]
     assert list(peter) == ["pod", "container", "affinities", "effective", "errors"]

@@ -56,7 +56,7 @@ def load_yaml_all(path):
 
 
 def build(source, zip_path, extract_to=None):
-    """``hwaffinity csar build SOURCE -o ZIP_PATH``; extracted to EXTRACT_TO if given."""
+    """``hwaffinity csar build SOURCE --output-file ZIP_PATH``; extracted to EXTRACT_TO if given."""
     from tacker_hwaffinity.csar import build as csar_build
     csar_build.build(source, zip_path)
     if extract_to:

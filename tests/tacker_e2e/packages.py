@@ -14,7 +14,7 @@ DRIVER = "Scripts/hwaffinity_mgmt_driver.py"
 def build_vnf_a(directory):
     out = os.path.join(str(directory), "vnf-a.zip")
     r = subprocess.run([sys.executable, "-m", "tacker_hwaffinity.cli.main", "csar", "build",
-                        os.path.join(ROOT, "csar", "k8s-cluster"), "-o", out],
+                        os.path.join(ROOT, "csar", "k8s-cluster"), "--output-file", out],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
     with open(out, "rb") as f:

@@ -38,7 +38,7 @@ def _run(capsys, *argv):
 def test_csar_zip_writes_main_and_nested(tmp_path, capsys):
     csar = _zip(K8S_PACKAGE, tmp_path / "k8s.csar")
     out_dir = tmp_path / "hot"
-    status, out, err = _run(capsys, csar, "--flavour", "podaffinity", "-o", str(out_dir))
+    status, out, err = _run(capsys, csar, "--flavour", "podaffinity", "--output-dir", str(out_dir))
     assert status == 0, err
     assert err == ""
     assert out.splitlines() == ["wrote %s" % (out_dir / n) for n in
@@ -66,7 +66,7 @@ def test_default_output_directory_is_cwd(tmp_path, capsys, monkeypatch):
 
 
 def test_zone_parameters_without_default_are_noted(tmp_path, capsys):
-    status, _, err = _run(capsys, os.path.join(CASES, "zone_scope.yaml"), "-o", str(tmp_path))
+    status, _, err = _run(capsys, os.path.join(CASES, "zone_scope.yaml"), "--output-dir", str(tmp_path))
     assert status == 0
     assert err == ("note: parameter zone_spread_zones has no default: give at least 3 "
                    "distinct availability zones (members VDU1, VDU2, VDU3, in this order)\n")
@@ -178,7 +178,7 @@ def test_archive_escaping_the_package(tmp_path, capsys):
 def test_output_directory_that_is_a_file(tmp_path, capsys):
     blocker = tmp_path / "out"
     blocker.write_text("")
-    err = _error(capsys, os.path.join(CASES, "vdu_targets.yaml"), "-o", str(blocker))
+    err = _error(capsys, os.path.join(CASES, "vdu_targets.yaml"), "--output-dir", str(blocker))
     assert "field --output-dir: cannot create directory" in err
 
 
@@ -217,7 +217,7 @@ def test_the_shipped_package_source_translates_as_the_readme_shows(tmp_path, cap
         os.path.abspath(__file__)))), "csar", "k8s-cluster")
     before = sorted(os.listdir(os.path.join(root, "Definitions")))
     assert "etsi_nfv_sol001_common_types.yaml" not in before
-    status, out, err = _run(capsys, root, "--flavour", "podaffinity", "-o", str(tmp_path))
+    status, out, err = _run(capsys, root, "--flavour", "podaffinity", "--output-dir", str(tmp_path))
     assert status == 0, err
     assert "wrote %s" % (tmp_path / "main.yaml") in out
     main_yaml = load_yaml(str(tmp_path / "main.yaml"))

@@ -158,7 +158,7 @@ def test_error_names_policy_target_and_field(case, groups, policies, inputs, fra
 def test_cli_prints_one_line_and_exits_2(case, groups, policies, inputs, fragments,
                                          tmp_path, capsys):
     path = _vnfd(groups, policies, inputs)
-    status = main(["translate", path, "-o", str(tmp_path / "out")])
+    status = main(["translate", path, "--output-dir", str(tmp_path / "out")])
     out, err = capsys.readouterr()
     assert status == 2
     assert out == ""
