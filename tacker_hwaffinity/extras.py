@@ -1,4 +1,4 @@
-"""The optional dependencies (setup.cfg's extras) and how to install them.
+"""The optional dependencies (pyproject.toml's optional dependencies) and how to install them.
 
 tacker-hwaffinity is not on PyPI: it is installed from a checkout
 (``pip install '.[EXTRA]'`` in its root) or from a wheel built there once
@@ -9,8 +9,8 @@ Standard library only: the hints must work whatever is missing.
 """
 from tacker_hwaffinity import __version__
 
-# Top-level module -> the extras (setup.cfg [options.extras_require]) that install it.
-# tests/cli/test_extras.py checks this table against setup.cfg.
+# Top-level module -> the extras (pyproject.toml [project.optional-dependencies]) that install it.
+# tests/cli/test_extras.py checks this table against pyproject.toml.
 MODULE_EXTRAS = {
     "cryptography": ("webhook",),
     "paramiko": ("ssh", "tacker"),
@@ -22,7 +22,7 @@ MODULE_EXTRAS = {
     "translator": ("translator",),
     "tacker": ("tacker",),
 }
-# Distribution (as setup.cfg names it) -> its top-level module, for that check.
+# Distribution (as pyproject.toml names it) -> its top-level module, for that check.
 DISTRIBUTION_MODULES = {
     "cryptography": "cryptography", "paramiko": "paramiko", "keystoneauth1": "keystoneauth1",
     "python-heatclient": "heatclient", "python-novaclient": "novaclient",
@@ -68,3 +68,14 @@ def missing(error, command=None):
     return "needs the %s extra%s: the Python module '%s' is not installed; %s" % (
         ",".join(extras), "s" if len(extras) > 1 else "", module.split(".")[0],
         install_hint(extras))
+
+
+def require(command, extras=None):
+    """Raise ModuleNotFoundError, which ``cli.main`` turns into the install hint, when a
+    module of EXTRAS (default: COMMAND's) is missing: called before a command asks
+    anything of the user, so that nobody enters credentials for a command that cannot run."""
+    import importlib.util
+    for extra in extras or COMMAND_EXTRAS.get(command, ()):
+        for module, provided in MODULE_EXTRAS.items():
+            if extra in provided and importlib.util.find_spec(module) is None:
+                raise ModuleNotFoundError("No module named '%s'" % module, name=module)

@@ -15,6 +15,7 @@ import argparse
 import functools
 import os
 
+from tacker_hwaffinity.cli.main import plain_text
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.numa.config import add_placement_arguments
 from tacker_hwaffinity.numa.config import from_args as placement_config
@@ -25,7 +26,7 @@ NRI_SOCKET = "/var/run/nri/nri.sock"
 
 def register(sub):
     p = sub.add_parser("agent", help="node agent: enforce container NUMA affinity in cgroups",
-                       description=__doc__.splitlines()[0])
+                       description=plain_text(__doc__.splitlines()[0]))
     p.add_argument("--node", default=os.environ.get("NODE_NAME"),
                    help="this node's name (default: $NODE_NAME, from the downward API)")
     p.add_argument("--kubeconfig", help="kubeconfig (default: the in-cluster service account)")
@@ -68,7 +69,8 @@ def register(sub):
                    help="testing/emulation: map the recorded topology's CPU and memory-node "
                         "ids to this machine's (JSON {\"cpus\": {LIST: ID}, \"mems\": ...})")
     add_placement_arguments(p)      # the same as `hwaffinity numa plan` takes
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING"))
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING"),
+                   help="the least severe log record written (stderr, one line each)")
     p.set_defaults(func=run)
 
 

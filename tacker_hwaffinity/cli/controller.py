@@ -9,6 +9,8 @@ import json
 import os
 import socket
 
+from tacker_hwaffinity.cli.main import plain_text
+from tacker_hwaffinity import extras
 from tacker_hwaffinity.errors import InputError
 
 DEFAULT_PORT = 9465
@@ -17,7 +19,7 @@ DEFAULT_PORT = 9465
 def register(sub):
     p = sub.add_parser("controller", help="keep host labels true and RequiredDuringExecution "
                                           "rules enforced (in-cluster controller)",
-                       description=__doc__.splitlines()[0])
+                       description=plain_text(__doc__.splitlines()[0]))
     p.add_argument("--kubeconfig", help="kubeconfig (default: the in-cluster service account)")
     p.add_argument("--context", help="kubeconfig context")
     p.add_argument("--os-cloud", help="clouds.yaml entry (default: the OS_* environment)")
@@ -38,11 +40,12 @@ def register(sub):
     p.add_argument("--params", metavar="JSON",
                    help="hwaffinity_param as for the MgmtDriver (label_keys, host_source, "
                         "zone_label_key), JSON text or @FILE")
-    p.add_argument("--poll-interval", type=float, default=30.0, metavar="SECONDS")
+    p.add_argument("--poll-interval", type=float, default=30.0, metavar="SECONDS",
+                   help="how often Nova's servers are listed (one request a poll)")
     p.add_argument("--nova-scope", choices=("auto", "all-projects", "project"), default="auto",
                    help="which Nova servers a poll lists: all-projects (all_tenants=1, which "
                         "Nova's default policy gives to admin only), project (the servers "
-                        "of the credentials' project), or auto (default): all projects as "
+                        "of the credentials' project), or auto: all projects as "
                         "long as Nova allows it, else the project's, decided from Nova's "
                         "answer to the first poll")
     p.add_argument("--notifications-url", metavar="TRANSPORT_URL",
@@ -61,10 +64,14 @@ def register(sub):
     p.add_argument("--host-id-label", metavar="KEY",
                    help="also keep this label true with the server's hostId (e.g. "
                         "topology.openstack.org/host-id)")
-    p.add_argument("--lease-namespace",
-                   default=os.environ.get("POD_NAMESPACE", "hwaffinity-system"))
-    p.add_argument("--lease-name", default="hwaffinity-controller")
-    p.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname())
+    p.add_argument("--lease-namespace", metavar="NAMESPACE",
+                   default=os.environ.get("POD_NAMESPACE", "hwaffinity-system"),
+                   help="namespace of the leader election Lease ($POD_NAMESPACE when set)")
+    p.add_argument("--lease-name", default="hwaffinity-controller", metavar="NAME",
+                   help="name of the leader election Lease")
+    p.add_argument("--identity", default=os.environ.get("POD_NAME") or socket.gethostname(),
+                   metavar="ID", help="this replica's name in the Lease ($POD_NAME, else "
+                                      "the host name)")
     p.add_argument("--lease-duration", type=float, default=15.0, metavar="SECONDS",
                    help="leader election: lease duration (renew deadline and retry period "
                         "follow client-go's 15/10/2 proportions)")
@@ -79,7 +86,8 @@ def register(sub):
                         "hwaffinity_exposure_workloads_dropped")
     p.add_argument("--dry-run", action="store_true",
                    help="report (logs, gauges); relabel and evict nothing")
-    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING"))
+    p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING"),
+                   help="the least severe log record written (stderr, one line each)")
     p.set_defaults(func=run)
 
 
@@ -154,6 +162,7 @@ def config(args):
 
 
 def run(args):
+    extras.require("controller")    # before the credentials are read
     from tacker_hwaffinity.controller.daemon import ControllerDaemon
     from tacker_hwaffinity.kube import component
     return component.run(ControllerDaemon(config(args)))

@@ -10,11 +10,12 @@ does. ``--dry-run`` reads and prints the changes without applying them.
 Exit status: 0 labels correct (or, with --dry-run, plan printed and every
 worker resolvable); 1 some workers could not be handled (listed); 2 bad input.
 """
-import json
 import logging
 import os
 import sys
 
+from tacker_hwaffinity import extras
+from tacker_hwaffinity.cli import output
 from tacker_hwaffinity.errors import InputError
 
 PASSWORD_ENV = "HWAFFINITY_SSH_PASSWORD"
@@ -38,19 +39,23 @@ def register(subparsers):
                    help="a top-stack server that is a worker (repeatable)")
     p.add_argument("--label-key", action="append", default=[], metavar="KEY",
                    help="label key to set (repeatable; default CIS-node)")
-    p.add_argument("--host-source", choices=("auto", "host", "hostId"))
-    p.add_argument("--on-colocation", choices=("warn", "fail"))
+    p.add_argument("--host-source", choices=("auto", "host", "hostId"),
+                   help="what names a compute host: Nova's host (admin), its hostId (any user), "
+                        "or auto: host when Nova shows it (default: the --params file's, else auto)")
+    p.add_argument("--on-colocation", choices=("warn", "fail"),
+                   help="two workers on one compute host: warn and label, or fail before "
+                        "labelling (default: the --params file's, else warn)")
     p.add_argument("--kubeconfig", metavar="FILE", help="reach Kubernetes with this kubeconfig")
     p.add_argument("--ssh-host", metavar="HOST", help="a master to run kubectl on over SSH")
-    p.add_argument("--ssh-port", type=int, metavar="PORT")
-    p.add_argument("--ssh-user", metavar="USER")
+    p.add_argument("--ssh-port", type=int, metavar="PORT", help="the master's SSH port (default 22)")
+    p.add_argument("--ssh-user", metavar="USER", help="the SSH user on the master")
     p.add_argument("--ssh-key", metavar="FILE", help="private key file (password: $%s)"
                    % PASSWORD_ENV)
     p.add_argument("--known-hosts", metavar="FILE", help="known_hosts file of the master")
     p.add_argument("--insecure-ignore-host-key", action="store_true",
                    help="accept any SSH host key (not recommended)")
     p.add_argument("--dry-run", action="store_true", help="print the changes, apply nothing")
-    p.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    output.add_output_arg(p, (output.TEXT, output.JSON, output.YAML))
     p.set_defaults(func=run)
 
 
@@ -123,6 +128,7 @@ def additional_params(args, env=None):
 
 
 def run(args):
+    extras.require("relabel")       # before the credentials are read
     from tacker_hwaffinity.labeling import params as parameters
     from tacker_hwaffinity.mgmt import lifecycle
     from tacker_hwaffinity.openstack import access_from_environment
@@ -143,12 +149,11 @@ def run(args):
         sys.stderr.write("hwaffinity relabel: %s\n" % lifecycle.reason(e))
         return 1
     changes = plan.changes()
-    if args.output == "json":
-        json.dump({"dryRun": args.dry_run, "hostSource": plan.source,
-                   "workers": plan.mapping(), "changes": changes,
-                   "warnings": plan.warnings, "errors": plan.errors},
-                  sys.stdout, indent=2, sort_keys=True)
-        sys.stdout.write("\n")
+    if args.output in output.STRUCTURED:
+        output.dump(output.document("Relabel", {
+            "dryRun": args.dry_run, "hostSource": plan.source, "workers": plan.mapping(),
+            "changes": changes, "warnings": plan.warnings, "errors": plan.errors}),
+            args.output)
     else:
         _text(plan, changes, args.dry_run)
     return 1 if plan.errors else 0

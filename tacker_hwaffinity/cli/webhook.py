@@ -20,6 +20,7 @@ import ipaddress
 import os
 import sys
 
+from tacker_hwaffinity.cli.main import plain_text
 from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.webhook.certs import CLIENT_NAME
@@ -32,7 +33,7 @@ _UNITS = {"": 1, "k": 1000, "Ki": 1 << 10, "M": 1000 ** 2, "Mi": MiB, "G": 1000 
 
 def register(sub):
     p = sub.add_parser("webhook", help="scheduler extender and admission webhooks (TLS)",
-                       description=__doc__.splitlines()[0])
+                       description=plain_text(__doc__.splitlines()[0]))
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
     s = verbs.add_parser("serve", help="serve the extender and the webhooks over HTTPS")
@@ -69,8 +70,8 @@ def register(sub):
                         "raise it, e.g. to 64Mi, for a scheduler that sends whole NodeLists)")
     s.add_argument("--client-ca", metavar="FILE",
                    help="CA (PEM) of the clients that may call /filter and /prioritize: "
-                        "the one that signed kube-scheduler's client certificate (`webhook "
-                        "certs`' ca.crt). The extender needs it or "
+                        "the one that signed kube-scheduler's client certificate (the ca.crt "
+                        "of hwaffinity webhook certs). The extender needs it or "
                         "--allow-anonymous-extender. /validate, /mutate, /healthz, /metrics "
                         "need no client certificate")
     s.add_argument("--client-name", action="append", default=[], metavar="CN",
@@ -92,7 +93,8 @@ def register(sub):
     s.add_argument("--idle-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="a kept-alive connection with no next request is closed after "
                         "this (default %(default)s)")
-    s.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING"))
+    s.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING"),
+                   help="the least severe log record written (stderr, one line each)")
     s.set_defaults(func=serve)
     c = verbs.add_parser("certs", help="make a CA, a serving and a client certificate",
                          description="Write a new CA (ca.crt), a serving certificate "

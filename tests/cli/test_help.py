@@ -1,13 +1,14 @@
-"""Every parser of the ``hwaffinity`` command shows its options' defaults in --help,
-and the servers listen on loopback unless told otherwise (the manifests pass
-0.0.0.0 explicitly)."""
+"""Every parser of the ``hwaffinity`` command shows its options' defaults in --help, once,
+every option says what it is, no reStructuredText mark reaches the terminal, and the
+servers listen on loopback unless told otherwise (the manifests pass 0.0.0.0
+explicitly)."""
 import argparse
 import contextlib
 import io
 
 import pytest
 
-from tacker_hwaffinity.cli.main import COMMAND_MODULES, build_parser, main
+from tacker_hwaffinity.cli.main import COMMAND_MODULES, HelpFormatter, build_parser, main
 
 
 def _parsers(parser, path=()):
@@ -59,3 +60,26 @@ def test_help_does_not_print_the_notification_url_s_password(monkeypatch):
     with contextlib.redirect_stdout(out), pytest.raises(SystemExit):
         main(["controller", "--help"])
     assert "s3cret" not in out.getvalue()
+
+
+@pytest.mark.parametrize("path,parser", _all_parsers(),
+                         ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
+def test_every_option_is_explained_and_its_default_said_once(path, parser):
+    formatter = HelpFormatter(" ".join(path))
+    for action in parser._actions:
+        if action.help == argparse.SUPPRESS or isinstance(action, argparse._SubParsersAction):
+            continue
+        name = "/".join(action.option_strings) or action.dest
+        text = formatter._expand_help(action) if action.help else ""
+        words = text.replace("(default: %s)" % (action.default,), "").strip()
+        assert words, "%s %s: no help text" % (path, name)
+        said = text.count("(default: ") + text.count("(default ")
+        assert said <= 1, "%s %s: the default twice: %s" % (path, name, text)
+        assert "`" not in text, "%s %s: reST in the help: %s" % (path, name, text)
+
+
+@pytest.mark.parametrize("path,parser", _all_parsers(),
+                         ids=lambda v: " ".join(v) if isinstance(v, tuple) else "")
+def test_no_description_shows_rest(path, parser):
+    for text in (parser.description or "", parser.epilog or ""):
+        assert "`" not in text, (path, text)
