@@ -13,6 +13,7 @@ from tacker_hwaffinity.audit import owners as ownersmod
 from tacker_hwaffinity.audit.pdb import Budget
 from tacker_hwaffinity.constants import TERMINAL_PHASES
 from tacker_hwaffinity.scheduling import selectors
+from tacker_hwaffinity.scheduling.diagnosis import missing_label_warning
 
 VERSION = 1
 UNLABELLED_PREFIX = "node/"
@@ -65,18 +66,20 @@ class Exposure:
 
 class Report:
     """The audit's answer; ``failures``: [(what, exception)] of the pods and workloads
-    whose evaluation raised, left out (one object's problem, never the report's)."""
+    whose evaluation raised, left out (one object's problem, never the report's);
+    ``warnings``: likely input mistakes (``cli/warnings.py`` prints them)."""
 
-    def __init__(self, key, workloads, hosts, notes, failures=()):
+    def __init__(self, key, workloads, hosts, notes, failures=(), warnings=()):
         self.key, self.workloads, self.hosts, self.notes = key, workloads, hosts, notes
         self.failures = list(failures)
+        self.warnings = list(warnings)
 
     def to_json(self):
         return {"version": VERSION, "topologyKey": self.key,
                 "hosts": [{"host": h, "labelled": lab, "nodes": n}
                           for h, (lab, n) in sorted(self.hosts.items())],
                 "workloads": [w.to_json() for w in self.workloads],
-                "notes": list(self.notes)}
+                "notes": list(self.notes), "warnings": list(self.warnings)}
 
 
 def _running(obj):
@@ -140,7 +143,18 @@ def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
         w.pods = []
     notes.extend("%s left out: it could not be evaluated (%s: %.200s)"
                  % (what, type(e).__name__, e) for what, e in failures)
-    return Report(key, ordered, hosts, notes, failures)
+    return Report(key, ordered, hosts, notes, failures,
+                  key_warnings(node_objs, key) if host_override is None else ())
+
+
+def key_warnings(node_objs, key):
+    """A host KEY no node carries (the nodes lacking it in part are the text's 'Unknown
+    host' line already)."""
+    label_keys = {k for n in node_objs for k in ((n.get("metadata") or {}).get("labels")
+                                                  or {})}
+    if not node_objs or key in label_keys:
+        return []
+    return [missing_label_warning("--topology-key", key, label_keys)]
 
 
 def _count_pod(obj, found, host_of, owner_index):

@@ -9,7 +9,7 @@ import sys
 
 from tacker_hwaffinity import extras
 from tacker_hwaffinity.audit import owners, pdb, render, stale, thresholds
-from tacker_hwaffinity.cli import output
+from tacker_hwaffinity.cli import output, warnings
 from tacker_hwaffinity.cli.common import TIMING_ENV, PhaseTimes  # noqa: F401 (TIMING_ENV: docs)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
@@ -107,6 +107,7 @@ def run(args):
                             selector_objs=[o for k in SELECTOR_KINDS for o in by[k]])
         times.done("audit")
     report.notes[:0] = notes
+    warnings.emit(report.warnings)
     found = thresholds.findings(report, max_loss, args.fail_on, report_stale)
     if args.output in output.STRUCTURED:
         output.dump(output.document("Audit", render.to_dict(report, report_stale, found)),

@@ -1,10 +1,10 @@
 """``hwaffinity explain``: every node's filter verdict and scores for one pod."""
 import sys
 
-from tacker_hwaffinity.cli import output
+from tacker_hwaffinity.cli import output, warnings
 from tacker_hwaffinity.cli.common import add_cluster_args, load_inputs
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.scheduling import planner, sampling
+from tacker_hwaffinity.scheduling import diagnosis, planner, sampling
 from tacker_hwaffinity.scheduling.planner import pod_notes
 from tacker_hwaffinity.objects.yamlio import load_objects
 from tacker_hwaffinity.scheduling.snapshot import workloads_from_objects
@@ -23,7 +23,8 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def explain(snapshot, profile, pod):
+def explain(snapshot, profile, pod, workload_pods=None, created_namespaces=()):
+    """The verdicts for POD; WORKLOAD_PODS (default: POD alone) are judged for warnings."""
     state = snapshot.state()
     fw = profile.framework()
     ev = fw.evaluate(state, pod)
@@ -42,9 +43,11 @@ def explain(snapshot, profile, pod):
         })
     return {"pod": pod.key, "nodes": nodes,
             "selected": None if chosen is None else state.nodes[chosen].name,
+            "warnings": diagnosis.input_warnings(state, workload_pods or [pod],
+                                                 created_namespaces),
             "summary": None if chosen is not None else ev.summary(),
-            "notes": planner.state_notes(state, fw) + (
-                [planner.PREEMPTION_NOTE % pod.key] if chosen is None and fw.preemption else [])
+            "notes": ([planner.preemption_note([pod.key])] if chosen is None and fw.preemption
+                      else [])
             + ([sampling.sampling_note(fw.percentage_of_nodes_to_score,
                                        len(state.nodes), 1)] if sampled else [])}
 
@@ -59,7 +62,8 @@ def run(args):
     if not pods:
         raise InputError("no pod found (expected a Pod or a workload)", source=args.pod)
     pod = pods[0]
-    result = explain(snapshot, profile, pod)
+    result = explain(snapshot, profile, pod, pods, diagnosis.created_namespaces(objects))
+    warnings.emit(result["warnings"])
     result["notes"] = notes + wnotes + pod_notes(pod) + result["notes"]
     if len(pods) > 1:
         result["notes"].append("%s holds %d pods; explaining the first, %s"

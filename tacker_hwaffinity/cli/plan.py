@@ -2,12 +2,13 @@
 import gc
 import sys
 
-from tacker_hwaffinity.cli import output
+from tacker_hwaffinity.cli import output, warnings
 from tacker_hwaffinity.cli.common import PhaseTimes, add_cluster_args, load_inputs
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.scheduling import planner
-from tacker_hwaffinity.scheduling.snapshot import load_workloads
+from tacker_hwaffinity.objects.yamlio import load_objects
+from tacker_hwaffinity.scheduling import diagnosis, planner
+from tacker_hwaffinity.scheduling.snapshot import workloads_from_objects
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED = 0, 1
 
@@ -41,12 +42,15 @@ def run(args):
     times = PhaseTimes()
     snapshot, profile, notes = load_inputs(args, times)
     gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it again
-    pods, wnotes = load_workloads(workload_files, snapshot)
+    objects = load_objects(workload_files)
+    pods, wnotes = workloads_from_objects(objects, snapshot)
     times.done("workloads")
     state = snapshot.state()
     result = planner.plan(state, profile.framework(), pods, args.topology_key)
     result.notes[:0] = notes + wnotes
+    diagnosis.diagnose(state, pods, result, diagnosis.created_namespaces(objects))
     times.done("plan")
+    warnings.emit(result.warnings)
     if args.output in output.STRUCTURED:
         output.dump(output.document("Plan", result.to_dict()), args.output)
     elif args.output == output.NAME:
@@ -85,7 +89,16 @@ def render_text(result, wide=False):
     out.append("")
     out.append("%d of %d pods placed on %d distinct %s value(s)."
                % (placed, len(result.placements), len(domains), key))
-    for p in unplaced:
-        out.append("Unschedulable %s: %s" % (p.pod.key, "; ".join(p.reasons)))
+    out.extend(diagnosis.unplaced_line(u) for u in result.unplaced)
+    out.extend(unschedulable_lines(unplaced))
     out.extend("Note: %s" % n for n in result.notes)
     return "\n".join(out) + "\n"
+
+
+def unschedulable_lines(unplaced):
+    """One 'Unschedulable' line per distinct reason, naming the pods that share it."""
+    by_reason = {}
+    for p in unplaced:
+        by_reason.setdefault("; ".join(p.reasons), []).append(p.pod.key)
+    return ["Unschedulable %s: %s" % (planner.pod_run(keys), reason)
+            for reason, keys in by_reason.items()]

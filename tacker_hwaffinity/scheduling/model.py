@@ -410,14 +410,16 @@ class Pod:
     """A pod: bound (``node_name`` set) or waiting to be scheduled."""
 
     __slots__ = ("namespace", "name", "labels", "spec", "node_name", "terminating",
-                 "terms", "spread", "class_key", "source", "owner", "owner_selector")
+                 "terms", "spread", "class_key", "source", "owner", "owner_selector",
+                 "workload")
 
     def __init__(self, namespace, name, labels, spec, node_name="", terminating=False,
-                 created=True, source=None, owner=None, owner_selector=None):
+                 created=True, source=None, owner=None, owner_selector=None, workload=None):
         self.namespace, self.name, self.labels, self.spec = namespace, name, labels, spec
         self.node_name = node_name
         self.terminating = terminating
         self.source = source
+        self.workload = workload  # 'Kind namespace/name' of the manifest object it came from
         # the controlling owner (apiVersion, kind, name), and its selector when the pod was made
         # here from a workload (else it is looked up in the cluster: see ClusterState)
         self.owner, self.owner_selector = owner, owner_selector

@@ -8,19 +8,23 @@ GT_LT_NOTE = ("pod %s uses Gt/Lt in a pod (anti-)affinity label selector: a hwaf
 
 NOT_MODELLED_NOTE = ("pod %s uses %s, which kube-scheduler's plugins check and the plan does "
                      "not model: it assumes every node passes them")
-PREEMPTION_NOTE = ("pod %s fits no node: kube-scheduler's DefaultPreemption would then try "
+PREEMPTION_NOTE = ("%s no node: kube-scheduler's DefaultPreemption would then try "
                    "to evict lower-priority pods to make room, which is not modelled")
-NO_IMAGES_NOTE = ("no node lists status.images: ImageLocality scores 0 on every node, as "
-                  "kube-scheduler does for nodes that report no images (a live cluster's "
-                  "nodes do report them)")
 
 
-def state_notes(state, framework):
-    """What a person should know about how the snapshot is read."""
-    scorers = {p.name for p, _ in framework.scorers}
-    if "ImageLocality" in scorers and state.nodes and not any(n.images for n in state.nodes):
-        return [NO_IMAGES_NOTE]
-    return []
+def preemption_note(keys):
+    """The one note on preemption for the pods KEYS (in order) that fit no node."""
+    if len(keys) == 1:
+        return PREEMPTION_NOTE % ("pod %s fits" % keys[0])
+    return PREEMPTION_NOTE % ("pods %s fit" % pod_run(keys))
+
+
+def pod_run(keys):
+    """KEYS (pod keys, in order) in a few words: a comma list of up to three, else
+    ``first .. last (N pods)``."""
+    if len(keys) <= 3:
+        return ", ".join(keys)
+    return "%s .. %s (%d pods)" % (keys[0], keys[-1], len(keys))
 
 
 def pod_notes(pod):
@@ -35,16 +39,38 @@ def pod_notes(pod):
     return notes
 
 
-class Placement:
-    __slots__ = ("pod", "node", "domain", "reasons")
+class Unfit:
+    """Why no node took a pod: the engine's filter verdicts of its cycle. ``prefilter``:
+    (plugin, message) of a PreFilter that rejected every node, or None; ``absent``: the
+    nodes PreFilter results left out (bool per node) or None; ``rejections``: filter
+    plugin name -> its ``Rejection`` (only the plugins that rejected a node)."""
 
-    def __init__(self, pod, node, domain, reasons):
+    __slots__ = ("prefilter", "absent", "rejections")
+
+    def __init__(self, ev):
+        self.prefilter, self.absent = ev.prefilter_msg, ev.prefilter_absent
+        self.rejections = {f.name: r for f, r in zip(ev.filters, ev.rejections)
+                           if r is not None}
+
+
+class Placement:
+    """One pod's outcome: its node and domain, or (node None) the engine's summary in
+    ``reasons`` and its filter verdicts in ``unfit``."""
+
+    __slots__ = ("pod", "node", "domain", "reasons", "unfit")
+
+    def __init__(self, pod, node, domain, reasons, unfit=None):
         self.pod, self.node, self.domain, self.reasons = pod, node, domain, reasons
+        self.unfit = unfit
 
 
 class Plan:
+    """The placements in scheduling order; ``warnings`` and ``unplaced`` (one record per
+    workload with replicas left over) are filled by ``diagnosis.diagnose``."""
+
     def __init__(self, placements, topology_key, notes):
         self.placements, self.topology_key, self.notes = placements, topology_key, notes
+        self.warnings, self.unplaced = [], []
 
     @property
     def complete(self):
@@ -65,12 +91,14 @@ class Plan:
                             "reasons": list(p.reasons)} for p in self.placements],
             "domains": self.domains(),
             "notes": list(self.notes),
+            "warnings": list(self.warnings),
+            "unplaced": [dict(u) for u in self.unplaced],
         }
 
 
 def plan(state, framework, pods, topology_key=DEFAULT_HOST_LABEL):
     """Place PODS in order on STATE (mutated: placed pods are bound)."""
-    placements, notes = [], state_notes(state, framework)
+    placements, notes, unfit = [], [], []
     seen = set()
     percentage = framework.percentage_of_nodes_to_score
     sampled = 0
@@ -84,13 +112,14 @@ def plan(state, framework, pods, topology_key=DEFAULT_HOST_LABEL):
             sampled += 1
         i = framework.select(state, ev)
         if i is None:
-            placements.append(Placement(pod, None, None, [ev.summary()]))
-            if framework.preemption:
-                notes.append(PREEMPTION_NOTE % pod.key)
+            placements.append(Placement(pod, None, None, [ev.summary()], Unfit(ev)))
+            unfit.append(pod.key)
             continue
         state.bind(pod, i)
         node = state.nodes[i]
         placements.append(Placement(pod, node.name, node.labels.get(topology_key), []))
+    if unfit and framework.preemption:
+        notes.append(preemption_note(unfit))
     note = sampling.sampling_note(percentage, len(state.nodes), sampled)
     if note:
         notes.append(note)

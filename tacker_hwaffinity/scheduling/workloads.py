@@ -123,7 +123,10 @@ def expand(obj, source=None, taken=frozenset()):
     ns = meta.get("namespace") or DEFAULT_NAMESPACE
     if kind == "Pod":
         pod = Pod.parse(obj, created=False, source=source)
-        return [pod] if pod is not None else []
+        if pod is None:
+            return []
+        pod.workload = "Pod %s/%s" % (ns, name)
+        return [pod]
     spec, tpl, labels, info, selector = _template(obj, ns)
     replicas = _int_field(spec, "replicas", 1, "spec.replicas")
 
@@ -132,7 +135,8 @@ def expand(obj, source=None, taken=frozenset()):
 
     def make(pod_name, extra):
         return Pod(ns, pod_name, dict(labels, **extra), info, created=False, source=source,
-                   owner=owner, owner_selector=owner_selector)
+                   owner=owner, owner_selector=owner_selector,
+                   workload="%s %s/%s" % (kind, ns, name))
 
     def generated(prefix, *parts):
         """PREFIX and 5 characters derived from PARTS: the first such name not taken."""
