@@ -80,7 +80,7 @@ def build_parser(command=None):
 class _Version(argparse.Action):
     """--version, its text computed only when asked (it looks at the schema package)."""
 
-    def __call__(self, parser, namespace, values, option_string=None):
+    def __call__(self, parser, *_):
         parser.exit(0, version_text() + "\n")
 
 

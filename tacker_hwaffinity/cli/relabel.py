@@ -40,14 +40,16 @@ def register(subparsers):
     p.add_argument("--label-key", action="append", default=[], metavar="KEY",
                    help="label key to set (repeatable; default CIS-node)")
     p.add_argument("--host-source", choices=("auto", "host", "hostId"),
-                   help="what names a compute host: Nova's host (admin), its hostId (any user), "
-                        "or auto: host when Nova shows it (default: the --params file's, else auto)")
+                   help="what names a compute host: Nova's host (admin), its hostId (any "
+                        "user), or auto: host when Nova shows it (default: the --params "
+                        "file's, else auto)")
     p.add_argument("--on-colocation", choices=("warn", "fail"),
                    help="two workers on one compute host: warn and label, or fail before "
                         "labelling (default: the --params file's, else warn)")
     p.add_argument("--kubeconfig", metavar="FILE", help="reach Kubernetes with this kubeconfig")
     p.add_argument("--ssh-host", metavar="HOST", help="a master to run kubectl on over SSH")
-    p.add_argument("--ssh-port", type=int, metavar="PORT", help="the master's SSH port (default 22)")
+    p.add_argument("--ssh-port", type=int, metavar="PORT",
+                   help="the master's SSH port (default 22)")
     p.add_argument("--ssh-user", metavar="USER", help="the SSH user on the master")
     p.add_argument("--ssh-key", metavar="FILE", help="private key file (password: $%s)"
                    % PASSWORD_ENV)

@@ -66,7 +66,8 @@ def test_default_output_directory_is_cwd(tmp_path, capsys, monkeypatch):
 
 
 def test_zone_parameters_without_default_are_noted(tmp_path, capsys):
-    status, _, err = _run(capsys, os.path.join(CASES, "zone_scope.yaml"), "--output-dir", str(tmp_path))
+    status, _, err = _run(capsys, os.path.join(CASES, "zone_scope.yaml"), "--output-dir",
+                          str(tmp_path))
     assert status == 0
     assert err == ("note: parameter zone_spread_zones has no default: give at least 3 "
                    "distinct availability zones (members VDU1, VDU2, VDU3, in this order)\n")
