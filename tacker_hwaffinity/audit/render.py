@@ -2,10 +2,11 @@
 import json
 
 
-def to_json(report, stale=None, findings=()):
+def to_json(report, stale=None, findings=(), warnings=()):
     out = report.to_json()
     out["staleLabels"] = None if stale is None else stale.to_json()
     out["findings"] = list(findings)
+    out["warnings"] = list(warnings)
     return json.dumps(out, indent=2, sort_keys=False) + "\n"
 
 

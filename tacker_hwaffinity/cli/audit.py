@@ -8,7 +8,8 @@ import gc
 import sys
 
 from tacker_hwaffinity.audit import owners, pdb, render, stale, thresholds
-from tacker_hwaffinity.cli.common import TIMING_ENV, PhaseTimes  # noqa: F401 (TIMING_ENV: docs)
+from tacker_hwaffinity.cli.common import (  # noqa: F401 (TIMING_ENV: docs)
+    TIMING_ENV, PhaseTimes, add_schema_args, schema_check)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.yamlio import gc_paused, load_objects
@@ -38,6 +39,7 @@ def register(sub):
                     "on the host key and whether it holds now. Exit 0: nothing over the "
                     "thresholds; 1: something is; 2: bad input.")
     add_cluster_args(p)
+    add_schema_args(p)
     p.add_argument("--topology-key", default=DEFAULT_HOST_LABEL, metavar="KEY",
                    help="the node label naming the physical host (default %(default)s)")
     p.add_argument("-o", "--output", choices=("text", "json", "svg"), default="text")
@@ -52,8 +54,9 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def read_objects(args):
-    """[(object, source)] and notes, from the snapshots or the API server."""
+def read_objects(args, check=None):
+    """[(object, source)] and notes, from the snapshots or the API server. CHECK (an
+    objects.schema.Check) checks the snapshot files' keys while they load."""
     if getattr(args, "context", None) is not None and args.kubeconfig is None:
         raise InputError("--context needs --kubeconfig", field="--context")
     if args.kubeconfig is not None:
@@ -70,7 +73,11 @@ def read_objects(args):
             raise InputError(str(e), field="--kubeconfig")
     if sum(1 for c in args.cluster if c == "-") > 1:
         raise InputError("standard input ('-') can be given only once", field="--cluster")
-    return load_objects(args.cluster, keep=AUDIT_FIELDS), []
+    known = check.snapshot(AUDIT_FIELDS) if check is not None else None
+    objects = load_objects(args.cluster, keep=AUDIT_FIELDS, known=known)
+    if check is not None:
+        check.snapshot_done(known)
+    return objects, []
 
 
 def split(objects):
@@ -93,8 +100,9 @@ def run(args):
     from tacker_hwaffinity.audit import core
     times = PhaseTimes()
     max_loss = thresholds.parse_max_loss(args.max_loss) if args.max_loss else None
+    check = schema_check(args)
     with gc_paused():
-        objects, notes = read_objects(args)
+        objects, notes = read_objects(args, check)
         gc.freeze()  # what was read lives until exit: neither collections nor the
         times.done("read")   # interpreter's teardown need walk it again
         by = split(objects)
@@ -115,7 +123,7 @@ def run(args):
     report.notes[:0] = notes
     found = thresholds.findings(report, max_loss, args.fail_on, report_stale)
     if args.output == "json":
-        text = render.to_json(report, report_stale, found)
+        text = render.to_json(report, report_stale, found, check.warnings)
     elif args.output == "svg":
         from tacker_hwaffinity.cli.audit_svg import render_svg
         text = render_svg(report)

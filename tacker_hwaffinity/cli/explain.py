@@ -2,7 +2,8 @@
 import json
 import sys
 
-from tacker_hwaffinity.cli.common import add_cluster_args, load_inputs
+from tacker_hwaffinity.cli.common import (
+    add_cluster_args, add_schema_args, load_inputs, schema_check)
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import planner, sampling
 from tacker_hwaffinity.scheduling.planner import pod_notes
@@ -16,6 +17,7 @@ def register(sub):
                                    "failing plugin's kube-scheduler reasons, and the normalised "
                                    "score of each scoring plugin with the weighted total.")
     add_cluster_args(p)
+    add_schema_args(p)
     p.add_argument("--pod", required=True, metavar="FILE",
                    help="the incoming pod (a Pod, or a workload whose first replica is used)")
     p.add_argument("-o", "--output", choices=("text", "json"), default="text")
@@ -49,8 +51,10 @@ def explain(snapshot, profile, pod):
 
 
 def run(args):
-    snapshot, profile, notes = load_inputs(args)
+    check = schema_check(args)
+    snapshot, profile, notes = load_inputs(args, check=check)
     objects = load_objects([args.pod])
+    check.objects(objects)
     for obj, source in objects:  # a Service beside the pod selects it for default spreading
         if isinstance(obj, dict) and obj.get("kind") == "Service":
             snapshot.add_selectors(obj)
@@ -64,7 +68,7 @@ def run(args):
         result["notes"].append("%s holds %d pods; explaining the first, %s"
                                % (args.pod, len(pods), pod.key))
     if args.output == "json":
-        json.dump(result, sys.stdout, indent=2)
+        json.dump(dict(result, warnings=check.warnings), sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         sys.stdout.write(render_text(result))

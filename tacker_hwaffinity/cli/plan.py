@@ -3,10 +3,12 @@ import gc
 import json
 import sys
 
-from tacker_hwaffinity.cli.common import PhaseTimes, add_cluster_args, load_inputs
+from tacker_hwaffinity.cli.common import (
+    PhaseTimes, add_cluster_args, add_schema_args, load_inputs, schema_check)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
+from tacker_hwaffinity.objects.yamlio import load_objects
 from tacker_hwaffinity.scheduling import planner
-from tacker_hwaffinity.scheduling.snapshot import load_workloads
+from tacker_hwaffinity.scheduling.snapshot import workloads_from_objects
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED = 0, 1
 
@@ -18,6 +20,7 @@ def register(sub):
                                    "topology domain. Exit 0: all placed; 1: some not; 2: bad "
                                    "input.")
     add_cluster_args(p)
+    add_schema_args(p)
     p.add_argument("workloads", nargs="+", metavar="WORKLOAD.yaml",
                    help="Pod, Deployment, ReplicaSet, StatefulSet or Job manifests")
     p.add_argument("--topology-key", default=DEFAULT_HOST_LABEL, metavar="KEY",
@@ -29,16 +32,20 @@ def register(sub):
 
 def run(args):
     times = PhaseTimes()
-    snapshot, profile, notes = load_inputs(args, times)
+    check = schema_check(args)
+    snapshot, profile, notes = load_inputs(args, times, check)
     gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it again
-    pods, wnotes = load_workloads(args.workloads, snapshot)
+    objects = load_objects(args.workloads)
+    check.objects(objects)
+    pods, wnotes = workloads_from_objects(objects, snapshot)
+    del objects
     times.done("workloads")
     state = snapshot.state()
     result = planner.plan(state, profile.framework(), pods, args.topology_key)
     result.notes[:0] = notes + wnotes
     times.done("plan")
     if args.output == "json":
-        json.dump(result.to_dict(), sys.stdout, indent=2)
+        json.dump(dict(result.to_dict(), warnings=check.warnings), sys.stdout, indent=2)
         sys.stdout.write("\n")
     elif args.output == "svg":
         from tacker_hwaffinity.cli.placement_svg import render_svg  # only for svg: xml import

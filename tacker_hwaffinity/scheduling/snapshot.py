@@ -1,6 +1,5 @@
 """Load a cluster snapshot and workloads from files into scheduler objects."""
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.objects.yamlio import load_objects
 from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling import workloads
 from tacker_hwaffinity.scheduling.model import (
@@ -165,10 +164,6 @@ def cluster_from_objects(objects, bad_annotations=None):
                      "listed as Pods)" % (n, kind))
     snap.pods = bound
     return snap
-
-
-def load_workloads(paths, snapshot=None):
-    return workloads_from_objects(load_objects(paths), snapshot)
 
 
 def workloads_from_objects(objects, snapshot=None, avoid=()):
