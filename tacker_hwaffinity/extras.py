@@ -21,6 +21,9 @@ MODULE_EXTRAS = {
     "toscaparser": ("translator",),
     "translator": ("translator",),
     "tacker": ("tacker",),
+    "kubernetes_validate": ("schema",),
+    "jsonschema": ("schema",),
+    "referencing": ("schema",),
 }
 # Distribution (as pyproject.toml names it) -> its top-level module, for that check.
 DISTRIBUTION_MODULES = {
@@ -28,6 +31,8 @@ DISTRIBUTION_MODULES = {
     "python-heatclient": "heatclient", "python-novaclient": "novaclient",
     "oslo.messaging": "oslo_messaging", "tosca-parser": "toscaparser",
     "heat-translator": "translator", "tacker": "tacker",
+    "kubernetes-validate": "kubernetes_validate", "jsonschema": "jsonschema",
+    "referencing": "referencing",
 }
 # The extras each subcommand's documentation names (README "Install").
 COMMAND_EXTRAS = {

@@ -1,11 +1,12 @@
 """Text and document (-o json|yaml) renderings of an audit Report."""
 
 
-def to_dict(report, stale=None, findings=()):
+def to_dict(report, stale=None, findings=(), warnings=()):
     """The report as the body of the Audit document (-o json|yaml)."""
     out = report.to_json()
     out["staleLabels"] = None if stale is None else stale.to_json()
     out["findings"] = list(findings)
+    out["warnings"] = list(warnings)
     return out
 
 

@@ -10,7 +10,8 @@ import sys
 from tacker_hwaffinity import extras
 from tacker_hwaffinity.audit import owners, pdb, render, stale, thresholds
 from tacker_hwaffinity.cli import output, warnings
-from tacker_hwaffinity.cli.common import TIMING_ENV, PhaseTimes  # noqa: F401 (TIMING_ENV: docs)
+from tacker_hwaffinity.cli.common import (  # noqa: F401 (TIMING_ENV: docs)
+    TIMING_ENV, PhaseTimes, add_schema_args, schema_check)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.yamlio import gc_paused, load_objects
@@ -40,6 +41,7 @@ def register(sub):
                     "on the host key and whether it holds now. Exit 0: nothing over the "
                     "thresholds; 1: something is; 2: bad input.")
     add_cluster_args(p)
+    add_schema_args(p)
     p.add_argument("--topology-key", default=DEFAULT_HOST_LABEL, metavar="KEY",
                    help="the node label naming the physical host (default %(default)s)")
     output.add_output_arg(p, (output.TEXT, output.WIDE, output.JSON, output.YAML, output.NAME,
@@ -55,14 +57,20 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def read_objects(args):
-    """[(object, source)] and notes, from the snapshots or the API server."""
+def read_objects(args, check=None):
+    """[(object, source)] and notes, from the snapshots or the API server. CHECK (an
+    objects.schema.Check) checks the snapshot files' keys while they load; what an API
+    server sends it validated itself."""
     from tacker_hwaffinity.cli.common import cluster_source, read_live
     files, kubeconfig, context = cluster_source(args)
     if kubeconfig is not None:
         from tacker_hwaffinity.kube import cluster
         return read_live(kubeconfig, context, AUDIT_FIELDS, lists=cluster.AUDIT_LISTS)
-    return load_objects(files, keep=AUDIT_FIELDS), []
+    known = check.snapshot(AUDIT_FIELDS) if check is not None else None
+    objects = load_objects(files, keep=AUDIT_FIELDS, known=known)
+    if check is not None:
+        check.snapshot_done(known)
+    return objects, []
 
 
 def split(objects):
@@ -87,8 +95,9 @@ def run(args):
         extras.require("audit", ("openstack",))   # before the credentials are read
     times = PhaseTimes()
     max_loss = thresholds.parse_max_loss(args.max_loss) if args.max_loss else None
+    check = schema_check(args)
     with gc_paused():
-        objects, notes = read_objects(args)
+        objects, notes = read_objects(args, check)
         gc.freeze()  # what was read lives until exit: neither collections nor the
         times.done("read")   # interpreter's teardown need walk it again
         by = split(objects)
@@ -110,7 +119,7 @@ def run(args):
     warnings.emit(report.warnings)
     found = thresholds.findings(report, max_loss, args.fail_on, report_stale)
     if args.output in output.STRUCTURED:
-        output.dump(output.document("Audit", render.to_dict(report, report_stale, found)),
+        output.dump(output.document("Audit", render.to_dict(report, report_stale, found, check.warnings)),
                     args.output)
     elif args.output == output.NAME:  # the workloads the table lists; an audit spans namespaces
         output.names((w.kind.lower(), "%s/%s" % (w.namespace, w.name))

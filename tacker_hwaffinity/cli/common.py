@@ -92,6 +92,24 @@ def read_live(kubeconfig, context, kept, lists=None):
             conn.close()
     except client.KubeError as e:
         raise InputError(str(e), field="--kubeconfig")
+def add_schema_args(parser):
+    """--kubernetes-version and --strict: the schema check (doc/cli.md, "Schema check")."""
+    parser.add_argument("--kubernetes-version", metavar="1.N",
+                        help="check manifests against this Kubernetes release's OpenAPI "
+                             "schema (1.30 to the newest the schema extra has; default: "
+                             "the newest)")
+    parser.add_argument("--strict", action="store_true",
+                        help="unknown fields are errors (exit 2), not warnings")
+
+
+def schema_check(args):
+    """The objects.schema.Check the schema arguments ask for; its warnings go to stderr
+    as they are found."""
+    from tacker_hwaffinity import extras
+    from tacker_hwaffinity.cli import warnings
+    from tacker_hwaffinity.objects import schema
+    return schema.Check.from_flags(args.kubernetes_version, args.strict, report=warnings.emit,
+                                   hint=extras.install_hint(schema.EXTRA))
 
 
 def load_profile(path):
@@ -104,11 +122,12 @@ def load_profile(path):
     return Profile(objs[0][0], source=path)
 
 
-def load_inputs(args, times=None):
+def load_inputs(args, times=None, check=None):
     """(snapshot, profile, notes) from the common arguments.
 
     TIMES (a PhaseTimes) gets the phases "parse" (reading the files) and
-    "snapshot" (building the scheduler's nodes and pods).
+    "snapshot" (building the scheduler's nodes and pods). CHECK (an
+    ``objects.schema.Check``) checks the snapshot files' keys while they load.
     """
     files, kubeconfig, context = cluster_source(args)
     live_notes = []
@@ -116,7 +135,10 @@ def load_inputs(args, times=None):
         if kubeconfig is not None:
             objects, live_notes = read_live(kubeconfig, context, SNAPSHOT_FIELDS)
         else:
-            objects = load_objects(files, keep=SNAPSHOT_FIELDS)
+            known = check.snapshot(SNAPSHOT_FIELDS) if check is not None else None
+            objects = load_objects(files, keep=SNAPSHOT_FIELDS, known=known)
+            if check is not None:
+                check.snapshot_done(known)
         if times is not None:
             times.done("parse")
         snapshot = cluster_from_objects(objects)

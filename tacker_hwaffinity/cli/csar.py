@@ -46,6 +46,8 @@ def register(subparsers):
     v.add_argument("--topology-key", default=DEFAULT_HOST_LABEL, metavar="KEY",
                    help="node label naming the compute host (default: %(default)s)")
     output.add_output_arg(v, (output.TEXT, output.JSON, output.YAML))
+    from tacker_hwaffinity.cli.common import add_schema_args
+    add_schema_args(v)
     v.add_argument("--max-member-bytes", type=int, default=zipio.Limits.member_bytes,
                    metavar="N", help="refuse a member declaring more (default: %(default)s, "
                                      "8 GiB: a large image needs more)")
@@ -77,18 +79,21 @@ def run_build(args):
 
 
 def run_validate(args):
-    from tacker_hwaffinity.cli.common import load_inputs
+    from tacker_hwaffinity.cli.common import load_inputs, schema_check
     from tacker_hwaffinity.csar import validate
     from tacker_hwaffinity.errors import InputError
     if args.scheduler_config and not args.cluster:
         raise InputError("needs --cluster", field="--scheduler-config")
-    plan_inputs = load_inputs(args) if args.cluster else None
+    check = schema_check(args)
+    plan_inputs = load_inputs(args, check=check) if args.cluster else None
     limits = zipio.Limits(member_bytes=args.max_member_bytes,
                           total_bytes=args.max_package_bytes, ratio=args.max_ratio)
-    report = validate.validate(args.package, plan_inputs, args.topology_key, limits)
+    report = validate.validate(args.package, plan_inputs, args.topology_key, limits, check)
     problems = report.unique()
     if args.output in output.STRUCTURED:
-        output.dump(output.document("PackageValidation", report.to_dict()), args.output)
+        output.dump(output.document("PackageValidation",
+                                    dict(report.to_dict(), warnings=check.warnings)),
+                    args.output)
     else:
         for line in report.checks:
             print("checked: %s" % line)

@@ -2,7 +2,8 @@
 import sys
 
 from tacker_hwaffinity.cli import output, warnings
-from tacker_hwaffinity.cli.common import add_cluster_args, load_inputs
+from tacker_hwaffinity.cli.common import (
+    add_cluster_args, add_schema_args, load_inputs, schema_check)
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import diagnosis, planner, sampling
 from tacker_hwaffinity.scheduling.planner import pod_notes
@@ -16,6 +17,7 @@ def register(sub):
                                    "failing plugin's kube-scheduler reasons, and the normalised "
                                    "score of each scoring plugin with the weighted total.")
     add_cluster_args(p)
+    add_schema_args(p)
     p.add_argument("--pod", required=True, metavar="FILE",
                    help="the incoming pod (a Pod, or a workload whose first replica is used; "
                         "'-' reads standard input)")
@@ -53,8 +55,10 @@ def explain(snapshot, profile, pod, workload_pods=None, created_namespaces=()):
 
 
 def run(args):
-    snapshot, profile, notes = load_inputs(args)
+    check = schema_check(args)
+    snapshot, profile, notes = load_inputs(args, check=check)
     objects = load_objects([args.pod])
+    check.objects(objects)
     for obj, source in objects:  # a Service beside the pod selects it for default spreading
         if isinstance(obj, dict) and obj.get("kind") == "Service":
             snapshot.add_selectors(obj)
@@ -69,6 +73,7 @@ def run(args):
         result["notes"].append("%s holds %d pods; explaining the first, %s"
                                % (args.pod, len(pods), pod.key))
     if args.output in output.STRUCTURED:
+        result["warnings"] = check.warnings + result["warnings"]
         output.dump(output.document("Explanation", result), args.output)
     elif args.output == output.NAME:  # the nodes that can take the pod, best first
         feasible = sorted((n for n in result["nodes"] if n["feasible"]),

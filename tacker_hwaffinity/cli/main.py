@@ -85,10 +85,14 @@ class _Version(argparse.Action):
 
 
 def kubernetes_versions():
-    """The Kubernetes releases manifests are checked against: 1.30-1.37."""
+    """The Kubernetes releases manifests are checked against: 1.30-1.37, or what is
+    missing for the check."""
     from tacker_hwaffinity.objects import schema
-    versions = schema.supported_versions()
-    return "%s-%s" % (versions[0], versions[-1])
+    try:
+        minors = schema.supported_minors()
+    except schema.Unavailable:
+        return "1.%d and newer; their schemas need the %s extra" % (schema.FLOOR, schema.EXTRA)
+    return "1.%d-1.%d" % (minors[0], minors[-1])
 
 
 def version_text():

@@ -3,7 +3,8 @@ import gc
 import sys
 
 from tacker_hwaffinity.cli import output, warnings
-from tacker_hwaffinity.cli.common import PhaseTimes, add_cluster_args, load_inputs
+from tacker_hwaffinity.cli.common import (
+    PhaseTimes, add_cluster_args, add_schema_args, load_inputs, schema_check)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.yamlio import load_objects
@@ -20,6 +21,7 @@ def register(sub):
                                    "topology domain. Exit 0: all placed; 1: some not; 2: bad "
                                    "input.")
     add_cluster_args(p)
+    add_schema_args(p)
     p.add_argument("workloads", nargs="*", metavar="WORKLOAD.yaml",
                    help="Pod, Deployment, ReplicaSet, StatefulSet or Job manifests (files, "
                         "directories or '-' for standard input; -f works too)")
@@ -40,9 +42,11 @@ def run(args):
         raise InputError("no workloads to plan: give WORKLOAD.yaml files or -f FILE|DIR",
                          field="WORKLOAD.yaml")
     times = PhaseTimes()
-    snapshot, profile, notes = load_inputs(args, times)
+    check = schema_check(args)
+    snapshot, profile, notes = load_inputs(args, times, check)
     gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it again
     objects = load_objects(workload_files)
+    check.objects(objects)
     pods, wnotes = workloads_from_objects(objects, snapshot)
     times.done("workloads")
     state = snapshot.state()
@@ -52,7 +56,9 @@ def run(args):
     times.done("plan")
     warnings.emit(result.warnings)
     if args.output in output.STRUCTURED:
-        output.dump(output.document("Plan", result.to_dict()), args.output)
+        doc = result.to_dict()
+        doc["warnings"] = check.warnings + doc["warnings"]
+        output.dump(output.document("Plan", doc), args.output)
     elif args.output == output.NAME:
         output.names(("pod", p.pod.key) for p in result.placements if p.node)
     elif args.output == output.SVG:

@@ -13,7 +13,7 @@ import tempfile
 
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.csar import integrity, manifests, placement, tacker_checks, vnfd, zipio
-from tacker_hwaffinity.csar.problems import Problem
+from tacker_hwaffinity.csar.problems import Problem, from_error
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.yamlio import parse_documents
 
@@ -71,8 +71,9 @@ def _imports(report, root):
     return True
 
 
-def _manifests(report, root, names):
-    """[(object, file)] of the CNF manifests, checked against the models."""
+def _manifests(report, root, names, schema_check=None):
+    """[(object, file)] of the CNF manifests, checked against the models and, given
+    SCHEMA_CHECK (an objects.schema.Check), the release's OpenAPI schema."""
     objects = []
     files = [n for n in names if n.startswith(K8S_DIR) and n.endswith(_MANIFEST_EXT)]
     for name in files:
@@ -89,17 +90,25 @@ def _manifests(report, root, names):
     if files:
         report.checks.append("Kubernetes manifests: %d file(s), %d object(s) against the "
                              "kubernetes client models" % (len(files), len(objects)))
+    if objects and schema_check is not None:
+        # a field the client models already faulted is one problem, not two
+        faulted = {(p.source, p.obj, p.field) for p in report.problems}
+        report.problems.extend(from_error(e) for e in schema_check.review(objects)
+                               if (e.source, e.obj, e.field) not in faulted)
+        if schema_check.release is not None:
+            report.checks.append("Kubernetes manifests: %d object(s) against the %s OpenAPI "
+                                 "schema" % (len(objects), schema_check.release.name))
     return files, objects
 
 
 def validate(zip_path, plan_inputs=None, topology_key=DEFAULT_HOST_LABEL,
-             limits=zipio.Limits()):
+             limits=zipio.Limits(), schema_check=None):
     """Report on the package ZIP_PATH.
 
     PLAN_INPUTS: (snapshot, profile, notes) as ``cli.common.load_inputs``
     returns them, to plan a CNF's manifests; None to skip that check.
     LIMITS: what the archive may unpack to; over them it is an InputError,
-    raised before anything is extracted or fetched.
+    raised before anything is extracted or fetched. SCHEMA_CHECK: see ``_manifests``.
     """
     report = Report(zip_path)
     problems, notes, checks = report.problems, report.notes, report.checks
@@ -120,7 +129,7 @@ def validate(zip_path, plan_inputs=None, topology_key=DEFAULT_HOST_LABEL,
         if offline:
             _upload(report, zip_path, work)
         defs = vnfd.definitions(root, names, problems)
-        files, objects = _manifests(report, root, names)
+        files, objects = _manifests(report, root, names, schema_check)
         if files:
             notes.append("a CNF package (manifests under %s): its flavours are parsed, not "
                          "translated to HOT" % K8S_DIR)

@@ -9,11 +9,21 @@ its unused parts (``metadata.managedFields``, Node ``status.images``, ...) for
 more than one object at a time. Mappings whose ``kind`` is not in the table, and
 fields that are not mappings, are left alone: a reader still sees, and reports,
 whatever it does read.
+
+The pruner can also tell a schema check (``objects.schema.SnapshotFields``) of the
+keys that the schema does not know, at the levels it visits anyway: an object's
+top-level keys, each listed field's keys and each nested kept mapping's keys, before
+anything is dropped. Only mappings with a ``metadata`` mapping are checked there, so
+an ``ownerReferences`` entry (which has a ``kind``) is not taken for an object.
 """
 
 
-def pruner(kept):
-    """A function that prunes, in place, one mapping according to the table KEPT."""
+def pruner(kept, known=None):
+    """A function that prunes, in place, one mapping according to the table KEPT.
+
+    KNOWN (optional): ``names(obj)`` gives {level: property names} for an object
+    (level ``""``, a field, or ``(field, key)``; None: not checked) and
+    ``unknown(obj, path, keys)`` is told of the keys not among them."""
     if not kept:
         return None
     kept = {kind: tuple(_compiled(field, keys) for field, keys in fields.items())
@@ -26,19 +36,54 @@ def pruner(kept):
         fields = kept.get(kind)
         if fields is None:
             return
+        names = _object_names(known, obj) if known is not None else None
         for field, keys, nested in fields:
             sub = obj.get(field)
             if sub.__class__ is not dict:
                 continue
+            if names is not None:
+                allowed = names.get(field)
+                if allowed is not None and not allowed.issuperset(sub):
+                    _unknown(known, obj, sub, (field,), allowed)
             if not keys.issuperset(sub):
                 sub = obj[field] = {k: v for k, v in sub.items() if k in keys}
             for key, subkeys in nested:
                 value = sub.get(key)
+                if names is not None:
+                    _check_nested(known, obj, value, (field, key), names.get((field, key)))
                 if value.__class__ is dict:
                     sub[key] = _only(value, subkeys)
                 elif value.__class__ is list:
                     sub[key] = [_only(v, subkeys) if v.__class__ is dict else v for v in value]
     return prune
+
+
+def _object_names(known, obj):
+    """KNOWN's {level: names} for OBJ (None: not checked), its top-level keys checked."""
+    if obj.get("metadata").__class__ is not dict:
+        return None
+    names = known.names(obj)
+    if names is not None:
+        allowed = names.get("")
+        if allowed is not None and not allowed.issuperset(obj):
+            _unknown(known, obj, obj, (), allowed)
+    return names
+
+
+def _unknown(known, obj, mapping, path, names):
+    known.unknown(obj, path, [k for k in mapping if k not in names])
+
+
+def _check_nested(known, obj, value, path, names):
+    if names is None:
+        return
+    if value.__class__ is dict:
+        if not names.issuperset(value):
+            _unknown(known, obj, value, path, names)
+    elif value.__class__ is list:
+        for i, item in enumerate(value):
+            if item.__class__ is dict and not names.issuperset(item):
+                _unknown(known, obj, item, path + (i,), names)
 
 
 def _compiled(field, keys):

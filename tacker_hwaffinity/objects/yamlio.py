@@ -134,15 +134,16 @@ def _yaml_malformed(e, text):
     return _Malformed("YAML", None, None, e)
 
 
-def parse_documents(text, source, keep=None):
+def parse_documents(text, source, keep=None, known=None):
     """Parse a YAML/JSON stream into a list of top-level mappings.
 
     KEEP is a kept-fields table (see ``pruning``): fields of the listed kinds
-    that it does not name are dropped while parsing.
+    that it does not name are dropped while parsing. KNOWN (optional, an
+    ``objects.schema.SnapshotFields`` for KEEP) checks their keys meanwhile.
     """
     try:
         with gc_paused():
-            docs = _parse(text, pruning.pruner(keep))
+            docs = _parse(text, pruning.pruner(keep, known and known.bind(source)))
     except _Malformed as e:
         raise e.input_error(source)
     out = []
@@ -195,16 +196,16 @@ def expand_paths(paths):
     return out
 
 
-def load_objects(paths, keep=None):
+def load_objects(paths, keep=None, known=None):
     """Load every object of every file (a directory: its manifests, ``expand_paths``);
     return a list of (object, source).
 
-    KEEP: see ``parse_documents``. Each file's text is released once parsed.
+    KEEP, KNOWN: see ``parse_documents``. Each file's text is released once parsed.
     """
     out = []
     for path in expand_paths(paths):
         source = "<stdin>" if path == "-" else path
-        for obj in parse_documents(read_text(path), source, keep):
+        for obj in parse_documents(read_text(path), source, keep, known):
             out.append((obj, source))
     return out
 

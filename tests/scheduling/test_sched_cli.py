@@ -87,6 +87,7 @@ apiVersion: v1
 kind: Pod
 metadata: {name: p}
 spec:
+  containers: [{name: c, image: x}]
   affinity:
     podAffinity:
       requiredDuringSchedulingIgnoredDuringExecution:

@@ -4,7 +4,7 @@ from hypothesis import given, settings, strategies as st
 
 from tacker_hwaffinity.errors import InputError
 
-from tests.builders import node, pod
+from tests.builders import container, node, pod
 from .helpers import config, plan, run
 from .test_sched_plan import deployment
 
@@ -165,7 +165,8 @@ def test_explain_and_plan_read_a_service_beside_the_workload(tmp_path):
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
            "spec": {"selector": {"app": "x"}}}
     workload = tmp_path / "pod.yaml"
-    workload.write_text(yaml.safe_dump_all([svc, pod("in", {"app": "x"})]))
+    workload.write_text(yaml.safe_dump_all([svc, pod("in", {"app": "x"},
+                                                     containers=[container()])]))
     sched = tmp_path / "sched.yaml"
     sched.write_text(yaml.safe_dump(config(plugin_config=[{"name": "PodTopologySpread", "args": {
         "defaultingType": "List", "defaultConstraints": [spread("zone")]}}])))
