@@ -6,7 +6,7 @@ def to_dict(report, stale=None, findings=(), warnings=()):
     out = report.to_json()
     out["staleLabels"] = None if stale is None else stale.to_json()
     out["findings"] = list(findings)
-    out["warnings"] = list(warnings)
+    out["warnings"] = list(warnings) + out.get("warnings", [])    # the schema's first
     return out
 
 

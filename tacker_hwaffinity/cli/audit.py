@@ -119,8 +119,8 @@ def run(args):
     warnings.emit(report.warnings)
     found = thresholds.findings(report, max_loss, args.fail_on, report_stale)
     if args.output in output.STRUCTURED:
-        output.dump(output.document("Audit", render.to_dict(report, report_stale, found, check.warnings)),
-                    args.output)
+        doc = render.to_dict(report, report_stale, found, check.warnings)
+        output.dump(output.document("Audit", doc), args.output)
     elif args.output == output.NAME:  # the workloads the table lists; an audit spans namespaces
         output.names((w.kind.lower(), "%s/%s" % (w.namespace, w.name))
                      for w in render.shown(report, args.all))

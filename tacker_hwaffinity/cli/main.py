@@ -81,7 +81,8 @@ class _Version(argparse.Action):
     """--version, its text computed only when asked (it looks at the schema package)."""
 
     def __call__(self, parser, *_):
-        parser.exit(0, version_text() + "\n")
+        sys.stdout.write(version_text() + "\n")
+        parser.exit(0)
 
 
 def kubernetes_versions():
