@@ -51,11 +51,17 @@ def issue(dns_names, ips=(), days=365, now=None, client_name=CLIENT_NAME):
     start, end = now - datetime.timedelta(minutes=5), now + datetime.timedelta(days=days)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "hwaffinity-webhook-ca")])
+    # Key identifiers, as RFC 5280 asks (4.2.1.1, 4.2.1.2): strict verifiers (Python 3.13's
+    # default context, VERIFY_X509_STRICT) refuse a certificate without its issuer's.
+    ca_key_id = x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key())
+    authority = x509.AuthorityKeyIdentifier.from_issuer_subject_key_identifier(ca_key_id)
     ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
           .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
           .not_valid_before(start).not_valid_after(end)
           .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
           .add_extension(_key_usage(x509, key_cert_sign=True, crl_sign=True), critical=True)
+          .add_extension(ca_key_id, critical=False)
+          .add_extension(authority, critical=False)
           .sign(ca_key, hashes.SHA256()))
 
     def leaf(common_name, usage, extensions=()):
@@ -69,7 +75,10 @@ def issue(dns_names, ips=(), days=365, now=None, client_name=CLIENT_NAME):
                    .add_extension(x509.BasicConstraints(ca=False, path_length=None),
                                   critical=True)
                    .add_extension(_key_usage(x509), critical=True)
-                   .add_extension(x509.ExtendedKeyUsage([usage]), critical=False))
+                   .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+                   .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
+                                  critical=False)
+                   .add_extension(authority, critical=False))
         for extension in extensions:
             builder = builder.add_extension(extension, critical=False)
         cert = builder.sign(ca_key, hashes.SHA256())

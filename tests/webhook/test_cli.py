@@ -9,6 +9,7 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -66,6 +67,30 @@ def test_certs_verify_for_the_service_names_and_ips(tmp_path):
     server.load_cert_chain(str(tmp_path / "tls.crt"), str(tmp_path / "tls.key"))
     client = ssl.create_default_context(cafile=str(tmp_path / "ca.crt"))
     assert client.cert_store_stats()["x509_ca"] == 1
+
+
+def test_certs_pass_strict_x509_verification(tmp_path):
+    """RFC 5280's key identifiers are there: Python 3.13's default client context
+    (VERIFY_X509_STRICT) and openssl verify -x509_strict refuse a leaf without its
+    issuer's (\"Missing Authority Key Identifier\")."""
+    out = _certs(tmp_path)
+    for leaf in ("tls.crt", "client.crt"):
+        r = subprocess.run(["openssl", "verify", "-x509_strict", "-CAfile", str(out / "ca.crt"),
+                            str(out / leaf)], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, (leaf, r.stdout, r.stderr)
+    server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server.load_cert_chain(str(out / "tls.crt"), str(out / "tls.key"))
+    client = ssl.create_default_context(cafile=str(out / "ca.crt"))
+    client.verify_flags |= ssl.VERIFY_X509_STRICT
+    a, b = socket.socketpair()
+    with a, b:
+        done = []
+        thread = threading.Thread(target=lambda: done.append(
+            server.wrap_socket(b, server_side=True).close()))
+        thread.start()
+        client.wrap_socket(a, server_hostname="127.0.0.1").close()
+        thread.join(30)
+    assert done
 
 
 def _certs(tmp_path, name="certs", *flags):
