@@ -12,7 +12,8 @@ from tacker_hwaffinity.cli.common import TIMING_ENV, PhaseTimes  # noqa: F401 (T
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.yamlio import gc_paused, load_objects
-from tacker_hwaffinity.scheduling.snapshot import SELECTOR_KINDS, SNAPSHOT_FIELDS
+from tacker_hwaffinity.scheduling.snapshot import (
+    SELECTOR_KINDS, SNAPSHOT_FIELDS, check_cluster_files, check_nodes)
 
 KINDS = ("Node", "Pod", "Namespace", "PodDisruptionBudget", "Service",
          "ReplicationController") + owners.OWNER_KINDS
@@ -70,7 +71,9 @@ def read_objects(args):
             raise InputError(str(e), field="--kubeconfig")
     if sum(1 for c in args.cluster if c == "-") > 1:
         raise InputError("standard input ('-') can be given only once", field="--cluster")
-    return load_objects(args.cluster, keep=AUDIT_FIELDS), []
+    objects = load_objects(args.cluster, keep=AUDIT_FIELDS)
+    check_cluster_files(objects, args.cluster, skipped=())  # every kind read is used
+    return objects, []
 
 
 def split(objects):
@@ -111,6 +114,8 @@ def run(args):
                             pdbs=by["PodDisruptionBudget"], host_override=override,
                             namespace_objs=by["Namespace"],
                             selector_objs=[o for k in SELECTOR_KINDS for o in by[k]])
+        if args.kubeconfig is None:     # after the objects' own errors, which say more
+            check_nodes(by["Node"], args.cluster)
         times.done("audit")
     report.notes[:0] = notes
     found = thresholds.findings(report, max_loss, args.fail_on, report_stale)

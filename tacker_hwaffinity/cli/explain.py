@@ -7,7 +7,7 @@ from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import planner, sampling
 from tacker_hwaffinity.scheduling.planner import pod_notes
 from tacker_hwaffinity.objects.yamlio import load_objects
-from tacker_hwaffinity.scheduling.snapshot import workloads_from_objects
+from tacker_hwaffinity.scheduling.snapshot import first_workload_pod
 
 
 def register(sub):
@@ -54,15 +54,14 @@ def run(args):
     for obj, source in objects:  # a Service beside the pod selects it for default spreading
         if isinstance(obj, dict) and obj.get("kind") == "Service":
             snapshot.add_selectors(obj)
-    pods, wnotes = workloads_from_objects(objects)
-    if not pods:
+    pod, count, wnotes = first_workload_pod(objects)     # makes that one pod only
+    if pod is None:
         raise InputError("no pod found (expected a Pod or a workload)", source=args.pod)
-    pod = pods[0]
     result = explain(snapshot, profile, pod)
     result["notes"] = notes + wnotes + pod_notes(pod) + result["notes"]
-    if len(pods) > 1:
+    if count > 1:
         result["notes"].append("%s holds %d pods; explaining the first, %s"
-                               % (args.pod, len(pods), pod.key))
+                               % (args.pod, count, pod.key))
     if args.output == "json":
         json.dump(result, sys.stdout, indent=2)
         sys.stdout.write("\n")

@@ -3,10 +3,11 @@ import gc
 import json
 import sys
 
-from tacker_hwaffinity.cli.common import PhaseTimes, add_cluster_args, load_inputs
+from tacker_hwaffinity.cli.common import (
+    PhaseTimes, add_cluster_args, add_limit_args, load_inputs)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.scheduling import planner
-from tacker_hwaffinity.scheduling.snapshot import load_workloads
+from tacker_hwaffinity.scheduling.snapshot import load_workload_files, workloads_from_objects
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED = 0, 1
 
@@ -24,14 +25,19 @@ def register(sub):
                    help="node label that names the domain to report (default: %(default)s, "
                         "the physical compute host)")
     p.add_argument("-o", "--output", choices=("text", "json", "svg"), default="text")
+    add_limit_args(p)
     p.set_defaults(func=run)
 
 
 def run(args):
     times = PhaseTimes()
+    # read and counted first: a wrong file or too many pods is refused before the cluster
+    manifests = load_workload_files(args.workloads, args.max_pods)
+    times.done("manifests")
     snapshot, profile, notes = load_inputs(args, times)
     gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it again
-    pods, wnotes = load_workloads(args.workloads, snapshot)
+    pods, wnotes = workloads_from_objects(manifests, snapshot, max_pods=args.max_pods)
+    del manifests
     times.done("workloads")
     state = snapshot.state()
     result = planner.plan(state, profile.framework(), pods, args.topology_key)
