@@ -15,7 +15,8 @@ from tacker_hwaffinity.cli.common import (  # noqa: F401 (TIMING_ENV: docs)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.yamlio import gc_paused, load_objects
-from tacker_hwaffinity.scheduling.snapshot import SELECTOR_KINDS, SNAPSHOT_FIELDS
+from tacker_hwaffinity.scheduling.snapshot import (
+    SELECTOR_KINDS, SNAPSHOT_FIELDS, check_cluster_files, check_nodes)
 
 KINDS = ("Node", "Pod", "Namespace", "PodDisruptionBudget", "Service",
          "ReplicationController") + owners.OWNER_KINDS
@@ -70,6 +71,7 @@ def read_objects(args, check=None):
     objects = load_objects(files, keep=AUDIT_FIELDS, known=known)
     if check is not None:
         check.snapshot_done(known)
+    check_cluster_files(objects, files, skipped=())  # every kind read is used
     return objects, []
 
 
@@ -114,6 +116,8 @@ def run(args):
                             pdbs=by["PodDisruptionBudget"], host_override=override,
                             namespace_objs=by["Namespace"],
                             selector_objs=[o for k in SELECTOR_KINDS for o in by[k]])
+        if args.kubeconfig is None:     # after the objects' own errors, which say more
+            check_nodes(by["Node"], args.cluster)
         times.done("audit")
     report.notes[:0] = notes
     warnings.emit(report.warnings)

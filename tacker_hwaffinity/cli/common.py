@@ -1,4 +1,5 @@
 """Arguments and loading shared by the scheduling subcommands."""
+import argparse
 import os
 import sys
 import time
@@ -6,7 +7,9 @@ import time
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.yamlio import gc_paused, load_objects
 from tacker_hwaffinity.scheduling.profile import Profile
-from tacker_hwaffinity.scheduling.snapshot import SNAPSHOT_FIELDS, cluster_from_objects
+from tacker_hwaffinity.scheduling import workloads
+from tacker_hwaffinity.scheduling.snapshot import (
+    SNAPSHOT_FIELDS, check_cluster_files, check_nodes, cluster_from_objects)
 
 # Set (to anything non-empty) to get one "timing:" line on stderr; benchmarks read it.
 TIMING_ENV = "HWAFFINITY_TIMING"
@@ -110,6 +113,22 @@ def schema_check(args):
     from tacker_hwaffinity.objects import schema
     return schema.Check.from_flags(args.kubernetes_version, args.strict, report=warnings.emit,
                                    hint=extras.install_hint(schema.EXTRA))
+def _positive_int(text):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError("expected a positive integer, got %r" % text)
+    return value
+
+
+def add_limit_args(parser):
+    """--max-pods: the most pods the command plans (the replicas of every workload)."""
+    parser.add_argument("--max-pods", type=_positive_int, default=workloads.MAX_PODS,
+                        metavar="N",
+                        help="refuse, before making any pod, workloads that create more than "
+                             "N pods in all (the sum of their replicas)")
 
 
 def load_profile(path):
@@ -139,10 +158,13 @@ def load_inputs(args, times=None, check=None):
             objects = load_objects(files, keep=SNAPSHOT_FIELDS, known=known)
             if check is not None:
                 check.snapshot_done(known)
+            check_cluster_files(objects, files)
         if times is not None:
             times.done("parse")
         snapshot = cluster_from_objects(objects)
         del objects
+        if kubeconfig is None:
+            check_nodes(snapshot.nodes, args.cluster)
         if times is not None:
             times.done("snapshot")
     profile = load_profile(args.scheduler_config)

@@ -8,7 +8,7 @@ from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import diagnosis, planner, sampling
 from tacker_hwaffinity.scheduling.planner import pod_notes
 from tacker_hwaffinity.objects.yamlio import load_objects
-from tacker_hwaffinity.scheduling.snapshot import workloads_from_objects
+from tacker_hwaffinity.scheduling.snapshot import first_workload_pod
 
 
 def register(sub):
@@ -62,16 +62,15 @@ def run(args):
     for obj, source in objects:  # a Service beside the pod selects it for default spreading
         if isinstance(obj, dict) and obj.get("kind") == "Service":
             snapshot.add_selectors(obj)
-    pods, wnotes = workloads_from_objects(objects)
-    if not pods:
+    pod, count, wnotes = first_workload_pod(objects)     # makes that one pod only
+    if pod is None:
         raise InputError("no pod found (expected a Pod or a workload)", source=args.pod)
-    pod = pods[0]
-    result = explain(snapshot, profile, pod, pods, diagnosis.created_namespaces(objects))
+    result = explain(snapshot, profile, pod, created_namespaces=diagnosis.created_namespaces(objects))
     warnings.emit(result["warnings"])
     result["notes"] = notes + wnotes + pod_notes(pod) + result["notes"]
-    if len(pods) > 1:
+    if count > 1:
         result["notes"].append("%s holds %d pods; explaining the first, %s"
-                               % (args.pod, len(pods), pod.key))
+                               % (args.pod, count, pod.key))
     if args.output in output.STRUCTURED:
         result["warnings"] = check.warnings + result["warnings"]
         output.dump(output.document("Explanation", result), args.output)

@@ -5,7 +5,9 @@ sets ``func`` to a callable taking the parsed arguments and returning the
 exit status. Bad input (``InputError``) is one line on stderr and exit 2, and so
 is a module that an extra provides and that is not installed (``extras.missing``:
 the message names the extra and how to install it). Every parser shows its
-options' defaults in ``--help`` (``HelpFormatter``).
+options' defaults in ``--help`` (``HelpFormatter``). Ctrl-C (``KeyboardInterrupt``) ends any
+command quietly with exit 130, as a shell reports a process SIGINT ended; the long-running
+components (agent, controller, webhook serve) handle SIGINT themselves and stop cleanly.
 """
 import argparse
 import copy
@@ -21,6 +23,7 @@ COMMAND_MODULES = ("explain", "plan", "audit", "numa", "translate", "relabel", "
                    "controller", "webhook", "completion")
 
 EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 128 + 2   # 128 + SIGINT, what a shell reports for a process Ctrl-C ended
 
 
 class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
@@ -121,6 +124,8 @@ def main(argv=None):
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return 0
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

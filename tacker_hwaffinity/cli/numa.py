@@ -15,15 +15,24 @@ import sys
 
 from tacker_hwaffinity.cli import output
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.objects.yamlio import load_objects, parse_documents, read_text
+from tacker_hwaffinity.objects.yamlio import (
+    load_objects, parse_documents, read_text, source_name)
 from tacker_hwaffinity.numa import config as configmod
 from tacker_hwaffinity.numa import report as reportmod
 from tacker_hwaffinity.numa.cpuset import parse_list
 from tacker_hwaffinity.numa.subjects import load_pods
 
 
-def _pods(paths):
-    return load_pods(load_objects(paths)) if paths else []
+def _pods(paths, each_file=False):
+    """The pods of the files PATHS; EACH_FILE: a file that holds none is an error."""
+    objects = load_objects(paths) if paths else []
+    if each_file:
+        holding = {source for _, source in objects}
+        for path in paths:
+            if source_name(path) not in holding:
+                raise InputError("no pods in the file: expected Pod manifests",
+                                 source=source_name(path))
+    return load_pods(objects)
 
 
 
@@ -79,7 +88,7 @@ def _warn(warnings):
 
 
 def run_explain(args):
-    pods = _pods(args.pods)
+    pods = _pods(args.pods, each_file=True)
     cluster = _pods(args.cluster)
     rep, sources, warnings = reportmod.explain(pods, cluster, args.colocate_pods,
                                                args.colocate_namespaces)
@@ -156,7 +165,7 @@ def _reserved(text, machine):
 
 def run_plan(args):
     machine = load_machine(args)
-    pods = _pods(args.pods)
+    pods = _pods(args.pods, each_file=True)
     existing = _pods(args.existing)
     refs = {}
     for p in existing + pods:

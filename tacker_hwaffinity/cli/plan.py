@@ -4,12 +4,11 @@ import sys
 
 from tacker_hwaffinity.cli import output, warnings
 from tacker_hwaffinity.cli.common import (
-    PhaseTimes, add_cluster_args, add_schema_args, load_inputs, schema_check)
+    PhaseTimes, add_cluster_args, add_limit_args, add_schema_args, load_inputs, schema_check)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.objects.yamlio import load_objects
 from tacker_hwaffinity.scheduling import diagnosis, planner
-from tacker_hwaffinity.scheduling.snapshot import workloads_from_objects
+from tacker_hwaffinity.scheduling.snapshot import load_workload_files, workloads_from_objects
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED = 0, 1
 
@@ -33,6 +32,7 @@ def register(sub):
                         "the physical compute host)")
     output.add_output_arg(p, (output.TEXT, output.WIDE, output.JSON, output.YAML, output.NAME,
                               output.SVG))
+    add_limit_args(p)
     p.set_defaults(func=run)
 
 
@@ -43,11 +43,14 @@ def run(args):
                          field="WORKLOAD.yaml")
     times = PhaseTimes()
     check = schema_check(args)
+    # read, checked and counted first: a wrong file or too many pods is refused before
+    # the cluster is read
+    objects = load_workload_files(workload_files, args.max_pods)
+    check.objects(objects)
+    times.done("manifests")
     snapshot, profile, notes = load_inputs(args, times, check)
     gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it again
-    objects = load_objects(workload_files)
-    check.objects(objects)
-    pods, wnotes = workloads_from_objects(objects, snapshot)
+    pods, wnotes = workloads_from_objects(objects, snapshot, max_pods=args.max_pods)
     times.done("workloads")
     state = snapshot.state()
     result = planner.plan(state, profile.framework(), pods, args.topology_key)

@@ -137,16 +137,20 @@ def certs(args):
         raise InputError("expected a common name", field="--client-name")
     issued = certmod.issue(certmod.service_names(args.service, args.namespace) + args.dns,
                            args.ip, args.days, client_name=args.client_name)
-    os.makedirs(args.out, exist_ok=True)
-    for name, data, mode in (("ca.crt", issued.ca, 0o644), ("tls.crt", issued.cert, 0o644),
-                             ("tls.key", issued.key, 0o600),
-                             ("client.crt", issued.client_cert, 0o644),
-                             ("client.key", issued.client_key, 0o600)):
-        path = os.path.join(args.out, name)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.chmod(path, mode)
+    try:
+        os.makedirs(args.out, exist_ok=True)
+        for name, data, mode in (("ca.crt", issued.ca, 0o644), ("tls.crt", issued.cert, 0o644),
+                                 ("tls.key", issued.key, 0o600),
+                                 ("client.crt", issued.client_cert, 0o644),
+                                 ("client.key", issued.client_key, 0o600)):
+            path = os.path.join(args.out, name)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(path, mode)
+    except OSError as e:
+        raise InputError("cannot write: %s" % (e.strerror or e), source=e.filename or args.out,
+                         field="--out")
     sys.stdout.write("caBundle: %s\n" % base64.b64encode(issued.ca).decode())
     sys.stderr.write("kube-scheduler's client certificate (common name %s): %s and %s, "
                      "the extender's tlsConfig certData and keyData in base64; webhook serve "

@@ -93,8 +93,15 @@ def _load_yaml(member, name):
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = " at line %d" % (mark.line + 1) if mark else ""
-        raise InputError("not valid YAML%s: %s" % (where, getattr(e, "problem", e)),
+        problem = getattr(e, "problem", None) or e
+        if isinstance(e, yaml.reader.ReaderError):     # its str() spans three lines
+            problem = "unacceptable character #x%04x at position %d: %s" % (
+                e.character if isinstance(e.character, int) else ord(e.character[:1] or "\0"),
+                e.position, e.reason)
+        raise InputError("not valid YAML%s: %s" % (where, " ".join(str(problem).split())),
                          source=name)
+    except UnicodeDecodeError as e:
+        raise InputError("not UTF-8 text (%s)" % e.reason, source=name)
 
 
 def _definitions(files):
@@ -223,10 +230,37 @@ def _artifact_blocks(files, images, old, notes):
     return blocks
 
 
+def _output_folder(target):
+    """Create the folder TARGET goes in; InputError when TARGET is a directory or the
+    folder cannot be made."""
+    if os.path.isdir(target):
+        raise InputError("is a directory: give the package file to write (PKG.zip)",
+                         source=target, field="--output")
+    try:
+        os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
+    except OSError as e:
+        raise InputError("cannot create its directory %s: %s"
+                         % (os.path.dirname(target), e.strerror or e),
+                         source=target, field="--output")
+
+
+def _write(target, members):
+    """zipio.write, its OSErrors as InputErrors naming the file read or written."""
+    try:
+        zipio.write(target, members)
+    except OSError as e:
+        folder = os.path.dirname(os.path.abspath(target))
+        written = e.filename is None or os.path.dirname(os.path.abspath(e.filename)) == folder
+        raise InputError("cannot %s: %s" % ("write" if written else "read", e.strerror or e),
+                         source=target if written else e.filename,
+                         field="--output" if written else None)
+
+
 def build(src, target, images=(), etsi_dir=None):
-    """Write the package of SRC to TARGET; return a :class:`Result`."""
+    """Write the package of SRC to TARGET (its folder created); return a :class:`Result`."""
     if not os.path.isdir(src):
         raise InputError("not a directory", source=src)
+    _output_folder(target)
     files, left_out = _scan(src, {os.path.realpath(target)})
     notes = ["left out image %s (give it with --image to include it)" % n for n in left_out]
     old = None
@@ -245,5 +279,5 @@ def build(src, target, images=(), etsi_dir=None):
     header = _header(old, defs, files)
     blocks = [header] + _artifact_blocks(files, given, old, notes)
     files[meta.PATH] = Member(meta.render(blocks).encode("utf-8"))
-    zipio.write(target, [(n, m.data, m.executable, n in given) for n, m in files.items()])
+    _write(target, [(n, m.data, m.executable, n in given) for n, m in files.items()])
     return Result(target, sorted(files), sorted(set(notes), key=notes.index))

@@ -204,10 +204,15 @@ def load_objects(paths, keep=None, known=None):
     """
     out = []
     for path in expand_paths(paths):
-        source = "<stdin>" if path == "-" else path
+        source = source_name(path)
         for obj in parse_documents(read_text(path), source, keep, known):
             out.append((obj, source))
     return out
+
+
+def source_name(path):
+    """How ``load_objects`` names the objects' source PATH in messages."""
+    return "<stdin>" if path == "-" else path
 
 
 def type_name(value):

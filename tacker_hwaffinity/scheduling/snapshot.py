@@ -1,5 +1,6 @@
 """Load a cluster snapshot and workloads from files into scheduler objects."""
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.objects.yamlio import expand_paths, load_objects, source_name
 from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling import workloads
 from tacker_hwaffinity.scheduling.model import (
@@ -30,6 +31,13 @@ SNAPSHOT_FIELDS = {
     "Namespace": {"metadata": ("name", "namespace", "labels")},
 }
 SNAPSHOT_FIELDS.update({kind: _SELECTOR_ONLY for kind in SELECTOR_KINDS})
+# What prints a cluster snapshot: errors about a file that is none say so.
+SNAPSHOT_COMMAND = "kubectl get nodes,pods,namespaces -A -o yaml"
+# Kinds a cluster file may hold that the engine skips (with a note): a file of nothing
+# else is not a snapshot (workload manifests given as --cluster, say).
+SKIPPED_CLUSTER_KINDS = (workloads.NON_WORKLOAD_KINDS | set(workloads.WORKLOAD_KINDS)) - set(
+    CLUSTER_KINDS)
+WORKLOADS_EXPECTED = "Pod, Deployment, ReplicaSet, StatefulSet or Job manifests"
 
 
 def _located(fn, obj, source):
@@ -166,7 +174,97 @@ def cluster_from_objects(objects, bad_annotations=None):
     return snap
 
 
-def workloads_from_objects(objects, snapshot=None, avoid=()):
+def _held(kinds):
+    """'2 Deployment, 1 Service': how many objects of each kind KINDS (a list) holds."""
+    counts = {}
+    for kind in kinds:
+        counts[kind] = counts.get(kind, 0) + 1
+    return ", ".join("%d %s" % (n, kind) for kind, n in counts.items())
+
+
+def _kinds_by_source(objects, paths):
+    """{source name: [kind of each object]} for every file of PATHS, in order."""
+    found = {source_name(p): [] for p in expand_paths(paths)}
+    for obj, source in objects:
+        found.setdefault(source, []).append(obj.get("kind") if isinstance(obj, dict) else None)
+    return found
+
+
+def check_cluster_files(objects, paths, skipped=SKIPPED_CLUSTER_KINDS):
+    """InputError for a cluster file of PATHS (OBJECTS: what load_objects read from them)
+    that holds no object, or only objects of the SKIPPED kinds: it is no snapshot."""
+    for source, kinds in _kinds_by_source(objects, paths).items():
+        if not kinds:
+            raise InputError("no Kubernetes objects in the file: expected '%s'"
+                             % SNAPSHOT_COMMAND, source=source)
+        if all(k in skipped for k in kinds):
+            raise InputError("holds %s and nothing a cluster snapshot is read for (%s): "
+                             "expected '%s'" % (_held(kinds), ", ".join(CLUSTER_KINDS),
+                                                SNAPSHOT_COMMAND), source=source)
+
+
+def check_nodes(nodes, paths):
+    """InputError when the cluster files PATHS hold no node (NODES: those they hold)."""
+    if not nodes:
+        raise InputError("no nodes in the cluster snapshot %s: expected '%s'"
+                         % (", ".join(source_name(p) for p in paths), SNAPSHOT_COMMAND))
+
+
+def load_workload_files(paths, max_pods=workloads.MAX_PODS):
+    """[(object, source)] of the WORKLOAD files PATHS, refused at once when a file holds no
+    object, or a Node, when none of them holds a workload, or when the workloads would
+    create more than MAX_PODS pods (counted before any is made)."""
+    objects = load_objects(paths)
+    for source, kinds in _kinds_by_source(objects, paths).items():
+        if not kinds:
+            raise InputError("no Kubernetes objects in the file: expected %s"
+                             % WORKLOADS_EXPECTED, source=source)
+    _count_pods(objects, max_pods)
+    if not any(obj["kind"] in workloads.WORKLOAD_KINDS for obj, _ in objects):
+        raise InputError("no workloads in %s: expected %s"
+                         % (", ".join(source_name(p) for p in paths), WORKLOADS_EXPECTED))
+    return objects
+
+
+def _count_pods(objects, max_pods):
+    """How many pods the workloads of OBJECTS create, from their specs; InputError naming
+    the file, object and field once a workload, or all of them so far, go over MAX_PODS.
+    An unknown kind or a Node (it belongs in the cluster snapshot) is an error too."""
+    total = 0
+    for obj, source in objects:
+        kind = _kind(obj, source)
+        if kind == "Node":
+            raise InputError("a Node is part of the cluster, not a workload: give it with "
+                             "--cluster", source=source, obj=object_label(obj), field="kind")
+        if kind in workloads.NON_WORKLOAD_KINDS:
+            continue
+        count, field = _located(lambda: workloads.pod_count(obj), obj, source)
+        total += count
+        if total > max_pods:
+            what = ("%d pods" % count if count == total else
+                    "%d pods, which bring the pods to plan to %d" % (count, total))
+            raise InputError("%s, over the limit of %d a command plans (--max-pods raises it)"
+                             % (what, max_pods), source=source, obj=object_label(obj),
+                             field=field)
+    return total
+
+
+def first_workload_pod(objects):
+    """(the first pod the workloads of OBJECTS create, or None; how many they create in
+    all; notes on the objects that create none), making that one pod only."""
+    notes, total, first = [], _count_pods(objects, float("inf")), None
+    for obj, source in objects:
+        kind = _kind(obj, source)
+        if kind in workloads.NON_WORKLOAD_KINDS:
+            notes.append("%s: %s creates no pods here and is not planned"
+                         % (source, object_label(obj)))
+        elif first is None:
+            made = _located(lambda: workloads.expand(obj, source, count=1), obj, source)
+            first = made[0] if made else None
+    return first, total, notes
+
+
+def workloads_from_objects(objects, snapshot=None, avoid=(), max_pods=workloads.MAX_PODS):
     """Pods to schedule, in file order, and notes on objects that create none.
 
     Services among the workloads join SNAPSHOT's selectors: default topology
@@ -174,8 +272,10 @@ def workloads_from_objects(objects, snapshot=None, avoid=()):
     already bound in SNAPSHOT
     is an error, as the API server would refuse to create it; generated names
     avoid every pod name seen so far, and the names in AVOID (pods a caller
-    created in earlier calls), instead (see ``workloads``).
+    created in earlier calls), instead (see ``workloads``). More than MAX_PODS
+    pods in all is an error before any is made, and so is a Node.
     """
+    _count_pods(objects, max_pods)
     pods, notes = [], []
     seen = {p.key for p in snapshot.pods} if snapshot is not None else set()
     taken = seen | snapshot.pod_keys if snapshot is not None else set()

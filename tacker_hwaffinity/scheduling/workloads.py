@@ -33,6 +33,9 @@ NON_WORKLOAD_KINDS = frozenset((
     "HorizontalPodAutoscaler", "LimitRange", "ResourceQuota", "PriorityClass",
     "CustomResourceDefinition", "Endpoints", "EndpointSlice", "Event", "Lease",
     "ControllerRevision", "DaemonSet", "CronJob", "Node"))
+# The pods one command plans at most unless told otherwise (``--max-pods``): far above any
+# real CNF, far below what exhausts memory (10,000,000 replicas took 10 GB before this).
+MAX_PODS = 100_000
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand alphabet
 
 
@@ -81,10 +84,42 @@ def _int_field(spec, name, default, field):
     return v
 
 
-def _template(obj, ns):
+def _workload_kind(obj):
+    kind = obj.get("kind")
+    if kind not in WORKLOAD_KINDS:
+        raise InputError("unknown kind %r: expected one of %s"
+                         % (kind, ", ".join(WORKLOAD_KINDS)), field="kind")
+    return kind
+
+
+def _spec(obj):
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         raise InputError("expected a mapping", field="spec")
+    return spec
+
+
+def _job_parallelism(spec):
+    """The pods a Job runs at once: spec.parallelism, at most spec.completions."""
+    parallelism = _int_field(spec, "parallelism", 1, "spec.parallelism")
+    if spec.get("completions") is not None:
+        parallelism = min(parallelism, _int_field(spec, "completions", 1, "spec.completions"))
+    return parallelism
+
+
+def pod_count(obj):
+    """(how many pods workload OBJ creates, the field that says so) from its spec alone,
+    without making them; the field is None for a Pod (it is one)."""
+    kind = _workload_kind(obj)
+    if kind == "Pod":
+        return 1, None
+    if kind == "Job":
+        return _job_parallelism(_spec(obj)), "spec.parallelism"
+    return _int_field(_spec(obj), "replicas", 1, "spec.replicas"), "spec.replicas"
+
+
+def _template(obj, ns):
+    spec = _spec(obj)
     tpl = spec.get("template")
     if not isinstance(tpl, dict):
         raise InputError("the controller has no pod template", field="spec.template")
@@ -109,16 +144,14 @@ def _template(obj, ns):
     return spec, tpl, labels, info, sel
 
 
-def expand(obj, source=None, taken=frozenset()):
-    """The pods OBJ creates, in creation order (a Pod yields itself).
+def expand(obj, source=None, taken=frozenset(), count=None):
+    """The pods OBJ creates, in creation order (a Pod yields itself); with COUNT, only the
+    first COUNT of them (named as in the whole list).
 
     TAKEN: keys (``namespace/name``) of pods that exist already; generated names
     avoid them. Fixed names (StatefulSet, Pod) are returned as they are.
     """
-    kind = obj.get("kind")
-    if kind not in WORKLOAD_KINDS:
-        raise InputError("unknown kind %r: expected one of %s"
-                         % (kind, ", ".join(WORKLOAD_KINDS)), field="kind")
+    kind = _workload_kind(obj)
     meta, name = metadata(obj, kind)
     ns = meta.get("namespace") or DEFAULT_NAMESPACE
     if kind == "Pod":
@@ -128,7 +161,9 @@ def expand(obj, source=None, taken=frozenset()):
         pod.workload = "Pod %s/%s" % (ns, name)
         return [pod]
     spec, tpl, labels, info, selector = _template(obj, ns)
-    replicas = _int_field(spec, "replicas", 1, "spec.replicas")
+    replicas, _ = pod_count(obj)
+    if count is not None:
+        replicas = min(replicas, count)
 
     used = set()
     owner = owner_selector = None
@@ -170,18 +205,13 @@ def expand(obj, source=None, taken=frozenset()):
                       "controller-revision-hash": rev})
                 for i in range(start, start + replicas)]
     if kind == "Job":
-        parallelism = _int_field(spec, "parallelism", 1, "spec.parallelism")
-        completions = spec.get("completions")
-        if completions is not None:
-            completions = _int_field(spec, "completions", 1, "spec.completions")
-            parallelism = min(parallelism, completions)
         uid = meta.get("uid") or _uid(ns, name)
         job_labels = {"batch.kubernetes.io/controller-uid": uid, "controller-uid": uid,
                       "batch.kubernetes.io/job-name": name, "job-name": name}
         indexed = spec.get("completionMode") == "Indexed"
         owner = ("batch/v1", "Job", name)
         pods = []
-        for i in range(parallelism):
+        for i in range(replicas):
             if indexed:
                 extra = dict(job_labels, **{"batch.kubernetes.io/job-completion-index": str(i)})
                 pods.append(make(generated("%s-%d-" % (name, i), uid, i), extra))

@@ -67,10 +67,14 @@ def _read_yaml(path, field=None):
             data = yaml.load(f, Loader=_Loader)
     except OSError as e:
         raise InputError("cannot read: %s" % (e.strerror or e), source=path)
+    except UnicodeDecodeError as e:
+        raise InputError("not UTF-8 text (%s): a VNFD is YAML" % e.reason, source=path,
+                         field=field)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = " at line %d" % (mark.line + 1) if mark else ""
-        raise InputError("not valid YAML%s: %s" % (where, getattr(e, "problem", e)),
+        problem = getattr(e, "problem", None) or getattr(e, "reason", None) or e
+        raise InputError("not valid YAML%s: %s" % (where, " ".join(str(problem).split())),
                          source=path, field=field)
     return data
 
@@ -155,11 +159,13 @@ def _shown(root, path):
 
 class _ImportWalk:
     """The walk through the imports of one file and of the files it imports, in the
-    package ROOT (a real path); FLAVOUR_DIR is where URL imports are also looked for.
+    package ROOT (a real path); FLAVOUR_DIR is where URL imports are also looked for;
+    ORIGINAL, when ROOT is a copy of a package source, is that source (a real path).
     LOCAL_DEFS maps every URL import to its package file; DONE holds the files read."""
 
-    def __init__(self, root, flavour_dir):
+    def __init__(self, root, flavour_dir, original=None):
         self.root = root
+        self.original = original
         self.flavour_dir = flavour_dir
         self.local_defs = {}
         self.done = set()
@@ -183,6 +189,9 @@ class _ImportWalk:
             raise InputError("import %s is a URL; nothing is fetched: import a file of the "
                              "package by path" % uri, source=file_path, field="imports")
         target = os.path.normpath(os.path.join(here, uri))
+        if self.original is not None and os.path.isabs(uri) and _inside(self.original, target):
+            # an absolute import of a file of the source: its copy in ROOT
+            target = os.path.join(self.root, _shown(self.original, target))
         if not _inside(self.root, target):
             raise InputError("import %s is outside the package (%s); only its own files "
                              "are read" % (uri, self.root), source=file_path, field="imports")
@@ -243,14 +252,14 @@ class _ImportWalk:
                 self.done.add(real)
 
 
-def _resolve_imports(path, data, flavour_dir, root):
+def _resolve_imports(path, data, flavour_dir, root, original=None):
     """Absolute imports for the flavour file; local_defs for every URL import.
 
     Every file imported, directly or not, is a file of the package ROOT: a URL
     resolves to a package file of the same name, an import from a repository
     (which tosca-parser would fetch) or of a file outside ROOT is an InputError,
     and so is an import cycle (tosca-parser would recurse until RecursionError)."""
-    imports = _ImportWalk(os.path.realpath(root), flavour_dir)
+    imports = _ImportWalk(os.path.realpath(root), flavour_dir, original)
     imports.walk(path, data.get("imports"), True, [os.path.realpath(path)])
     return imports.local_defs
 
@@ -335,7 +344,7 @@ def _param_data(data):
     return params
 
 
-def _prepare(path, data, flavour, root):
+def _prepare(path, data, flavour, root, original=None):
     if not isinstance(data, dict) or not isinstance(data.get("topology_template"), dict):
         raise InputError("not a TOSCA service template (no topology_template)", source=path)
     policies = data["topology_template"].get("policies")
@@ -346,7 +355,7 @@ def _prepare(path, data, flavour, root):
                          "not a %s" % type(policies).__name__, source=path,
                          field="topology_template.policies")
     flavour_dir = os.path.dirname(os.path.abspath(path))
-    local_defs = _resolve_imports(path, data, flavour_dir, root)
+    local_defs = _resolve_imports(path, data, flavour_dir, root, original)
     subst = data["topology_template"].get("substitution_mappings")
     if isinstance(subst, dict):
         subst.pop("requirements", None)
@@ -354,13 +363,15 @@ def _prepare(path, data, flavour, root):
                 parsed_params=_param_data(data))
 
 
-def _from_directory(root, flavour, where):
+def _from_directory(root, flavour, where, original=None):
+    """The flavour of the package ROOT (a copy of the source ORIGINAL, if given)."""
     candidates = []
     for f in _package_yaml_files(root):
         data = _read_yaml(f)
         candidates.append((f, data, _flavour_of(data)))
     path, data = _pick_flavour(candidates, flavour, where)
-    return _prepare(path, data, _flavour_of(data), root)
+    return _prepare(path, data, _flavour_of(data), root,
+                    None if original is None else os.path.realpath(original))
 
 
 def package_root(path):
@@ -387,16 +398,29 @@ def _from_file(path, flavour):
     topo = data.get("topology_template")
     if isinstance(topo, dict) and topo.get("node_templates") and flavour is None:
         return _prepare(path, data, None, package_root(path))       # a plain template
-    # A top VNFD: its flavours are the files next to it.
-    folder = os.path.dirname(os.path.abspath(path))
-    candidates = []
-    for name in sorted(os.listdir(folder)):
-        f = os.path.join(folder, name)
-        if name.endswith(_YAML_EXT) and os.path.isfile(f):
-            d = data if os.path.samefile(f, path) else _read_yaml(f)
-            candidates.append((f, d, _flavour_of(d)))
+    # A top VNFD: its flavours are among the files it imports (no other file is read).
+    root = package_root(path)
+    candidates = [(f, d, _flavour_of(d)) for f, d in _imported_files(path, data, root)]
+    if not any(c[2] is not None for c in candidates):
+        raise InputError("imports no deployment flavour file (substitution_mappings."
+                         "properties.flavour_id): give the flavour file, or the package "
+                         "directory", source=path, field="imports")
     found, found_data = _pick_flavour(candidates, flavour, path)
-    return _prepare(found, found_data, _flavour_of(found_data), package_root(path))
+    return _prepare(found, found_data, _flavour_of(found_data), root)
+
+
+def _imported_files(path, data, root):
+    """[(file, its YAML)] of what the file PATH (read as DATA) imports by path, each a file
+    of the package ROOT (InputError otherwise, as for the flavour's imports)."""
+    here = os.path.dirname(os.path.abspath(path))
+    walk = _ImportWalk(os.path.realpath(root), here)
+    imports = data.get("imports")
+    found = []
+    for index, entry in enumerate(imports if isinstance(imports, list) else ()):
+        target, _ = walk.target_of(path, here, index, entry)
+        if not _is_url(_import_uri(entry)[0]):      # a URL import is types, not a flavour
+            found.append((target, _read_yaml(target)))
+    return found
 
 
 def _extract(csar, into):
@@ -414,6 +438,7 @@ def _lacking_etsi(root):
     source's YAML files import (relatively) but that are not there: a package source
     directory (``csar/k8s-cluster``), to which ``hwaffinity csar build`` adds them."""
     out = set()
+    root = os.path.abspath(root)        # an import may be absolute: compare absolute paths
     for f in _package_yaml_files(root):
         try:
             data = _read_yaml(f)
@@ -450,7 +475,12 @@ def open_vnfd(path, flavour=None):
             for relative, name in lacking:
                 os.makedirs(os.path.dirname(os.path.join(copy, relative)), exist_ok=True)
                 shutil.copyfile(sources[name], os.path.join(copy, relative))
-            vnfd = _from_directory(copy, flavour, path)
+            try:
+                vnfd = _from_directory(copy, flavour, path, original=path)
+            except InputError as e:     # name the user's files, not the copy's
+                shown = os.path.normpath(path)
+                raise InputError(e.message.replace(copy, shown), source=(
+                    e.source or "").replace(copy, shown) or None, obj=e.obj, field=e.field)
             vnfd.path = os.path.join(path, os.path.relpath(vnfd.path, copy))
             yield vnfd
     elif zipfile.is_zipfile(path):

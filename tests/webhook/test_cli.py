@@ -183,10 +183,10 @@ def test_serve_refuses_an_extender_open_to_anyone_unless_told(tmp_path, flags, m
 @pytest.fixture
 def in_process(monkeypatch, caplog):
     """`webhook serve ARGS` in this (main) thread, as in the process, with informers that
-    sync at once and no API server; PROBE(port) runs in another thread once it serves,
-    then SIGTERM ends it. Returns (what PROBE returned, the start line)."""
-    from tacker_hwaffinity.cli import webhook as cli
-    from tacker_hwaffinity.cli.main import build_parser
+    sync at once and no API server, through the entry point (``main``); PROBE(port) runs
+    in another thread once it serves, then SIG (SIGTERM) ends it. Returns (what PROBE
+    returned, the start line)."""
+    from tacker_hwaffinity.cli.main import main
     from tacker_hwaffinity.kube import client as kube_client
     from tacker_hwaffinity.kube.informer import Informer
     from tacker_hwaffinity.kube.serve import HealthServer
@@ -206,7 +206,7 @@ def in_process(monkeypatch, caplog):
     handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
     caplog.set_level(logging.INFO, logger="hwaffinity.webhook")
 
-    def serve(args, probe):
+    def serve(args, probe, sig=signal.SIGTERM):
         got = {}
 
         def probing():
@@ -216,9 +216,9 @@ def in_process(monkeypatch, caplog):
                     threading.Event().wait(0.02)
                 got["probe"] = probe(servers[0].port)
             finally:
-                os.kill(os.getpid(), signal.SIGTERM)
+                os.kill(os.getpid(), sig)
         threading.Thread(target=probing, daemon=True).start()
-        assert cli.serve(build_parser("webhook").parse_args(["webhook", "serve"] + args)) == 0
+        assert main(["webhook", "serve"] + args) == 0
         line = next(r.getMessage() for r in caplog.records
                     if r.getMessage().startswith("webhook on "))
         return got.get("probe"), line
@@ -327,6 +327,13 @@ def test_plain_http_for_tests_opens_the_extender_and_says_so(in_process):
     got, line = in_process(["--insecure-for-tests", "--address", "127.0.0.1:0"], probe)
     assert got == 200 and line.startswith("webhook on http://127.0.0.1:"), line
     assert line.endswith("; extender open to any client"), line
+
+
+def test_ctrl_c_stops_the_webhook_cleanly_with_exit_0(in_process):
+    """The component's own SIGINT handler stops it: not main's Ctrl-C exit 130."""
+    got, line = in_process(["--insecure-for-tests", "--address", "127.0.0.1:0"],
+                           lambda port: port, sig=signal.SIGINT)
+    assert got and line.startswith("webhook on http://127.0.0.1:%d" % got), line
 
 
 def test_the_expiry_gauge_follows_the_files_and_keeps_a_pair_that_does_not_load(tmp_path):
