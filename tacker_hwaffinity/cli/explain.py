@@ -65,7 +65,8 @@ def run(args):
     pod, count, wnotes = first_workload_pod(objects)     # makes that one pod only
     if pod is None:
         raise InputError("no pod found (expected a Pod or a workload)", source=args.pod)
-    result = explain(snapshot, profile, pod, created_namespaces=diagnosis.created_namespaces(objects))
+    result = explain(snapshot, profile, pod,
+                     created_namespaces=diagnosis.created_namespaces(objects))
     warnings.emit(result["warnings"])
     result["notes"] = notes + wnotes + pod_notes(pod) + result["notes"]
     if count > 1:

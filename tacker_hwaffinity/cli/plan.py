@@ -45,8 +45,7 @@ def run(args):
     check = schema_check(args)
     # read, checked and counted first: a wrong file or too many pods is refused before
     # the cluster is read
-    objects = load_workload_files(workload_files, args.max_pods)
-    check.objects(objects)
+    objects = load_workload_files(workload_files, args.max_pods, check=check.objects)
     times.done("manifests")
     snapshot, profile, notes = load_inputs(args, times, check)
     gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it again

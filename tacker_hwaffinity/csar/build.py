@@ -235,13 +235,13 @@ def _output_folder(target):
     folder cannot be made."""
     if os.path.isdir(target):
         raise InputError("is a directory: give the package file to write (PKG.zip)",
-                         source=target, field="--output")
+                         source=target, field="--output-file")
     try:
         os.makedirs(os.path.dirname(os.path.abspath(target)), exist_ok=True)
     except OSError as e:
         raise InputError("cannot create its directory %s: %s"
                          % (os.path.dirname(target), e.strerror or e),
-                         source=target, field="--output")
+                         source=target, field="--output-file")
 
 
 def _write(target, members):
@@ -253,7 +253,7 @@ def _write(target, members):
         written = e.filename is None or os.path.dirname(os.path.abspath(e.filename)) == folder
         raise InputError("cannot %s: %s" % ("write" if written else "read", e.strerror or e),
                          source=target if written else e.filename,
-                         field="--output" if written else None)
+                         field="--output-file" if written else None)
 
 
 def build(src, target, images=(), etsi_dir=None):

@@ -210,15 +210,18 @@ def check_nodes(nodes, paths):
                          % (", ".join(source_name(p) for p in paths), SNAPSHOT_COMMAND))
 
 
-def load_workload_files(paths, max_pods=workloads.MAX_PODS):
+def load_workload_files(paths, max_pods=workloads.MAX_PODS, check=None):
     """[(object, source)] of the WORKLOAD files PATHS, refused at once when a file holds no
     object, or a Node, when none of them holds a workload, or when the workloads would
-    create more than MAX_PODS pods (counted before any is made)."""
+    create more than MAX_PODS pods (counted before any is made). CHECK(objects), when
+    given, runs before the count: the schema names a wrong type as the API server does."""
     objects = load_objects(paths)
     for source, kinds in _kinds_by_source(objects, paths).items():
         if not kinds:
             raise InputError("no Kubernetes objects in the file: expected %s"
                              % WORKLOADS_EXPECTED, source=source)
+    if check is not None:
+        check(objects)
     _count_pods(objects, max_pods)
     if not any(obj["kind"] in workloads.WORKLOAD_KINDS for obj, _ in objects):
         raise InputError("no workloads in %s: expected %s"

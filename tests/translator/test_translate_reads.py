@@ -48,7 +48,7 @@ def test_a_top_vnfd_that_imports_no_flavour_says_so(tmp_path):
 def test_a_binary_file_is_one_line(tmp_path, capsys):
     binary = tmp_path / "vnfd.yaml"
     binary.write_bytes(b"\x7fELF\x02\x01\x01\x00\xd0\xff" * 20)
-    assert main(["translate", str(binary), "-o", str(tmp_path / "out")]) == 2
+    assert main(["translate", str(binary), "--output-dir", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert err == ("hwaffinity translate: error: %s: not UTF-8 text (invalid continuation "
                    "byte): a VNFD is YAML\n" % binary)
@@ -71,13 +71,13 @@ def test_a_relative_package_may_import_its_own_file_by_absolute_path(tmp_path, m
         f.write(text.replace("  - sample_kubernetes_types.yaml\n", "  - %s\n" % own, 1))
     monkeypatch.chdir(tmp_path)
     out = str(tmp_path / "out")
-    assert main(["translate", "pkg", "--flavour", "podaffinity", "-o", out]) == 0
+    assert main(["translate", "pkg", "--flavour", "podaffinity", "--output-dir", out]) == 0
     outside = tmp_path / "outside.yaml"
     shutil.copyfile(own, outside)
     with open(df, "w") as f:
         f.write(text.replace("  - sample_kubernetes_types.yaml\n", "  - %s\n" % outside, 1))
     capsys.readouterr()
-    assert main(["translate", "pkg", "--flavour", "podaffinity", "-o", out]) == 2
+    assert main(["translate", "pkg", "--flavour", "podaffinity", "--output-dir", out]) == 2
     assert capsys.readouterr().err == (
         "hwaffinity translate: error: pkg/Definitions/%s: field imports: import %s is "
         "outside the package (pkg); only its own files are read\n" % (DF, outside))
