@@ -8,6 +8,7 @@ import gc
 import sys
 
 from tacker_hwaffinity.audit import owners, pdb, render, stale, thresholds
+from tacker_hwaffinity.cli import progress
 from tacker_hwaffinity.cli.common import TIMING_ENV, PhaseTimes  # noqa: F401 (TIMING_ENV: docs)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
@@ -93,7 +94,8 @@ def run(args):
     from tacker_hwaffinity.audit import core
     times = PhaseTimes()
     max_loss = thresholds.parse_max_loss(args.max_loss) if args.max_loss else None
-    with gc_paused():
+    with gc_paused(), progress.Progress("audit") as status:
+        status.phase("reading the cluster")
         objects, notes = read_objects(args)
         gc.freeze()  # what was read lives until exit: neither collections nor the
         times.done("read")   # interpreter's teardown need walk it again
@@ -101,11 +103,13 @@ def run(args):
         del objects
         report_stale = None
         if stale.wanted(args):
+            status.phase("asking Nova where the VMs are")
             report_stale = stale.check(args, by["Node"], args.topology_key)
         elif "stale-labels" in args.fail_on:
             raise InputError("--fail-on stale-labels needs OpenStack credentials "
                              "(--openstack or --os-cloud)", field="--fail-on")
         override = report_stale.nova_hosts() if report_stale is not None else None
+        status.phase("judging %d pods' placement" % len(by["Pod"]))
         owner_objs = [o for k in owners.OWNER_KINDS for o in by[k]]
         report = core.audit(by["Node"], by["Pod"], args.topology_key, owners=owner_objs,
                             pdbs=by["PodDisruptionBudget"], host_override=override,

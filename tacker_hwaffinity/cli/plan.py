@@ -3,6 +3,7 @@ import gc
 import json
 import sys
 
+from tacker_hwaffinity.cli import progress, table
 from tacker_hwaffinity.cli.common import PhaseTimes, add_cluster_args, load_inputs
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.scheduling import planner
@@ -29,14 +30,18 @@ def register(sub):
 
 def run(args):
     times = PhaseTimes()
-    snapshot, profile, notes = load_inputs(args, times)
-    gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it again
-    pods, wnotes = load_workloads(args.workloads, snapshot)
-    times.done("workloads")
-    state = snapshot.state()
-    result = planner.plan(state, profile.framework(), pods, args.topology_key)
-    result.notes[:0] = notes + wnotes
-    times.done("plan")
+    with progress.Progress("plan") as status:
+        status.phase("reading the cluster")
+        snapshot, profile, notes = load_inputs(args, times)
+        gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it
+        status.phase("reading the workloads")
+        pods, wnotes = load_workloads(args.workloads, snapshot)
+        times.done("workloads")
+        state = snapshot.state()
+        result = planner.plan(state, profile.framework(),
+                              status.counted(pods, "placing pods"), args.topology_key)
+        result.notes[:0] = notes + wnotes
+        times.done("plan")
     if args.output == "json":
         json.dump(result.to_dict(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -50,22 +55,23 @@ def run(args):
     return EXIT_ALL_PLACED if result.complete else EXIT_SOME_UNPLACED
 
 
-def render_text(result):
+def render_text(result, width=table.WIDTH):
+    """The text form, wrapped to WIDTH columns (None: one line per row and note)."""
     key = result.topology_key
     rows = [("POD", "NODE", key.upper() if key == DEFAULT_HOST_LABEL else key)]
     for p in result.placements:
         rows.append((p.pod.key, p.node or "<unschedulable>",
                      p.domain if p.domain is not None else "-"))
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    out = ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
+    out = table.table(rows, width)
     out.append("")
     out.append("Pods per %s:" % key)
     domains = result.domains()
     for value, pods in domains.items():
-        out.append("  %s: %d  (%s)" % (value, len(pods), ", ".join(pods)))
+        out += table.wrap("%s: %d  (%s)" % (value, len(pods), ", ".join(pods)), width, "  ")
     no_domain = [p.pod.key for p in result.placements if p.node and p.domain is None]
     if no_domain:
-        out.append("  <node without %s>: %d  (%s)" % (key, len(no_domain), ", ".join(no_domain)))
+        out += table.wrap("<node without %s>: %d  (%s)" % (key, len(no_domain),
+                                                           ", ".join(no_domain)), width, "  ")
     unplaced = [p for p in result.placements if p.node is None]
     placed = len(result.placements) - len(unplaced)
     out.append("")
@@ -73,5 +79,5 @@ def render_text(result):
                % (placed, len(result.placements), len(domains), key))
     for p in unplaced:
         out.append("Unschedulable %s: %s" % (p.pod.key, "; ".join(p.reasons)))
-    out.extend("Note: %s" % n for n in result.notes)
+    out += table.notes("Note: ", result.notes, width)
     return "\n".join(out) + "\n"
