@@ -18,17 +18,20 @@
 #            started)                                             (tacker)
 #   lint     shellcheck, which tests/packages/test_install_script.py runs when it is
 #            there (tox -e lint has its own)
+#   browser  chromium, the headless browser tests/cli/test_svg.py draws the SVGs in and
+#            screenshots (no service; a private profile per run)   (browser)
 set -euo pipefail
 
 packages=()
-[ "$#" -gt 0 ] || set -- ssh broker db lint
+[ "$#" -gt 0 ] || set -- ssh broker db lint browser
 for group in "$@"; do
     case "${group}" in
         ssh) packages+=(openssh-server openssh-client) ;;
         broker) packages+=(rabbitmq-server) ;;
         db) packages+=(mariadb-server) ;;
         lint) packages+=(shellcheck) ;;
-        *) printf '[install-test-packages] unknown group %s (ssh, broker, db, lint)\n' "${group}" >&2
+        browser) packages+=(chromium) ;;
+        *) printf '[install-test-packages] unknown group %s (ssh, broker, db, lint, browser)\n' "${group}" >&2
            exit 2 ;;
     esac
 done

@@ -15,6 +15,7 @@
 #   openstack     the OpenStack (Nova, Placement, Heat) venv (tools/openstack-venv.sh,
 #                 from PyPI) and RabbitMQ (tools/install-test-packages.sh broker)
 #   tacker        RabbitMQ and MariaDB (tools/install-test-packages.sh broker db)
+#   browser       Debian's Chromium (tools/install-test-packages.sh browser)
 #   controlplane  the Kubernetes binaries (tools/build-kube.sh, from Debian; kubectl
 #                 from the trixie source tools/install-node-runtime.sh adds)
 #   realnode      containerd 1.7 with NRI and runc (tools/install-node-runtime.sh) and
@@ -178,10 +179,12 @@ groups=()
 needs ssh && groups+=(ssh)
 needs openstack tacker && groups+=(broker)
 needs tacker && groups+=(db)
+needs browser && groups+=(browser)
 if [ "${full}" -eq 1 ]; then
-    provision "installing Debian packages" "ssh openstack tacker" bash tools/install-test-packages.sh
+    provision "installing Debian packages" "ssh openstack tacker browser" \
+        bash tools/install-test-packages.sh
 elif [ "${#groups[@]}" -gt 0 ]; then
-    provision "installing Debian packages (${groups[*]})" "ssh openstack tacker" \
+    provision "installing Debian packages (${groups[*]})" "ssh openstack tacker browser" \
         bash tools/install-test-packages.sh "${groups[@]}"
 fi
 if needs realnode vm controlplane; then

@@ -1,5 +1,7 @@
 """Text and document (-o json|yaml) renderings of an audit Report."""
 
+from tacker_hwaffinity.cli import table
+
 
 def to_dict(report, stale=None, findings=(), warnings=()):
     """The report as the body of the Audit document (-o json|yaml)."""
@@ -29,7 +31,8 @@ def _pdb_cell(w):
     return "holds" if w.pdb_holds else "BROKEN"
 
 
-def to_text(report, stale=None, findings=(), show_all=False):
+def to_text(report, stale=None, findings=(), show_all=False, width=table.WIDTH):
+    """The text form, wrapped to WIDTH columns (None: one line per row and note)."""
     rows = [("WORKLOAD", "REPLICAS", "WORST HOST", "LOSS", "PDB AFTER", "INTENT")]
     for w in shown(report, show_all):
         rows.append(("%s %s/%s" % (w.kind, w.namespace, w.name),
@@ -37,24 +40,25 @@ def to_text(report, stale=None, findings=(), show_all=False):
                      w.worst_host or "-",
                      "%d (%.0f%%)" % (w.worst_loss, 100 * w.loss_ratio),
                      _pdb_cell(w), _intent_cell(w)))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     out = ["Exposure to one physical host failing (host key %s)" % report.key]
-    out += ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r[:-1])) + "  " + r[-1]
-            for r in rows]
+    out += table.table(rows, width)
     hidden = sum(1 for w in report.workloads) - (len(rows) - 1)
     if hidden:
         out.append("(%d single-replica workload(s) not shown: --all shows them)" % hidden)
-    for w in report.workloads:
-        for v in w.violations:
-            out.append("Unmet: %s %s/%s pod %s on %s: %s" % (
-                w.kind, w.namespace, w.name, v["pod"], v["node"], "; ".join(v["reasons"])))
+    out += table.notes("Unmet: ", ["%s %s/%s pod %s on %s: %s" % (
+        w.kind, w.namespace, w.name, v["pod"], v["node"], "; ".join(v["reasons"]))
+        for w in report.workloads for v in w.violations], width)
     unlabelled = sorted(h for h, (lab, _n) in report.hosts.items() if not lab)
     if unlabelled:
-        out.append("Unknown host: %d node(s) lack the %s label, each counted as its own "
-                   "host: %s" % (len(unlabelled), report.key, ", ".join(unlabelled[:10])
-                                 + (" ..." if len(unlabelled) > 10 else "")))
+        out += table.wrap("Unknown host: %d node(s) lack the %s label, each counted as its "
+                          "own host: %s" % (len(unlabelled), report.key,
+                                            ", ".join(unlabelled[:10])
+                                            + (" ..." if len(unlabelled) > 10 else "")),
+                          width)
     if stale is not None:
-        out.extend(stale.text_lines())
-    out.extend("Note: %s" % n for n in report.notes)
-    out.extend("Over threshold: %s" % f for f in findings)
+        for line in stale.text_lines():
+            text = line.lstrip()
+            out += table.wrap(text, width, indent=line[:len(line) - len(text)])
+    out += table.notes("Note: ", report.notes, width)
+    out += table.notes("Over threshold: ", findings, width)
     return "\n".join(out) + "\n"

@@ -9,7 +9,7 @@ import sys
 
 from tacker_hwaffinity import extras
 from tacker_hwaffinity.audit import owners, pdb, render, stale, thresholds
-from tacker_hwaffinity.cli import output, warnings
+from tacker_hwaffinity.cli import output, progress, warnings
 from tacker_hwaffinity.cli.common import (  # noqa: F401 (TIMING_ENV: docs)
     TIMING_ENV, PhaseTimes, add_schema_args, schema_check)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
@@ -98,7 +98,8 @@ def run(args):
     times = PhaseTimes()
     max_loss = thresholds.parse_max_loss(args.max_loss) if args.max_loss else None
     check = schema_check(args)
-    with gc_paused():
+    with gc_paused(), progress.Progress("audit") as status:
+        status.phase("reading the cluster")
         objects, notes = read_objects(args, check)
         gc.freeze()  # what was read lives until exit: neither collections nor the
         times.done("read")   # interpreter's teardown need walk it again
@@ -106,11 +107,13 @@ def run(args):
         del objects
         report_stale = None
         if stale.wanted(args):
+            status.phase("asking Nova where the VMs are")
             report_stale = stale.check(args, by["Node"], args.topology_key)
         elif "stale-labels" in args.fail_on:
             raise InputError("--fail-on stale-labels needs OpenStack credentials "
                              "(--openstack or --os-cloud)", field="--fail-on")
         override = report_stale.nova_hosts() if report_stale is not None else None
+        status.phase("judging %d pods' placement" % len(by["Pod"]))
         owner_objs = [o for k in owners.OWNER_KINDS for o in by[k]]
         report = core.audit(by["Node"], by["Pod"], args.topology_key, owners=owner_objs,
                             pdbs=by["PodDisruptionBudget"], host_override=override,
@@ -132,7 +135,9 @@ def run(args):
         from tacker_hwaffinity.cli.audit_svg import render_svg
         sys.stdout.write(render_svg(report))
     else:
-        sys.stdout.write(render.to_text(report, report_stale, found, show_all=args.all))
+        width = None if args.output == output.WIDE else render.table.WIDTH
+        sys.stdout.write(render.to_text(report, report_stale, found, show_all=args.all,
+                                        width=width))
     times.done("render")
     times.report("audit")
     return 1 if found else 0

@@ -6,7 +6,7 @@ validate: exit 0 no problem; 1 problems (listed, each with file and field);
 """
 import sys
 
-from tacker_hwaffinity.cli import output
+from tacker_hwaffinity.cli import output, table
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.csar import zipio
 
@@ -79,27 +79,45 @@ def run_build(args):
 
 
 def run_validate(args):
+    from tacker_hwaffinity.cli import progress
     from tacker_hwaffinity.cli.common import load_inputs, schema_check
     from tacker_hwaffinity.csar import validate
     from tacker_hwaffinity.errors import InputError
     if args.scheduler_config and not args.cluster:
         raise InputError("needs --cluster", field="--scheduler-config")
     check = schema_check(args)
-    plan_inputs = load_inputs(args, check=check) if args.cluster else None
     limits = zipio.Limits(member_bytes=args.max_member_bytes,
                           total_bytes=args.max_package_bytes, ratio=args.max_ratio)
-    report = validate.validate(args.package, plan_inputs, args.topology_key, limits, check)
+    with progress.Progress("csar validate") as status:
+        status.phase("reading the cluster" if args.cluster else "opening the package")
+        plan_inputs = load_inputs(args, check=check) if args.cluster else None
+        listen = _Lines(status, args.output == output.TEXT)
+        status.phase("checking the package")
+        report = validate.validate(args.package, plan_inputs, args.topology_key, limits,
+                                   check, listen=listen)
     problems = report.unique()
     if args.output in output.STRUCTURED:
         output.dump(output.document("PackageValidation",
                                     dict(report.to_dict(), warnings=check.warnings)),
                     args.output)
     else:
-        for line in report.checks:
-            print("checked: %s" % line)
-        for note in report.notes:
-            print("note: %s" % note)
-        for problem in problems:
-            print("problem: %s" % problem)
         print("%s: %s" % (args.package, "%d problem(s)" % len(problems) if problems else "OK"))
     return EXIT_PROBLEMS if problems else EXIT_OK
+
+
+class _Lines:
+    """Prints each check, note and problem of a validation as it is found (text output;
+    a problem found twice once), and says on the status line how many checks are done."""
+
+    def __init__(self, status, printing):
+        self.status, self.printing = status, printing
+        self.printed, self.checks = set(), 0
+
+    def __call__(self, kind, item):
+        if kind == "checked":
+            self.checks += 1
+            self.status.phase("checking the package: %d check(s) done" % self.checks)
+        line = "%s: %s" % (kind, item)
+        if self.printing and line not in self.printed:
+            self.printed.add(line)
+            self.status.write("".join(ln + "\n" for ln in table.wrap(line)), sys.stdout)

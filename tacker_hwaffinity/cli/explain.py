@@ -1,7 +1,7 @@
 """``hwaffinity explain``: every node's filter verdict and scores for one pod."""
 import sys
 
-from tacker_hwaffinity.cli import output, warnings
+from tacker_hwaffinity.cli import output, table, warnings
 from tacker_hwaffinity.cli.common import (
     add_cluster_args, add_schema_args, load_inputs, schema_check)
 from tacker_hwaffinity.errors import InputError
@@ -80,21 +80,24 @@ def run(args):
                           key=lambda n: -n["total"])
         output.names(("node", n["name"]) for n in feasible)
     else:
-        sys.stdout.write(render_text(result))
+        width = None if args.output == output.WIDE else table.WIDTH
+        sys.stdout.write(render_text(result, width))
     return 0
 
 
-def render_text(result):
-    rows = [("NODE", "FEASIBLE", "SCORES", "TOTAL", "REASONS")]
+def render_text(result, width=table.WIDTH):
+    """The text form: one row per node, the scores of a feasible node or the reasons of
+    an infeasible one last (wrapped to WIDTH columns; None: one line per row)."""
+    rows = [("NODE", "FEASIBLE", "TOTAL", "SCORES / REASONS")]
     for n in result["nodes"]:
-        scores = " ".join("%s=%d" % kv for kv in n["scores"].items()) or "-"
-        rows.append((n["name"], "yes" if n["feasible"] else "no", scores,
-                     "-" if n["total"] is None else str(n["total"]),
-                     "; ".join(n["reasons"]) or "-"))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    out = ["Pod %s" % result["pod"]]
-    for r in rows:
-        out.append("  ".join(c.ljust(widths[i]) for i, c in enumerate(r[:4])) + "  " + r[4])
-    out.append("Selected: %s" % (result["selected"] or "none (%s)" % result["summary"]))
-    out.extend("Note: %s" % n for n in result["notes"])
+        if n["feasible"]:
+            detail = " ".join("%s=%d" % kv for kv in n["scores"].items()) or "-"
+        else:
+            detail = "; ".join(n["reasons"]) or "-"
+        rows.append((n["name"], "yes" if n["feasible"] else "no",
+                     "-" if n["total"] is None else str(n["total"]), detail))
+    out = ["Pod %s" % result["pod"]] + table.table(rows, width)
+    out += table.wrap("Selected: %s" % (result["selected"] or "none (%s)" % result["summary"]),
+                      width)
+    out += table.notes("Note: ", result["notes"], width)
     return "\n".join(out) + "\n"

@@ -13,7 +13,7 @@ container in the output as well as on stderr).
 """
 import sys
 
-from tacker_hwaffinity.cli import output
+from tacker_hwaffinity.cli import output, table
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.yamlio import (
     load_objects, parse_documents, read_text, source_name)
@@ -193,28 +193,48 @@ def run_plan(args):
     return 1 if failed else 0
 
 
-def format_plan(rep):
+SCORE_HEADER = ("RANK", "POOL", "AFFINITY", "FREE SHARED", "COLOCATED")
+
+
+def _score_lines(scores, width):
+    """The candidate pools of one container as a table under it, indented by 2."""
+    cols = [[], [], [], []]
+    for s in scores:
+        placed = s["rank"] is not None
+        cols[0].append(str(s["rank"]) if placed else "-")
+        cols[1].append(s["pool"])
+        cols[2].append("%.4f" % s["affinity"] if placed else "")
+        cols[3].append("%dm" % s["sharedCapacity"] if placed else "")
+    for i in (0, 2, 3):     # numbers right-aligned under their header
+        w = max(len(v) for v in cols[i] + [SCORE_HEADER[i]])
+        cols[i] = [v.rjust(w) for v in cols[i]]
+    rows = [SCORE_HEADER] + [
+        (cols[0][k], cols[1][k], cols[2][k], cols[3][k],
+         str(s["colocated"]) if s["rank"] is not None else "filtered out (memory)")
+        for k, s in enumerate(scores)]
+    return ["  " + line for line in table.table(rows, None if width is None else width - 2)]
+
+
+def format_plan(rep, width=table.WIDTH):
+    """The text form: the machine, then each container's pool and every candidate pool's
+    score, wrapped to WIDTH columns (None: one line each)."""
     m = rep["machine"]
     out = ["machine %s: %d sockets, %d NUMA nodes, %d CPUs (online %s)"
-           % (m["name"], m["sockets"], m["numaNodes"], m["cpus"], m["online"]),
-           "pools: " + ", ".join("%d=%s" % (p["id"], p["name"]) for p in rep["pools"]), ""]
+           % (m["name"], m["sockets"], m["numaNodes"], m["cpus"], m["online"])]
+    out += table.wrap("pools: " + ", ".join("%d=%s" % (p["id"], p["name"])
+                                            for p in rep["pools"]), width)
     for c in rep["containers"]:
+        out.append("")
         head = "%s/%s%s" % (c["pod"], c["container"], " (replayed)" if c["replayed"] else "")
         if c["error"]:
-            out.append("%s: NOT PLACED: %s" % (head, c["error"]))
+            out += table.wrap("%s: NOT PLACED: %s" % (head, c["error"]), width)
             continue
         r = c["request"]
-        out.append("%s -> %s  cpus %s  mems %s  (%s: %d exclusive, %dm shared)"
-                   % (head, c["pool"], c["cpus"], c["mems"], r["class"], r["exclusive"],
-                      r["sharedMilli"]))
+        out += table.wrap("%s -> %s  cpus %s  mems %s  (%s: %d exclusive, %dm shared)"
+                          % (head, c["pool"], c["cpus"], c["mems"], r["class"],
+                             r["exclusive"], r["sharedMilli"]), width)
         if c["poolAffinity"]:
-            out.append("  affinity by pool: " + ", ".join(
-                "%s %+d" % kv for kv in c["poolAffinity"].items()))
-        for s in c["scores"]:
-            if s["rank"] is None:
-                out.append("  -  %-14s filtered out (memory)" % s["pool"])
-            else:
-                out.append("  %2d %-14s affinity %8.4f  shared %7dm  colocated %d"
-                           % (s["rank"], s["pool"], s["affinity"], s["sharedCapacity"],
-                              s["colocated"]))
+            out += table.wrap("affinity by pool: " + ", ".join(
+                "%s %+d" % kv for kv in c["poolAffinity"].items()), width, indent="  ")
+        out += _score_lines(c["scores"], width)
     return "\n".join(out) + "\n"

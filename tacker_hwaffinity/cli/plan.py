@@ -2,7 +2,7 @@
 import gc
 import sys
 
-from tacker_hwaffinity.cli import output, warnings
+from tacker_hwaffinity.cli import output, progress, table, warnings
 from tacker_hwaffinity.cli.common import (
     PhaseTimes, add_cluster_args, add_limit_args, add_schema_args, load_inputs, schema_check)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
@@ -47,15 +47,19 @@ def run(args):
     # the cluster is read
     objects = load_workload_files(workload_files, args.max_pods, check=check.objects)
     times.done("manifests")
-    snapshot, profile, notes = load_inputs(args, times, check)
-    gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it again
-    pods, wnotes = workloads_from_objects(objects, snapshot, max_pods=args.max_pods)
-    times.done("workloads")
-    state = snapshot.state()
-    result = planner.plan(state, profile.framework(), pods, args.topology_key)
-    result.notes[:0] = notes + wnotes
-    diagnosis.diagnose(state, pods, result, diagnosis.created_namespaces(objects))
-    times.done("plan")
+    with progress.Progress("plan") as status:
+        status.phase("reading the cluster")
+        snapshot, profile, notes = load_inputs(args, times, check)
+        gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it
+        status.phase("making the workloads' pods")
+        pods, wnotes = workloads_from_objects(objects, snapshot, max_pods=args.max_pods)
+        times.done("workloads")
+        state = snapshot.state()
+        result = planner.plan(state, profile.framework(),
+                              status.counted(pods, "placing pods"), args.topology_key)
+        result.notes[:0] = notes + wnotes
+        diagnosis.diagnose(state, pods, result, diagnosis.created_namespaces(objects))
+        times.done("plan")
     warnings.emit(result.warnings)
     if args.output in output.STRUCTURED:
         doc = result.to_dict()
@@ -67,14 +71,17 @@ def run(args):
         from tacker_hwaffinity.cli.placement_svg import render_svg  # only for svg: xml import
         sys.stdout.write(render_svg(result, state))
     else:
-        sys.stdout.write(render_text(result, wide=args.output == output.WIDE))
+        width = None if args.output == output.WIDE else table.WIDTH
+        sys.stdout.write(render_text(result, width))
     times.done("output")
     times.report("plan")
     return EXIT_ALL_PLACED if result.complete else EXIT_SOME_UNPLACED
 
 
-def render_text(result, wide=False):
-    """The plan as text; WIDE (-o wide) adds each unplaced pod's reason as a column."""
+def render_text(result, width=table.WIDTH):
+    """The plan as text, wrapped to WIDTH columns; WIDTH None (-o wide): one line per row
+    and note, and each unplaced pod's reason as a column."""
+    wide = width is None
     key = result.topology_key
     rows = [("POD", "NODE", key.upper() if key == DEFAULT_HOST_LABEL else key)
             + (("REASON",) if wide else ())]
@@ -82,24 +89,25 @@ def render_text(result, wide=False):
         rows.append((p.pod.key, p.node or "<unschedulable>",
                      p.domain if p.domain is not None else "-")
                     + (("; ".join(p.reasons) or "-",) if wide else ()))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    out = ["  ".join(c.ljust(widths[i]) for i, c in enumerate(r)).rstrip() for r in rows]
+    out = table.table(rows, width)
     out.append("")
     out.append("Pods per %s:" % key)
     domains = result.domains()
     for value, pods in domains.items():
-        out.append("  %s: %d  (%s)" % (value, len(pods), ", ".join(pods)))
+        out += table.wrap("%s: %d  (%s)" % (value, len(pods), ", ".join(pods)), width, "  ")
     no_domain = [p.pod.key for p in result.placements if p.node and p.domain is None]
     if no_domain:
-        out.append("  <node without %s>: %d  (%s)" % (key, len(no_domain), ", ".join(no_domain)))
+        out += table.wrap("<node without %s>: %d  (%s)" % (key, len(no_domain),
+                                                           ", ".join(no_domain)), width, "  ")
     unplaced = [p for p in result.placements if p.node is None]
     placed = len(result.placements) - len(unplaced)
     out.append("")
     out.append("%d of %d pods placed on %d distinct %s value(s)."
                % (placed, len(result.placements), len(domains), key))
-    out.extend(diagnosis.unplaced_line(u) for u in result.unplaced)
-    out.extend(unschedulable_lines(unplaced))
-    out.extend("Note: %s" % n for n in result.notes)
+    for line in [diagnosis.unplaced_line(u) for u in result.unplaced] \
+            + unschedulable_lines(unplaced):
+        out += table.wrap(line, width)
+    out += table.notes("Note: ", result.notes, width)
     return "\n".join(out) + "\n"
 
 

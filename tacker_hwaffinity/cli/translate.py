@@ -10,7 +10,7 @@ import os
 import sys
 
 from tacker_hwaffinity import extras
-from tacker_hwaffinity.cli import output
+from tacker_hwaffinity.cli import output, progress
 from tacker_hwaffinity.errors import InputError
 
 
@@ -81,8 +81,11 @@ def run(args):
         raise InputError("needs heat-translator and tosca-parser, the translator extra "
                          "(%s): %s" % (extras.install_hint("translator"), e))
     runmod.quiet_libraries()
-    with loader.open_vnfd(args.vnfd, args.flavour) as vnfd:
+    with progress.Progress("translate") as status, \
+            loader.open_vnfd(args.vnfd, args.flavour) as vnfd:
+        status.phase("parsing the VNFD")
         tosca = runmod.parse(vnfd)
+        status.phase("translating to HOT")
         files = runmod.translate(tosca, vnfd.parsed_params, source=vnfd.path)
         rules = rules_mod.collect(tosca)
     written = _write(args.output_dir, files)

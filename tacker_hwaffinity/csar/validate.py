@@ -21,12 +21,36 @@ K8S_DIR = "Files/kubernetes/"
 _MANIFEST_EXT = (".yaml", ".yml", ".json")
 
 
+class _Told(list):
+    """A list of a Report that tells its listener of each item as it is added."""
+
+    def __init__(self, kind, listen):
+        super().__init__()
+        self.kind, self.listen = kind, listen
+
+    def append(self, item):
+        super().append(item)
+        self.listen(self.kind, item)
+
+    def extend(self, items):
+        for item in items:
+            self.append(item)
+
+
 @dataclasses.dataclass
 class Report:
+    """What validate found. LISTEN, when given, is called (kind, item) as each problem,
+    note or check is found (kind "problem", "note" or "checked"), for output that streams."""
     package: str
     problems: list = dataclasses.field(default_factory=list)
     notes: list = dataclasses.field(default_factory=list)
     checks: list = dataclasses.field(default_factory=list)
+    listen: object = None
+
+    def __post_init__(self):
+        if self.listen is not None:
+            self.problems, self.notes, self.checks = (
+                _Told(kind, self.listen) for kind in ("problem", "note", "checked"))
 
     def unique(self):
         """Problems without repeats, in the order found."""
@@ -102,15 +126,16 @@ def _manifests(report, root, names, schema_check=None):
 
 
 def validate(zip_path, plan_inputs=None, topology_key=DEFAULT_HOST_LABEL,
-             limits=zipio.Limits(), schema_check=None):
+             limits=zipio.Limits(), schema_check=None, listen=None):
     """Report on the package ZIP_PATH.
 
     PLAN_INPUTS: (snapshot, profile, notes) as ``cli.common.load_inputs``
     returns them, to plan a CNF's manifests; None to skip that check.
     LIMITS: what the archive may unpack to; over them it is an InputError,
     raised before anything is extracted or fetched. SCHEMA_CHECK: see ``_manifests``.
+    LISTEN: called (kind, item) as each is found (``Report``).
     """
-    report = Report(zip_path)
+    report = Report(zip_path, listen=listen)
     problems, notes, checks = report.problems, report.notes, report.checks
     with zipio.open_zip(zip_path) as z, \
             tempfile.TemporaryDirectory(prefix="hwaffinity-validate-") as tmp:

@@ -80,7 +80,7 @@ def test_svg_has_a_cell_per_host_and_workload(capsys):
     out = capsys.readouterr().out
     assert out.startswith("<svg") and out.rstrip().endswith("</svg>")
     # web: 2 on compute-a (red: half is over a third), db: one per host
-    assert out.count("<rect x=") == 3 + 2 + 3     # cells: web 3 hosts, cache 2, db 3
+    assert out.count("<title>") == 3 + 2 + 3      # cells: web 3 hosts, cache 2, db 3
     assert "Deployment shop/web on compute-a: 2 of 4" in out
     assert 'fill="#f28e2b"' in out
 

@@ -71,3 +71,29 @@ def test_scheduler_config_needs_a_cluster(tmp_path, capsys):
     status, _, err = _run(capsys, "validate", "x.zip", "--scheduler-config", "s.yaml")
     assert status == 2
     assert "field --scheduler-config: needs --cluster" in err
+
+
+def test_validate_prints_each_check_as_it_is_found(tmp_path, capsys, monkeypatch):
+    """Text output streams: the checks made so far are on stdout while the last check
+    (the Vnflcm hooks) runs; -o json stays one document."""
+    import io
+    from tacker_hwaffinity.csar import vnfd
+    pkg = str(tmp_path / "vnf_a.zip")
+    _run(capsys, "build", VNF_A, "-o", pkg)
+    hooks, seen = vnfd.hooks, []
+
+    def watched(*args):
+        seen.append(out.getvalue())
+        return hooks(*args)
+    monkeypatch.setattr(vnfd, "hooks", watched)
+    out = io.StringIO()
+    monkeypatch.setattr("sys.stdout", out)
+    assert main(["csar", "validate", pkg]) == 0
+    assert seen[0].startswith("checked: archive: 8 file(s)\n")
+    assert "checked: Tacker upload checks (csar_utils.load_csar_data): accepted\n" in seen[0]
+    assert "Vnflcm hooks" not in seen[0] and "Vnflcm hooks" in out.getvalue()
+    assert all(len(ln) <= 100 for ln in out.getvalue().splitlines())
+    out.seek(0)
+    out.truncate()
+    assert main(["csar", "validate", pkg, "-o", "json"]) == 0
+    assert json.loads(out.getvalue())["package"] == pkg

@@ -52,7 +52,8 @@ def test_plan_svg_is_well_formed_and_shows_every_host_and_pod():
     text = " ".join(t.text or "" for t in root.iter("{http://www.w3.org/2000/svg}text"))
     for host in ("compute-1", "compute-2", "compute-3"):
         assert host in text
-    assert text.count("upf-") == 3
+    assert text.count("upf-58655487d8-") == 3          # the pods (the legend names their RS)
+    assert "ReplicaSet cnf/upf-58655487d8" in text
 
 
 def test_cluster_from_stdin():
