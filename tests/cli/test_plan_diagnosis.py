@@ -54,7 +54,11 @@ def test_unplaced_replicas_get_one_summary_and_identical_reasons_are_said_once(t
     p = hwaffinity("plan", "--cluster", write(tmp_path, "c.yaml", *cluster()),
                    write(tmp_path, "d.yaml", deployment(aff=anti())))
     assert p.returncode == 1
-    lines = p.stdout.splitlines()
+    # -o wide: one line each, as the text form's lines before they wrap at 100 columns
+    lines = hwaffinity("plan", "--cluster", write(tmp_path, "c.yaml", *cluster()),
+                       write(tmp_path, "d.yaml", deployment(aff=anti())),
+                       "-o", "wide").stdout.splitlines()
+    assert all(len(x) <= 100 for x in p.stdout.splitlines())
     i = lines.index("5 of 12 pods placed on 5 distinct CIS-node value(s).")
     assert lines[i + 1] == ("Deployment default/web: 5 of 12 replicas placed: required "
                             "anti-affinity on CIS-node allows at most 5 (5 hosts carry the key)")

@@ -38,7 +38,7 @@ def _long_names(tmp_path):
     workload = tmp_path / "pods.json"
     workload.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
         pod("web-%s-%d" % ("z" * 60, i), cpu="1") for i in range(4)] + [
-        pod("nowhere", nodeSelector={"no": "such-node"})]}))
+        pod("nowhere", cpu="1", nodeSelector={"no": "such-node"})]}))
     return str(cluster), str(workload)
 
 

@@ -79,7 +79,7 @@ def test_validate_prints_each_check_as_it_is_found(tmp_path, capsys, monkeypatch
     import io
     from tacker_hwaffinity.csar import vnfd
     pkg = str(tmp_path / "vnf_a.zip")
-    _run(capsys, "build", VNF_A, "-o", pkg)
+    _run(capsys, "build", VNF_A, "--output-file", pkg)
     hooks, seen = vnfd.hooks, []
 
     def watched(*args):
