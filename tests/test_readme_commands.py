@@ -26,7 +26,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
 
 SETUP = (
-    "python3 -m venv .venv && . .venv/bin/activate && pip install . && "
+    "python3 -m venv .venv && . .venv/bin/activate && pip install '.[schema]' && "
     "hwaffinity plan --cluster samples/cluster.yaml samples/cnf/*.yaml",
     "bash tools/test.sh",
 )
@@ -141,6 +141,25 @@ def _parse_block(block, lang, needs, first_line, out):
         j += 1
 
 
+def shows(shown, printed):
+    """Whether SHOWN (the README's lines of a command's output) is PRINTED (its non-blank
+    lines, stdout then stderr), line for line, where a line "..." stands for any number of
+    printed lines: the README leaves lines out only where it says so."""
+    if not shown:
+        return not printed
+    if shown[0] == "...":
+        return any(shows(shown[1:], printed[i:]) for i in range(len(printed) + 1))
+    return bool(printed) and shown[0] == printed[0] and shows(shown[1:], printed[1:])
+
+
+def test_shown_output_must_be_the_printed_output_in_order():
+    assert shows(["a", "b"], ["a", "b"])
+    assert not shows(["a"], ["a", "b"])                 # a line left out unsaid
+    assert not shows(["b", "a"], ["a", "b"])
+    assert shows(["a", "...", "d"], ["a", "b", "c", "d"])
+    assert shows(["...", "c"], ["a", "b", "c"]) and not shows(["...", "b"], ["a", "b", "c"])
+
+
 def _readme_commands():
     with open(README, encoding="utf-8") as f:
         return commands(f.read())
@@ -206,9 +225,9 @@ def test_every_readme_command_that_needs_no_cluster_runs_as_shown(tmp_path):
             failures.append("%r: exit %d\n%s%s" % (c, r.returncode, r.stdout[-2000:],
                                                    r.stderr[-2000:]))
             continue
-        real = {line.rstrip() for line in (r.stdout + r.stderr).splitlines()}
-        missing = [line for line in c.output if line != "..." and line not in real]
-        if missing:
-            failures.append("%r: shown but not printed:\n%s\n--- printed:\n%s%s" % (
-                c, "\n".join(missing), r.stdout, r.stderr))
+        printed = [line.rstrip() for line in (r.stdout + r.stderr).splitlines()
+                   if line.strip()]
+        if c.output and not shows(c.output, printed):
+            failures.append("%r: the README shows\n%s\n--- but it printed:\n%s" % (
+                c, "\n".join(c.output), "\n".join(printed)))
     assert not failures, "\n\n".join(failures)
