@@ -217,7 +217,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker("openstack")
 '''
 STEPS = ["install-test-packages.sh", "install-node-runtime.sh", "build-vm-image.sh",
-         "build-kube.sh", "build-image.sh", "openstack-venv.sh"]
+         "build-kube.sh", "build-image.sh", "openstack-venv.sh", "test-python.sh"]
 
 
 @pytest.fixture
@@ -298,6 +298,7 @@ def test_a_selection_pytest_cannot_collect_fails_before_installing(checkout):
 
 
 def test_no_argument_installs_everything(checkout):
+    """... and after the suite passes, runs the fast loop on Debian's newest Python."""
     proc, ran = checkout()
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [r.split()[0] for r in ran] == STEPS

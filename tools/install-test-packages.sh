@@ -18,20 +18,23 @@
 #            started)                                             (tacker)
 #   lint     shellcheck, which tests/packages/test_install_script.py runs when it is
 #            there (tox -e lint has its own)
+#   shells   zsh, which tests/cli/test_kubectl_conventions.py loads the completion script
+#            in (unmarked: skipped where zsh is missing, failed under CI)
 #   browser  chromium, the headless browser tests/cli/test_svg.py draws the SVGs in and
 #            screenshots (no service; a private profile per run)   (browser)
 set -euo pipefail
 
 packages=()
-[ "$#" -gt 0 ] || set -- ssh broker db lint browser
+[ "$#" -gt 0 ] || set -- ssh broker db lint shells browser
 for group in "$@"; do
     case "${group}" in
         ssh) packages+=(openssh-server openssh-client) ;;
         broker) packages+=(rabbitmq-server) ;;
         db) packages+=(mariadb-server) ;;
         lint) packages+=(shellcheck) ;;
+        shells) packages+=(zsh) ;;
         browser) packages+=(chromium) ;;
-        *) printf '[install-test-packages] unknown group %s (ssh, broker, db, lint, browser)\n' "${group}" >&2
+        *) printf '[install-test-packages] unknown group %s (ssh, broker, db, lint, shells, browser)\n' "${group}" >&2
            exit 2 ;;
     esac
 done

@@ -24,7 +24,8 @@
 #                 tools/build-vm-image.sh) and the node runtime's busybox and socat
 #
 # With no argument everything is installed (as CI does, through .ci/run), without the
-# collection pass. --fast selects the tests that carry none of tox.ini's markers, runs
+# collection pass, and after the suite the fast loop runs again on Debian trixie's
+# Python 3.13 (tools/test-python.sh, root). --fast selects the tests that carry none of tox.ini's markers, runs
 # them on every core (pytest-xdist) with HYPOTHESIS_PROFILE=dev unless set, and installs
 # nothing beyond the venv.
 #
@@ -216,5 +217,11 @@ set -e
 if [ "${rc}" -eq 5 ]; then
     log "pytest collected no tests: failing"
     exit 1
+fi
+if [ "${full}" -eq 1 ] && [ "${rc}" -eq 0 ]; then
+    # the whole suite ran on this Python; the fast loop also runs on the newest Python
+    # Debian ships (trixie's), in a chroot (tools/test-python.sh)
+    log "the fast loop on Debian trixie's Python (first run: 3-5 minutes to set up)"
+    bash tools/test-python.sh || die "the fast loop failed on Debian trixie's Python (above)"
 fi
 exit "${rc}"

@@ -4,6 +4,7 @@ completion, --version."""
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 
@@ -12,6 +13,7 @@ import yaml
 
 from tacker_hwaffinity import __version__
 from tacker_hwaffinity.cli import output
+from ci_policy import unavailable
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLES = os.path.join(ROOT, "samples")
@@ -199,6 +201,24 @@ def test_completion_scripts_name_every_command(shell):
     text = hwaffinity("completion", shell).stdout
     for command in COMMAND_MODULES:
         assert command in text, (shell, command)
+
+
+def test_zsh_takes_the_script_as_a_completion_function(tmp_path):
+    """Installed as zsh documents (a file _hwaffinity in $fpath), compinit binds it to
+    hwaffinity and it loads as a function; zsh -n finds no syntax error."""
+    zsh = shutil.which("zsh")
+    if zsh is None:
+        unavailable("zsh is missing (tools/install-test-packages.sh shells)")
+    (tmp_path / "_hwaffinity").write_text(hwaffinity("completion", "zsh").stdout)
+    check = subprocess.run([zsh, "-n", str(tmp_path / "_hwaffinity")], capture_output=True,
+                           text=True, timeout=60)
+    assert check.returncode == 0, check.stderr
+    p = subprocess.run([zsh, "-f", "-c", 'fpath=(%s $fpath); autoload -U compinit; '
+                        'compinit -u -d %s/.zcompdump; print -r -- "${_comps[hwaffinity]}"; '
+                        'autoload -Uz +X _hwaffinity; whence -w _hwaffinity'
+                        % (tmp_path, tmp_path)], capture_output=True, text=True, timeout=60)
+    assert p.stdout.splitlines() == ["_hwaffinity", "_hwaffinity: function"], (p.stdout,
+                                                                                p.stderr)
 
 
 def test_version_names_the_package_python_and_kubernetes():
