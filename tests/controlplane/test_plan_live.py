@@ -20,9 +20,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 PLAN_READER = os.path.join(ROOT, "deploy", "rbac", "plan-reader.yaml")
 
 
-def hwaffinity(*args, stdin=None):
+def hwaffinity(*args, stdin=None, env=None):
     return subprocess.run([sys.executable, "-m", "tacker_hwaffinity.cli.main"] + list(args),
-                          input=stdin, capture_output=True, text=True, timeout=120)
+                          input=stdin, capture_output=True, text=True, timeout=120, env=env)
 
 
 def one_line_error(result):
@@ -65,6 +65,18 @@ def test_a_plan_read_from_the_api_equals_the_plan_from_kubectl_yaml(
     assert a["placements"] == b["placements"] and a["domains"] == b["domains"]
     assert a["notes"] == b["notes"]
     assert len(b["placements"]) == 5 and all(p["node"] for p in b["placements"])
+    # as kubectl does: $KUBECONFIG without the flag, then ~/.kube/config without either
+    home = tmp_path / "home"
+    (home / ".kube").mkdir(parents=True)
+    env = {k: v for k, v in os.environ.items() if k != "KUBECONFIG"}
+    by_env = hwaffinity("plan", str(workload), "-o", "json",
+                        env=dict(env, KUBECONFIG=cp.reader_kubeconfig, HOME=str(home)))
+    assert by_env.returncode == 0, by_env.stderr
+    assert json.loads(by_env.stdout)["placements"] == b["placements"]
+    (home / ".kube" / "config").write_text(open(cp.reader_kubeconfig).read())
+    by_home = hwaffinity("plan", str(workload), "-o", "json", env=dict(env, HOME=str(home)))
+    assert by_home.returncode == 0, by_home.stderr
+    assert json.loads(by_home.stdout)["placements"] == b["placements"]
     # explain reads the same way
     e_file = hwaffinity("explain", "--cluster", str(snapshot), "--pod", str(workload),
                         "-o", "json")
@@ -149,4 +161,4 @@ def test_cluster_and_kubeconfig_are_exclusive_and_context_needs_kubeconfig(tmp_p
     r = hwaffinity("plan", "--cluster", snapshot, "--kubeconfig", "x", pod)
     assert r.returncode == 2 and "not allowed with" in r.stderr
     line = one_line_error(hwaffinity("plan", "--cluster", snapshot, "--context", "c", pod))
-    assert "--context" in line and "--kubeconfig" in line
+    assert "--context" in line and "--cluster" in line
