@@ -75,8 +75,12 @@ class Webhook:
             stdout=open(self.log, "wb"), stderr=subprocess.STDOUT, cwd=ROOT,
             start_new_session=True)
         self.context = self.trusting(self.pair["ca.crt"])
-        harness.wait_until(lambda: self.get("/healthz")[0] == 200, 60,
-                           what="the webhook answering /healthz")
+        try:
+            harness.wait_until(lambda: self.get("/healthz")[0] == 200, 60,
+                               what="the webhook answering /healthz")
+        except BaseException:
+            self.stop()         # a webhook that never answered must not outlive its test
+            raise
 
     def trusting(self, ca_pem, cert=None):
         context = ssl.create_default_context(cadata=ca_pem.decode())
