@@ -95,6 +95,8 @@ def read_live(kubeconfig, context, kept, lists=None):
             conn.close()
     except client.KubeError as e:
         raise InputError(str(e), field="--kubeconfig")
+
+
 def add_schema_args(parser):
     """--kubernetes-version and --strict: the schema check (doc/cli.md, "Schema check")."""
     parser.add_argument("--kubernetes-version", metavar="1.N",
