@@ -212,7 +212,10 @@ def in_process(monkeypatch, caplog):
         def probing():
             try:
                 deadline = time.monotonic() + 30
-                while not servers and time.monotonic() < deadline:
+                # serving, and the component's own handler of SIG installed (before it,
+                # SIGINT is main's Ctrl-C: exit 130)
+                while (not servers or signal.getsignal(sig) is handlers[sig]) \
+                        and time.monotonic() < deadline:
                     threading.Event().wait(0.02)
                 got["probe"] = probe(servers[0].port)
             finally:
