@@ -359,6 +359,8 @@ def test_the_standby_takes_over_when_the_leader_dies_and_acts_once(
         cloud.live_migrate(workers[node][0], host=target)
         harness.wait_until(lambda: label(cp, node) == target, 4 * POLL + 15,
                            what="%s relabelled by the new leader" % node)
+        harness.wait_until(lambda: "moved from host" in logs[other][1].read_text(), 10,
+                           what="the move logged (after the label is patched)")
         text = logs[other][1].read_text()
         assert text.count("moved from host") == 1
         assert "moved from host" not in logs[first][1].read_text()
@@ -394,6 +396,9 @@ def test_a_nova_notification_relabels_long_before_the_next_poll(
                            what="%s relabelled after the notification" % node)
         took = time.monotonic() - t0
         print("relabelled %.1f s after the live migration was asked for" % took)
+        # the controller logs the move after it patched the label: wait for the line too
+        harness.wait_until(lambda: "moved from host" in log.read_text(), 10,
+                           what="the move logged")
         text = log.read_text()
         assert took < 20 and text.count("moved from host") == 1
         assert "rabbit://guest:***@127.0.0.1" in text and "guest:guest" not in text
