@@ -100,7 +100,7 @@ def test_a_module_no_extra_provides_is_not_disguised_as_one(tmp_path):
 def _declared_extras():
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
         optional = tomllib.load(f)["project"]["optional-dependencies"]
-    return {extra: {re.split(r"[<>=!~ \[;]", line.strip(), 1)[0] for line in lines}
+    return {extra: {re.split(r"[<>=!~ \[;]", line.strip(), maxsplit=1)[0] for line in lines}
             for extra, lines in optional.items()}
 
 
