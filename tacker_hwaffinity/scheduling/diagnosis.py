@@ -223,6 +223,18 @@ def _only(rej, usable, plugin):
     return mask
 
 
+def _blocked_by(rej, usable, plugin):
+    """(PLUGIN's verdict, the nodes it alone keeps the pod from among USABLE) when there
+    are such nodes and it fails the pod on every one of them; None otherwise."""
+    verdict = rej.get(plugin)
+    if verdict is None:
+        return None
+    cand = _only(rej, usable, plugin)
+    if not cand.any() or not verdict.failed[cand].all():
+        return None
+    return verdict, cand
+
+
 def static_cause(state, rej):
     """Why no node passes the filters of the node alone (selector, taints, cordons)."""
     n = len(state.nodes)
@@ -253,12 +265,10 @@ def _domains_phrase(state, key, usable, host_key):
 
 def anti_cause(state, pod, rej, usable, host_key):
     """The pod's own required anti-affinity against its replicas: at most one per domain."""
-    ipa = rej.get("InterPodAffinity")
-    if ipa is None or ipa.codes is None:
+    got = _blocked_by(rej, usable, "InterPodAffinity")
+    if got is None or got[0].codes is None:
         return None
-    cand = _only(rej, usable, "InterPodAffinity")
-    if not cand.any() or not ipa.failed[cand].all():
-        return None
+    ipa, cand = got
     codes = set(int(c) for c in ipa.codes[cand])
     if codes == {EXISTING_ANTI}:
         return ("required anti-affinity of pods already running keeps it off every node it "
@@ -326,12 +336,10 @@ def spread_limit(state, pod, c, rej, cand):
 
 def spread_cause(state, pod, rej, usable, _host_key):
     """The pod's own DoNotSchedule topology spread constraints."""
-    pts = rej.get("PodTopologySpread")
-    if pts is None:
+    got = _blocked_by(rej, usable, "PodTopologySpread")
+    if got is None:
         return None
-    cand = _only(rej, usable, "PodTopologySpread")
-    if not cand.any() or not pts.failed[cand].all():
-        return None
+    pts, cand = got
     hard = [c for c in pod.spread if c.action == DO_NOT_SCHEDULE]
     if hard and pts.codes is not None and (pts.codes[cand] == 1).all():
         keys = ", ".join(sorted({c.topology_key for c in hard}))
@@ -353,12 +361,10 @@ def _amount(resource, value):
 
 def resources_cause(state, pod, rej, usable, _host_key):
     """No node it may use has room: which resources, and what the pod asks."""
-    fit = rej.get("NodeResourcesFit")
-    if fit is None:
+    got = _blocked_by(rej, usable, "NodeResourcesFit")
+    if got is None:
         return None
-    cand = _only(rej, usable, "NodeResourcesFit")
-    if not cand.any() or not fit.failed[cand].all():
-        return None
+    fit, cand = got
     counts = {}
     fit.histogram(cand, counts)
     short = sorted(r[len("Insufficient "):] for r in counts if r.startswith("Insufficient "))
