@@ -21,3 +21,10 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 
 # The node agent's Kubernetes user: the ServiceAccount of deploy/agent/rbac.yaml.
 DEFAULT_AGENT_SERVICE_ACCOUNT = "system:serviceaccount:hwaffinity-system:hwaffinity-agent"
+
+# The extended resource that marks a pod for the scheduler extender. The mutating webhook
+# adds it (1, to the first container's requests and limits) to a pod whose placement the
+# extender can change; kube-scheduler calls the extender only for pods that request it
+# (managedResources, ignoredByScheduler: true) and the kubelet drops it at admission
+# because no node advertises it. doc/webhook.md, "Which pods reach the extender".
+EXTENDER_RESOURCE = "hwaffinity.io/extender"
