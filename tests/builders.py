@@ -77,6 +77,17 @@ def owner_ref(kind, name):
     return {"apiVersion": "apps/v1", "kind": kind, "name": name, "controller": True, "uid": "u"}
 
 
+def marked(p):
+    """Pod P with the scheduler extender's resource in its first container, as the
+    mutating webhook marks it (a container is added when it has none)."""
+    from tacker_hwaffinity.constants import EXTENDER_RESOURCE
+    containers = p["spec"].setdefault("containers", [container()])
+    res = containers[0].setdefault("resources", {})
+    for part in ("requests", "limits"):
+        res.setdefault(part, {})[EXTENDER_RESOURCE] = "1"
+    return p
+
+
 def container(name="c", image="x", requests=None, limits=None, **extra):
     """Container NAME running IMAGE with resource REQUESTS and LIMITS; EXTRA: its other
     fields (``resources=`` replaces both)."""

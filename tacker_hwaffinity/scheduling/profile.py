@@ -54,6 +54,34 @@ def _percentage(raw, field):
     return value
 
 
+def _extender_ignored_resources(extenders):
+    """The names of the extenders' managedResources with ``ignoredByScheduler: true``:
+    kube-scheduler sets them as NodeResourcesFit's ignoredResources of every profile."""
+    if extenders is None:
+        return []
+    if not isinstance(extenders, list):
+        raise InputError("expected a list of extenders", field="extenders")
+    out = []
+    for i, ext in enumerate(extenders):
+        f = "extenders[%d].managedResources" % i
+        managed = ext.get("managedResources") if isinstance(ext, dict) else None
+        if managed is None:
+            continue
+        if not isinstance(managed, list):
+            raise InputError("expected a list of resources", field=f)
+        for j, r in enumerate(managed):
+            check_fields(r, {"name", "ignoredByScheduler"}, "%s[%d]" % (f, j))
+            if not isinstance(r.get("name"), str) or not r["name"]:
+                raise InputError("expected a resource name", field="%s[%d].name" % (f, j))
+            flag = r.get("ignoredByScheduler", False)
+            if not isinstance(flag, bool):
+                raise InputError("expected true or false",
+                                 field="%s[%d].ignoredByScheduler" % (f, j))
+            if flag:
+                out.append(r["name"])
+    return out
+
+
 def _plugin_list(raw, field, with_weight):
     if raw is None:
         return []
@@ -103,6 +131,9 @@ class Profile:
                               [n for n, _ in _plugin_list(pset.get("disabled"), f + ".disabled",
                                                           False)])
             self._parse_plugin_config(profile.get("pluginConfig"))
+            ignored = _extender_ignored_resources(raw.get("extenders") if raw else None)
+            if ignored:     # kube-scheduler: the extenders' list replaces the args' own
+                self.fit = dict(self.fit, ignored=tuple(ignored))
         except InputError as e:
             raise e.located(source=source, obj="KubeSchedulerConfiguration")
         multipoint = _merge(DEFAULT_MULTIPOINT, *points["multiPoint"])

@@ -24,6 +24,9 @@ DaemonSet, ReplicationController, Job and CronJob):
   CREATE that carries it is refused, and so is a Pod UPDATE that changes it (adds,
   alters or removes it) by anyone but the agent's ServiceAccount (``agent_user``);
   a pod template that carries it is refused as well (its pods would be).
+* With the extender (``marking.Marking``): a Pod that carries the annotations but not
+  the extender's resource is refused, and so is an UPDATE that makes a pending,
+  unmarked pod one the extender must see.
 * UPDATE refuses only problems that ``oldObject`` did not have already: objects
   created before the webhook existed can still be scaled, relabelled and have
   their finalizers removed.
@@ -32,7 +35,8 @@ DaemonSet, ReplicationController, Job and CronJob):
   nests deeper than ``kube.jsondepth.MAX_DEPTH`` is refused (400) before decoding.
 
 Mutating (Pod CREATE only, see ``patches``): the RequiredDuringExecution terms the
-scheduler understands are copied into ``spec.affinity``. A malformed annotation or
+scheduler understands are copied into ``spec.affinity``, and a pod the extender must
+see gets its resource (``marking``). A malformed annotation or
 an unpatchable pod gets no patch, and any failure is "allowed, no patch": the
 validating webhook is the one that reports what is wrong (an unexpected exception is
 logged and counted as the outcome ``error``).
@@ -71,9 +75,10 @@ _WHY = "it would let one tenant's pods keep every other tenant's off whole domai
 
 
 def handle(kind, body, allowed_keys=DEFAULT_ALLOWED_KEYS,
-           agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT):
+           agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT, marking=None):
     """The ``webhook.answer.Answer`` (HTTP status, response body, outcome) for the
     AdmissionReview BODY (bytes) sent to the ``validate`` or ``mutate`` webhook (KIND).
+    MARKING: the extender's ``marking.Marking`` (None: no extender, no mark).
     A body that is no AdmissionReview with a request gets 400 and ``{"error": ...}``."""
     if kind not in ("validate", "mutate"):
         return _error(404, "unknown webhook %r (expected validate or mutate)" % (kind,))
@@ -95,9 +100,9 @@ def handle(kind, body, allowed_keys=DEFAULT_ALLOWED_KEYS,
     if not isinstance(request.get("uid"), str) or not request["uid"]:
         return _error(400, "the AdmissionReview's request has no uid")
     if kind == "validate":
-        response, outcome = validate(request, allowed_keys, agent_user)
+        response, outcome = validate(request, allowed_keys, agent_user, marking)
     else:
-        response, outcome = mutate(request)
+        response, outcome = mutate(request, marking)
     return Answer(200, _json({"apiVersion": review["apiVersion"], "kind": "AdmissionReview",
                               "response": response}), outcome)
 
@@ -110,16 +115,17 @@ class Verdict(typing.NamedTuple):
 
 
 def validate(request, allowed_keys=DEFAULT_ALLOWED_KEYS,
-             agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT):
+             agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT, marking=None):
     """The :class:`Verdict` of the validating webhook on REQUEST; ALLOWED_KEYS (an
     iterable of topology keys, or one key) are those allowed over all namespaces;
     AGENT_USER is the user name of the node agent, the only one that may change a
-    pod's ``hwaffinity.io/numa``."""
+    pod's ``hwaffinity.io/numa``; MARKING (a ``marking.Marking`` or None) refuses what
+    would place a pod the extender must see without it."""
     uid = request.get("uid") if isinstance(request, dict) else None
     try:
         if isinstance(allowed_keys, str):
             allowed_keys = (allowed_keys,)
-        message = _denial(request, frozenset(allowed_keys), agent_user)
+        message = _denial(request, frozenset(allowed_keys), agent_user, marking)
     except Exception as e:  # a webhook answers, it does not crash (logged, counted)
         LOG.exception("validating webhook: internal error on request %s", uid)
         return Verdict(_deny(uid, "internal error in the hwaffinity validating webhook (%s)"
@@ -129,12 +135,13 @@ def validate(request, allowed_keys=DEFAULT_ALLOWED_KEYS,
     return Verdict(_deny(uid, message), answer.DENIED)
 
 
-def mutate(request):
+def mutate(request, marking=None):
     """The :class:`Verdict` of the mutating webhook on REQUEST: a JSON Patch copying
-    the pod's RequiredDuringExecution terms into ``spec.affinity``, or none."""
+    the pod's RequiredDuringExecution terms into ``spec.affinity`` and, with MARKING (a
+    ``marking.Marking``), adding the extender's resource to a pod it must see; or none."""
     uid = request.get("uid") if isinstance(request, dict) else None
     try:
-        ops = _mutation(request)
+        ops = _mutation(request, marking)
     except Exception:  # allowed unpatched, the validating webhook reports (logged, counted)
         LOG.exception("mutating webhook: internal error on request %s; allowed unpatched",
                       uid)
@@ -198,7 +205,7 @@ def _rule(allowed):
         "only %s may be used" % keys if keys else "no topologyKey may be used", _WHY)
 
 
-def _denial(request, allowed, agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT):
+def _denial(request, allowed, agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT, marking=None):
     """The denial message for REQUEST, or None to allow it."""
     if request.get("operation") in NO_OBJECT_OPERATIONS:
         return None
@@ -214,6 +221,10 @@ def _denial(request, allowed, agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT):
         errors = [e for e in errors if e not in old_errors]
         offences = [o for o in offences if o not in old_offences]
     errors = _numa_record(request, obj, old if update else None, path, agent_user) + errors
+    if marking is not None and path == () and not errors:
+        unmarked = marking.problem(request, obj, old if update else None)
+        if unmarked is not None:
+            errors.append(unmarked)
     if not errors and not offences:
         return None
     message = "%s: %s" % (_name(request, _kind(request, obj)[0], obj), "; ".join(errors + offences))
@@ -352,11 +363,17 @@ def problems(obj, path, allowed):
     return errors, offences
 
 
-def _mutation(request):
+def _mutation(request, marking):
     """The JSON Patch operations for a Pod CREATE REQUEST; [] for no change."""
     if request.get("operation") != "CREATE" or request.get("subResource"):
         return []
     obj = request.get("object")
     if not isinstance(obj, dict) or pod_path(request, obj) != ():
         return []
-    return patches.pod_patch(obj)
+    ops = patches.pod_patch(obj)
+    if marking is not None:
+        try:
+            ops += marking.patch(obj, request.get("namespace"))
+        except patches.Unpatchable:     # the API server refuses such a pod anyway
+            pass
+    return ops

@@ -96,15 +96,16 @@ class WebhookDaemon:
                     *config.tls, client_ca=config.connections.get("client_ca")))
             except (OSError, ValueError, KeyError) as e:        # ssl.SSLError is an OSError
                 raise InputError("cannot read the certificates: %s" % e, field="--cert")
-        posts = {"/validate": Route(route("/validate", lambda b: admission.handle(
-                     "validate", b, config.allowed_keys, config.agent_user), metrics),
-                     ADMISSION_MAX_BODY),
-                 "/mutate": Route(route("/mutate", lambda b: admission.handle("mutate", b),
-                                        metrics), ADMISSION_MAX_BODY)}
-        cache_ready, close = lambda: True, ()
+        posts = {}
+        cache_ready, close, marking = lambda: True, (), None
         if config.extender_access is not None:
-            cache_ready, conn = self._start_extender(posts, metrics, context)
+            cache_ready, conn, marking = self._start_extender(posts, metrics, context)
             close = [conn.close]
+        posts["/validate"] = Route(route("/validate", lambda b: admission.handle(
+            "validate", b, config.allowed_keys, config.agent_user, marking), metrics),
+            ADMISSION_MAX_BODY)
+        posts["/mutate"] = Route(route("/mutate", lambda b: admission.handle(
+            "mutate", b, marking=marking), metrics), ADMISSION_MAX_BODY)
 
         def ready():
             if not cache_ready():
@@ -123,11 +124,13 @@ class WebhookDaemon:
 
     def _start_extender(self, posts, metrics, context):
         """Start the cache's informers and add the extender's paths to POSTS; (a callable
-        telling whether the cache is synced, the API connection)."""
+        telling whether the cache is synced, the API connection, the admission webhooks'
+        ``marking.Marking``)."""
         from tacker_hwaffinity.kube import client as kube_client
         from tacker_hwaffinity.kube.informer import Informer, InformerMetrics
         from tacker_hwaffinity.kube.serve import Route
         from tacker_hwaffinity.webhook.extender import Extender
+        from tacker_hwaffinity.webhook.marking import Marking
         from tacker_hwaffinity.webhook.podcache import PodCache
         config, log, workers = self.config, context.log, context.workers
         try:
@@ -165,4 +168,4 @@ class WebhookDaemon:
                 settled.append(True)
                 settle_heap()
             return ok
-        return synced, conn
+        return synced, conn, Marking(cache, config.hard_pod_affinity_weight)

@@ -10,6 +10,7 @@ import itertools
 import json
 import logging
 import re
+import time
 
 import numpy as np
 
@@ -22,6 +23,10 @@ from tacker_hwaffinity.webhook.answer import Answer
 LOG = logging.getLogger(__name__)
 
 ERR_UNKNOWN_NODE = "node(s) unknown to the hwaffinity extender (cache not synced?)"
+# An extended pod whose required anti-affinity selects pods that kube-scheduler places
+# without the extender (no mark) is placed after them (PodCache.unmarked_pending).
+ERR_UNMARKED_PENDING = ("waiting for %d pending pod(s) its anti-affinity selects, which are "
+                        "placed without the hwaffinity extender, to be placed first (%s)")
 MAX_EXTENDER_PRIORITY = 10
 # the evaluator's filter codes (interpod.REASONS), and one of the extender's own
 UNKNOWN_NODE = len(interpod.REASONS)
@@ -192,10 +197,16 @@ class Extender:
             return {"Nodes": args.get("Nodes"), "NodeNames": args.get("NodeNames"),
                     "FailedNodes": {}, "Error": ""}
         terms = rec.terms or {}
+        start = time.monotonic()
         left = cache.wait_for_pending(rec, terms, self.pending_wait)
         if left:
             LOG.info("pod %s: %d relevant pod(s) still pending after %.1fs; deciding without "
                      "them", rec.key, left, self.pending_wait)
+        unmarked = cache.unmarked_pending(rec, terms.get("required_anti", ()),
+                                          self.pending_wait - (time.monotonic() - start))
+        if unmarked:
+            return _all_failed(names, nodelist, ERR_UNMARKED_PENDING % (
+                len(unmarked), ", ".join(sorted(unmarked)[:3])))
         with cache.lock:
             code = self._codes(rec, terms, names)
         codes = code.tolist()
@@ -289,6 +300,15 @@ class Extender:
             return _json([{"Host": n, "Score": s} for n, s in zip(names, scores)])
         return ("[%s]" % ",".join(map(str.__add__, prefixes, map(_SCORE_TEXT.__getitem__,
                                                                  scores)))).encode("ascii")
+
+
+def _all_failed(names, nodelist, reason):
+    """An ExtenderFilterResult that fails every requested node with REASON."""
+    failed = dict.fromkeys(names, reason)
+    if nodelist is not None:
+        return {"Nodes": dict(nodelist, items=[]), "NodeNames": None, "FailedNodes": failed,
+                "Error": ""}
+    return {"Nodes": None, "NodeNames": [], "FailedNodes": failed, "Error": ""}
 
 
 _PLAIN = re.compile(r"[a-z0-9.-]*")

@@ -1,5 +1,7 @@
 """The mutating webhook's JSON Patch (RFC 6902): RequiredDuringExecution terms into
-``spec.affinity``, so that kube-scheduler applies them at scheduling time.
+``spec.affinity``, so that kube-scheduler applies them at scheduling time, and the
+extender's resource into the first container (``mark_patch``), so that kube-scheduler
+sends the pod to the extender.
 
 * Pod (anti-)affinity terms are appended to the group's
   ``requiredDuringSchedulingIgnoredDuringExecution`` as written, unless an equal
@@ -208,3 +210,39 @@ def pod_patch(pod):
         return rde_patch(pod.get("spec"), pod_terms, rules.node_raw or [])
     except Unpatchable:
         return []
+
+
+def mark_patch(spec, resource):
+    """JSON Patch operations that make the first container of the pod SPEC request and
+    limit 1 of the extended RESOURCE (``"1"`` in both, as the API server requires of an
+    extended resource); [] when a container (or init container) names it already."""
+    if not isinstance(spec, dict):
+        raise Unpatchable("the pod has no spec")
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers \
+            or not all(isinstance(c, dict) for c in containers):
+        raise Unpatchable("spec.containers is not a list of containers")
+    inits = spec.get("initContainers")
+    for c in containers + (inits if isinstance(inits, list) else []):
+        res = c.get("resources") if isinstance(c, dict) else None
+        if isinstance(res, dict) and any(isinstance(res.get(part), dict)
+                                         and resource in res[part]
+                                         for part in ("requests", "limits")):
+            return []
+    base = ("spec", "containers", 0, "resources")
+    res = containers[0].get("resources")
+    if res is None:
+        return [{"op": "add", "path": pointer(*base),
+                 "value": {"limits": {resource: "1"}, "requests": {resource: "1"}}}]
+    if not isinstance(res, dict):
+        raise Unpatchable("%s is not a mapping" % pointer(*base))
+    ops = []
+    for part in ("limits", "requests"):
+        amounts = res.get(part)
+        if amounts is None:
+            ops.append({"op": "add", "path": pointer(*base, part), "value": {resource: "1"}})
+        elif isinstance(amounts, dict):
+            ops.append({"op": "add", "path": pointer(*base, part, resource), "value": "1"})
+        else:
+            raise Unpatchable("%s is not a mapping" % pointer(*base, part))
+    return ops

@@ -1,6 +1,7 @@
 """The scheduler extender's view of the cluster: nodes, namespaces, bound pods and
-pending (assumed) pods, fed by informers and read by :mod:`extender`. What it keeps
-and why, and how assume/confirm works: ``doc/webhook.md``. Pure: no HTTP, no client.
+pending (assumed) pods, fed by informers and read by :mod:`extender` and
+:mod:`marking`. What it keeps and why, and how assume/confirm works:
+``doc/webhook.md``. Pure: no HTTP, no client.
 
 One pod is that pod's problem: a malformed ``hwaffinity.io/`` annotation keeps the pod
 without its extended terms (the extender refuses it at filter time, the validating
@@ -12,7 +13,7 @@ import logging
 import threading
 import time
 
-from tacker_hwaffinity.constants import TERMINAL_PHASES
+from tacker_hwaffinity.constants import EXTENDER_RESOURCE, TERMINAL_PHASES
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling.labelindex import POSITIVE, LabelIndex
@@ -23,6 +24,9 @@ from tacker_hwaffinity.webhook.assumed import MAX_PENDING, Assumed
 
 LOG = logging.getLogger(__name__)
 PENDING_TTL_S = 30.0
+# An unmarked pod pending longer than this is taken as stuck: an extended pod whose
+# anti-affinity selects it no longer waits for it (``unmarked_pending``).
+UNMARKED_GRACE_S = 60.0
 MALFORMED, INTERNAL = "malformed_annotation", "internal"   # pod error reasons
 _PARSE_CACHE_MAX = 1024
 
@@ -52,6 +56,22 @@ def _named_labels(obj, namespace=False):
     return name, labels
 
 
+def _marked(spec):
+    """Does a container or init container of pod SPEC request or limit the extender's
+    resource (kube-scheduler's ``IsInterested`` for ``managedResources``)?"""
+    for group in ("containers", "initContainers"):
+        containers = spec.get(group)
+        for c in containers if isinstance(containers, list) else ():
+            res = c.get("resources") if isinstance(c, dict) else None
+            if not isinstance(res, dict):
+                continue
+            for part in ("requests", "limits"):
+                amounts = res.get(part)
+                if isinstance(amounts, dict) and EXTENDER_RESOURCE in amounts:
+                    return True
+    return False
+
+
 def _apply_event(table, event_type, name, labels):
     """A watch event on TABLE ({name: labels}); True if it changed it."""
     if event_type == "DELETED":
@@ -71,6 +91,10 @@ class CacheMetrics:
             "hwaffinity_webhook_cache_pod_errors", "Pods kept without their extended terms "
             "(malformed_annotation) or not indexed (internal), by reason", ["reason"],
             registry=registry)
+        self.unmarked_stuck = Counter(
+            "hwaffinity_extender_unmarked_stuck", "Unmarked pending pods that an extended "
+            "pod's anti-affinity selects, pending longer than the grace and no longer "
+            "waited for", registry=registry)
         self.pending_dropped = Counter(
             "hwaffinity_webhook_pending_dropped", "Pending records dropped unconfirmed: "
             "over the cap, or expired", ["reason"], registry=registry)
@@ -80,21 +104,28 @@ class PodRecord:
     """What the cache keeps of one pod. ``terms``: {kind: (AffinityTerm, ...)} of its
     extended (annotation) terms, resolved, or None when it carries none (or a
     malformed annotation, which the extender refused at filter time: ``error`` says
-    what is wrong with it)."""
+    what is wrong with it). ``marked``: it requests the extender's resource, so
+    kube-scheduler sends it to the extender."""
 
     __slots__ = ("key", "namespace", "name", "uid", "labels", "node", "live", "ann",
-                 "terms", "error", "_class_key")
+                 "terms", "error", "marked", "_class_key")
 
-    def __init__(self, namespace, name, uid, labels, node, live, ann, terms, error=None):
+    def __init__(self, namespace, name, uid, labels, node, live, ann, terms, error=None,
+                 marked=False):
         self.key = "%s/%s" % (namespace, name)
         self.namespace, self.name, self.uid, self.labels = namespace, name, uid, labels
         self.node, self.live, self.ann, self.terms = node, live, ann, terms
-        self.error = error
+        self.error, self.marked = error, marked
         self._class_key = None
 
     @property
     def bound(self):
         return bool(self.node) and self.live
+
+    @property
+    def pending(self):
+        """Live and not bound: kube-scheduler has yet to place it."""
+        return self.live and not self.node
 
     @property
     def class_key(self):
@@ -139,7 +170,8 @@ class PodCache:
 
     FIELDS = {
         "Pod": {"metadata": ("name", "namespace", "uid", "labels", "annotations"),
-                "spec": ("nodeName",), "status": ("phase",)},
+                "spec": ("nodeName", ("containers", ("resources",)),
+                         ("initContainers", ("resources",))), "status": ("phase",)},
         "Node": {"metadata": ("name", "labels"), "spec": (), "status": ()},
         "Namespace": {"metadata": ("name", "labels"), "spec": (), "status": ()},
     }
@@ -159,6 +191,10 @@ class PodCache:
         self._by_ns = {}            # namespace -> LabelIndex of bound PodRecords
         self._groups = {kind: {} for kind in EXISTING_KINDS}
         self._extended = {}         # key -> PodRecord: bound pods with extended terms
+        self._pending_extended = {}  # key -> PodRecord: pending pods with extended terms
+        self._unmarked = {}         # key -> (PodRecord, first seen): pending, unmarked
+        self._unmarked_placed = threading.Condition(self.lock)
+        self._clock = clock
         self._parsed = {}
 
     # -- parsing -----------------------------------------------------------------
@@ -213,7 +249,7 @@ class PodCache:
             if st is not None and any(st.pod_terms.values()):
                 terms = self.resolve(st, ns, labels)
         return PodRecord(ns, name, meta.get("uid"), labels, node if isinstance(node, str)
-                         else "", live, ann, terms, error)
+                         else "", live, ann, terms, error, _marked(spec))
 
     # -- nodes and namespaces ----------------------------------------------------
     def on_node(self, event_type, obj):
@@ -296,6 +332,7 @@ class PodCache:
                 old = self._pods.pop(key, None)
                 if old is not None and old.bound:
                     self._unindex(old)
+                self._track_pending(key, None)
                 self.assumed.confirm(key, meta.get("uid"))
                 return
             self._put(rec, previous)
@@ -315,6 +352,7 @@ class PodCache:
             self._pods[rec.key] = rec
             if rec.bound:
                 self._index(rec)
+        self._track_pending(rec.key, rec)
         if rec.bound or not rec.live:
             self.assumed.confirm(rec.key)
         else:
@@ -325,12 +363,29 @@ class PodCache:
         Pending records of pods listed bound or terminal are confirmed; the others stay
         (a pod created after the list began)."""
         with self.lock:
-            previous = self._pods
+            previous, unmarked = self._pods, self._unmarked
             self._pods, self._by_ns, self._extended = {}, {}, {}
+            self._pending_extended, self._unmarked = {}, {}
             self._groups = {kind: {} for kind in EXISTING_KINDS}
             for obj in objs:
                 if isinstance(obj, dict):
                     self._isolated(self._on_pod, "LISTED", obj, previous)
+            for key, (rec, _seen) in self._unmarked.items():   # first seen, as before
+                if key in unmarked:
+                    self._unmarked[key] = (rec, unmarked[key][1])
+            self._unmarked_placed.notify_all()
+
+    def _track_pending(self, key, rec):
+        """Keep the pending-pod tables true for pod KEY, now REC (None: deleted)."""
+        if rec is not None and rec.pending and rec.terms is not None:
+            self._pending_extended[key] = rec
+        else:
+            self._pending_extended.pop(key, None)
+        if rec is not None and rec.pending and not rec.marked:
+            seen = self._unmarked.get(key)
+            self._unmarked[key] = (rec, self._clock() if seen is None else seen[1])
+        elif self._unmarked.pop(key, None) is not None:
+            self._unmarked_placed.notify_all()
 
     def _index(self, rec):
         idx = self._by_ns.get(rec.namespace)
@@ -492,6 +547,53 @@ class PodCache:
                             if t.matches(pod.namespace, pod.labels, ns_labels):
                                 return True
             return False
+
+    # -- pods that kube-scheduler places without the extender ---------------------
+    def needs_extender(self, rec, kinds):
+        """Must kube-scheduler send the pod REC (a PodRecord) to the extender? It carries
+        an extended-terms annotation, or an extended term of one of KINDS of another
+        live pod selects it: bound, let through by a filter (assumed) or still pending."""
+        if rec.ann != (None, None):
+            return True
+        if self.selected_by(kinds, rec):
+            return True
+        with self.lock:
+            ns_labels = self.ns_labels(rec.namespace)
+            for key, p in self._pending_extended.items():
+                if key != rec.key and any(t.matches(rec.namespace, rec.labels, ns_labels)
+                                          for kind in kinds for t in p.terms.get(kind, ())):
+                    return True
+        return False
+
+    def unmarked_pending(self, rec, anti_terms, timeout=0.0):
+        """The keys of the unmarked pending pods (kube-scheduler places them without the
+        extender) that one of ANTI_TERMS (the pod REC's resolved required anti-affinity)
+        selects, after waiting up to TIMEOUT seconds for them to be placed. Such a pod,
+        placed after REC, would never learn of REC's term: REC must come second. A pod
+        pending for over ``UNMARKED_GRACE_S`` is taken as stuck and not waited for
+        (logged and counted once)."""
+        if not anti_terms:
+            return []
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while True:
+                now, left = self._clock(), []
+                for key, (p, seen) in list(self._unmarked.items()):
+                    if key == rec.key or not any(self.incoming_selects(t, p.namespace, p.labels)
+                                                 for t in anti_terms):
+                        continue
+                    if now - seen <= UNMARKED_GRACE_S:
+                        left.append(key)
+                    elif seen > float("-inf"):
+                        self._unmarked[key] = (p, float("-inf"))
+                        self.metrics.unmarked_stuck.inc()
+                        LOG.warning("pod %s: pending for over %.0fs without the extender's "
+                                    "mark; extended pods whose anti-affinity selects it no "
+                                    "longer wait for it", key, UNMARKED_GRACE_S)
+                wait = deadline - time.monotonic()
+                if not left or wait <= 0:
+                    return left
+                self._unmarked_placed.wait(wait)
 
     def stats(self):
         """Sizes, for health checks and metrics."""

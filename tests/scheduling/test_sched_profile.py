@@ -121,3 +121,30 @@ def test_bad_configuration_names_the_field(raw, field):
         Profile(raw, source="sched.yaml")
     assert field in e.value.field
     assert e.value.source == "sched.yaml"
+
+
+def test_extender_managed_resources_ignored_by_the_scheduler_replace_fit_ignored():
+    """kube-scheduler sets every profile's NodeResourcesFit ignoredResources to the
+    extenders' managedResources with ignoredByScheduler (their list wins)."""
+    raw = config(plugin_config=[{"name": "NodeResourcesFit",
+                                 "args": {"ignoredResources": ["example.com/a"]}}])
+    raw["extenders"] = [{"urlPrefix": "https://x", "managedResources": [
+        {"name": "hwaffinity.io/extender", "ignoredByScheduler": True},
+        {"name": "example.com/counted"}]}]
+    assert Profile(raw).fit["ignored"] == ("hwaffinity.io/extender",)
+    raw["extenders"][0]["managedResources"][0]["ignoredByScheduler"] = False
+    assert Profile(raw).fit["ignored"] == ("example.com/a",)
+
+
+@pytest.mark.parametrize("managed, field", [
+    ("x", "extenders[0].managedResources"),
+    ([{"name": 3}], "extenders[0].managedResources[0].name"),
+    ([{"name": "a/b", "ignoredByScheduler": "yes"}],
+     "extenders[0].managedResources[0].ignoredByScheduler"),
+    ([{"name": "a/b", "ignored": True}], "extenders[0].managedResources[0].ignored")])
+def test_bad_managed_resources_name_the_field(managed, field):
+    raw = config()
+    raw["extenders"] = [{"urlPrefix": "https://x", "managedResources": managed}]
+    with pytest.raises(InputError) as e:
+        Profile(raw)
+    assert e.value.field == field

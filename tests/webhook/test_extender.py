@@ -20,7 +20,7 @@ from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects
 from tacker_hwaffinity.webhook import extender as extender_mod
 from tacker_hwaffinity.webhook.extender import ERR_UNKNOWN_NODE, Extender
 from tacker_hwaffinity.webhook.podcache import PodCache
-from tests.builders import affinity, node, pod, term, weighted
+from tests.builders import affinity, marked, node, pod, term, weighted
 from tests.scheduling.term_strategies import (
     H, NAMESPACES, Z, maybe, pod_labels, term_lists, weighted_lists)
 from tests.webhook.test_podcache import waiting
@@ -41,6 +41,8 @@ def lt(key, value, topology=H):
 
 
 def annotated(p, pa=None, rde=None):
+    """P with extended terms, marked for the extender as the mutating webhook marks it."""
+    marked(p)
     anns = p["metadata"].setdefault("annotations", {})
     if pa is not None:
         anns[annotations.POD_AFFINITY] = json.dumps(pa)
