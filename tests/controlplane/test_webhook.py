@@ -6,7 +6,8 @@ calls its /validate and /mutate (configurations from deploy/webhook/webhooks.yam
 pointed at 127.0.0.1 and limited to this module's namespaces). Three extra
 kube-schedulers (v1.20, KubeSchedulerConfiguration v1beta1 `extenders`) call its
 /filter and /prioritize: one with the live extender, one with a dead one and
-`ignorable: false`, one with a dead one and `ignorable: true`.
+`ignorable: false`, one with a dead one and `ignorable: true`, each with the shipped
+entry's other fields (managedResources: only pods the mutating webhook marked reach it).
 """
 import base64
 import copy
@@ -21,6 +22,7 @@ import urllib.request
 import pytest
 import yaml
 
+from tacker_hwaffinity.constants import EXTENDER_RESOURCE
 from tests import builders
 
 from . import harness
@@ -135,13 +137,16 @@ def schedulers(control_plane, webhook, certs):
     out, _ = certs
     dead = "https://127.0.0.1:%d" % harness.free_port()
 
+    with open(os.path.join(DEPLOY, "scheduler-config-v1beta1.yaml")) as f:
+        (shipped,) = yaml.safe_load(f)["extenders"]
+    assert shipped["managedResources"] == [{"name": EXTENDER_RESOURCE,
+                                            "ignoredByScheduler": True}]
+
     def extender(url, ignorable):
-        return {"urlPrefix": url, "filterVerb": "filter", "prioritizeVerb": "prioritize",
-                "weight": 1, "nodeCacheCapable": True, "ignorable": ignorable,
-                "enableHTTPS": True, "httpTimeout": "5s",
-                "tlsConfig": {"caFile": str(out / "ca.crt"),         # as deploy/ ships it:
-                              "certFile": str(out / "client.crt"),   # the webhook answers
-                              "keyFile": str(out / "client.key")}}   # this client only
+        return dict(shipped, urlPrefix=url, ignorable=ignorable,
+                    tlsConfig={"caFile": str(out / "ca.crt"),         # as deploy/ ships it:
+                               "certFile": str(out / "client.crt"),   # the webhook answers
+                               "keyFile": str(out / "client.key")})   # this client only
     started = [control_plane.start_scheduler(LIVE, [extender(webhook["url"], False)]),
                control_plane.start_scheduler(STRICT, [extender(dead, False)]),
                control_plane.start_scheduler(LENIENT, [extender(dead, True)])]
@@ -202,7 +207,7 @@ def _plan_nodes(cp, ns, workload, tmp_path):
 
 
 def test_a_gt_affinity_deployment_lands_only_where_plan_said(
-        control_plane, nodes, webhook, schedulers, ns, tmp_path):
+        control_plane, nodes, webhook, admission, schedulers, ns, tmp_path):
     cp = control_plane
     for i, (node, version) in enumerate((("wh-1", 2), ("wh-2", 5), ("wh-3", 7))):
         _create(cp, ns, _pod("v%d" % version, {"version": str(version)}, node=node))
@@ -219,7 +224,7 @@ def test_a_gt_affinity_deployment_lands_only_where_plan_said(
 
 
 def test_lt_anti_affinity_keeps_back_to_back_replicas_apart(
-        control_plane, nodes, webhook, schedulers, ns):
+        control_plane, nodes, webhook, admission, schedulers, ns):
     cp = control_plane
     _create(cp, ns, _pod("low", {"tier": "1"}, node="wh-1"))
     terms = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
@@ -298,12 +303,16 @@ def test_the_mutation_shows_up_in_the_stored_pod(control_plane, nodes, admission
 
 
 def test_the_extender_down_leaves_pods_pending_unless_ignorable(
-        control_plane, nodes, schedulers, ns):
+        control_plane, nodes, admission, schedulers, ns):
     cp = control_plane
     # affinity to pods that do not exist: the live extender would refuse every node
     nowhere = json.dumps({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"topologyKey": K, "labelSelector": {"matchExpressions": [_gt("version", 100)]}}]}})
-    _create(cp, ns, _pod("strict", {"app": "s"}, scheduler=STRICT))
+    anywhere = json.dumps({"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "podAffinityTerm": {"topologyKey": K, "labelSelector": {
+            "matchExpressions": [_gt("version", 100)]}}}]}})
+    _create(cp, ns, _pod("strict", {"app": "s"}, scheduler=STRICT,
+                         annotations={"hwaffinity.io/pod-affinity": anywhere}))
     _create(cp, ns, _pod("lenient", {"app": "l"}, scheduler=LENIENT,
                          annotations={"hwaffinity.io/pod-affinity": nowhere}))
     harness.wait_until(lambda: _placed(cp, ns, "app=l"), 60, what="lenient pod scheduled")
@@ -347,7 +356,10 @@ def test_the_webhook_metrics_count_what_it_answered(
     status, _ = cp.admin.request("POST", "/api/v1/namespaces/%s/pods" % ns, _pod(
         "refused", {}, annotations={"hwaffinity.io/pod-affinity": "{not json"}), ok=None)
     assert status == 403
-    _create(cp, ns, _pod("counted", {"app": "counted"}, scheduler=LIVE))
+    _create(cp, ns, _pod("counted", {"app": "counted"}, scheduler=LIVE, annotations={
+        "hwaffinity.io/pod-affinity": json.dumps({"podAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1, "podAffinityTerm": {
+                "topologyKey": K, "labelSelector": {"matchExpressions": [_gt("v", 1)]}}}]}})}))
     harness.wait_until(lambda: _placed(cp, ns, "app=counted"), 60, what="counted scheduled")
     harness.wait_until(lambda: grew("/filter", ["answered"]) >= 1
                        and grew("/prioritize", ["answered"]) >= 1, 10,
@@ -368,3 +380,104 @@ def test_plain_http_and_a_wrong_ca_are_refused(webhook, certs, tmp_path):
         urllib.request.urlopen(webhook["url"] + "/healthz", context=wrong, timeout=5).read()
     assert "CERTIFICATE_VERIFY_FAILED" in str(e.value)
     assert webhook["proc"].poll() is None
+
+
+# --- which pods reach the extender (managedResources, issue #40) -------------------------
+
+def _anti(labels):
+    return json.dumps({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": K, "labelSelector": {"matchLabels": labels}}]}})
+
+
+def _marked(pod):
+    return any(EXTENDER_RESOURCE in ((c.get("resources") or {}).get(part) or {})
+               for c in pod["spec"]["containers"] for part in ("requests", "limits"))
+
+
+def _unschedulable(cp, ns, name):
+    pod = cp.admin.get("/api/v1/namespaces/%s/pods/%s" % (ns, name))
+    conds = [c for c in pod["status"].get("conditions") or []
+             if c["type"] == "PodScheduled" and c["status"] == "False"]
+    return conds[0]["message"] if conds else None
+
+
+def _no_other_pod_pending(cp):
+    """No pod of this module's schedulers is waiting to be scheduled (earlier tests'
+    namespaces are gone): the extender's counters move for this test's pods only."""
+    def quiet():
+        pods = cp.admin.get("/api/v1/pods")["items"]
+        return not [p for p in pods if p["spec"].get("schedulerName") in (LIVE, STRICT, LENIENT)
+                    and not p["spec"].get("nodeName")]
+    harness.wait_until(quiet, 90, what="earlier tests' pending pods gone")
+
+
+def test_a_plain_pod_nothing_selects_never_reaches_the_extender(
+        control_plane, nodes, webhook, admission, schedulers, ns):
+    cp = control_plane
+    _no_other_pod_pending(cp)
+    before = _requests(webhook)
+
+    def calls():
+        now = _requests(webhook)
+        return sum(now.get(k, 0) - before.get(k, 0) for k in now if k[0] in
+                   ("/filter", "/prioritize"))
+    made = _create(cp, ns, _pod("plain", {"app": "plain"}, scheduler=LIVE))
+    assert not _marked(made)
+    harness.wait_until(lambda: _placed(cp, ns, "app=plain"), 60, what="the plain pod bound")
+    assert calls() == 0
+    # the counters do move for a pod the extender must place (this test can fail)
+    made = _create(cp, ns, _pod("extended", {"app": "e"}, scheduler=LIVE,
+                                annotations={"hwaffinity.io/pod-affinity": _anti({"x": "y"})}))
+    assert _marked(made)
+    harness.wait_until(lambda: _placed(cp, ns, "app=e"), 60, what="the extended pod bound")
+    assert harness.wait_until(lambda: calls() >= 2, 10, what="its /filter and /prioritize")
+
+
+def test_a_plain_pod_an_existing_extended_anti_affinity_term_selects_is_kept_away(
+        control_plane, nodes, webhook, admission, schedulers, ns):
+    cp = control_plane
+    _create(cp, ns, _pod("guard", {"app": "guard"}, node="wh-1",
+                         annotations={"hwaffinity.io/pod-affinity": _anti({"app": "victim"})}))
+    only_wh1 = _pod("victim-1", {"app": "victim"}, scheduler=LIVE)
+    only_wh1["spec"]["nodeSelector"]["kubernetes.io/hostname"] = "wh-1"
+    made = _create(cp, ns, only_wh1)
+    assert _marked(made)                       # selected by guard's term: marked at creation
+    message = harness.wait_until(lambda: _unschedulable(cp, ns, "victim-1"), 60,
+                                 what="victim-1 kept off wh-1")
+    assert "anti-affinity" in message, message
+    _create(cp, ns, _pod("victim-2", {"app": "victim"}, scheduler=LIVE))
+    harness.wait_until(lambda: "victim-2" in _placed(cp, ns, "app=victim"), 60,
+                       what="victim-2 bound")
+    assert _placed(cp, ns, "app=victim") == {"victim-2": _placed(cp, ns, "app=victim")[
+        "victim-2"]} and _placed(cp, ns, "app=victim")["victim-2"] != "wh-1"
+
+
+def test_an_extended_pod_is_placed_after_the_unmarked_pending_pods_it_repels(
+        control_plane, nodes, webhook, admission, schedulers, ns):
+    """A pod created before the extended pod that selects it is not marked; placed after
+    it, it would never learn of its term. So the extended pod waits, and says why."""
+    cp = control_plane
+    early = _pod("early", {"app": "early"}, scheduler=LIVE)
+    early["spec"]["nodeSelector"] = {LABEL: "no-such-node"}      # pending for now
+    assert not _marked(_create(cp, ns, early))
+    harness.wait_until(lambda: _unschedulable(cp, ns, "early"), 60, what="early pending")
+    _create(cp, ns, _pod("late", {"app": "late"}, scheduler=LIVE,
+                         annotations={"hwaffinity.io/pod-affinity": _anti({"app": "early"})}))
+    message = harness.wait_until(lambda: _unschedulable(cp, ns, "late"), 60,
+                                 what="late waiting for early")
+    assert "waiting for 1 pending pod(s) its anti-affinity selects" in message, message
+    assert ns + "/early" in message
+    # nor may a pending pod become one that late must wait for
+    stray = _pod("stray", {"app": "stray"}, scheduler=LIVE)
+    stray["spec"]["nodeSelector"] = {LABEL: "no-such-node"}
+    assert not _marked(_create(cp, ns, stray))
+    status, body = cp.admin.request(
+        "PATCH", "/api/v1/namespaces/%s/pods/stray" % ns, {"metadata": {"labels": {
+            "app": "early"}}}, content_type="application/merge-patch+json", ok=None)
+    assert status == 403 and "created without %s" % EXTENDER_RESOURCE in body["message"], body
+    for name in ("early", "stray"):
+        cp.admin.delete("/api/v1/namespaces/%s/pods/%s" % (ns, name))
+    # an assigned pod's arrival moves the unschedulable queue (1.20 does not on the deletion
+    # of an unassigned pod), as any pod binding in a live cluster would
+    _create(cp, ns, _pod("nudge", {"app": "nudge"}, node="wh-4"))
+    harness.wait_until(lambda: _placed(cp, ns, "app=late"), 90, what="late bound")
