@@ -31,6 +31,7 @@ import pytest
 import yaml
 
 from ci_policy import unavailable
+from tacker_hwaffinity.constants import EXTENDER_RESOURCE
 import test_readme_commands as readme
 from controlplane import harness
 
@@ -346,25 +347,39 @@ def test_a_scheduler_with_the_shipped_extender_config_calls_the_webhook(cluster,
     with open(made) as f:
         extenders = yaml.safe_load(f)["extenders"]
     assert extenders[0]["tlsConfig"]["caData"] == webhook["bundle"]
+    assert extenders[0]["managedResources"] == [{"name": EXTENDER_RESOURCE,
+                                                 "ignoredByScheduler": True}]
     cluster.cp.start_scheduler(SCHEDULER, extenders=extenders)
     cluster.kubectl("create", "namespace", "extended")
+    terms = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 1, "podAffinityTerm": {"topologyKey": "CIS-node", "labelSelector": {
+            "matchExpressions": [{"key": "version", "operator": "Gt", "values": ["1"]}]}}}]}}
     pod = {"apiVersion": "v1", "kind": "Pod",
-           "metadata": {"name": "via-extender", "namespace": "extended"},
+           "metadata": {"name": "via-extender", "namespace": "extended",
+                        "annotations": {"hwaffinity.io/pod-affinity": json.dumps(terms)}},
            "spec": {"schedulerName": SCHEDULER,
                     "containers": [{"name": "c", "image": image_ref("busybox"),
                                     "command": ["sleep", "3600"]}]}}
+
+    def filtered():
+        served = 0
+        for p in cluster.ready_pods("app.kubernetes.io/name=hwaffinity-webhook", 2):
+            text = _pod_get("https://%s:8443/metrics" % p["status"]["podIP"], tls=True)
+            served += sum(float(v) for v in re.findall(
+                r'hwaffinity_webhook_requests_total\{[^}]*path="/filter"[^}]*\} (\S+)', text))
+        return served
+    before = filtered()
     cluster.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(pod))
 
-    def bound():
+    def running():
         p = cluster.cp.admin.get("/api/v1/namespaces/extended/pods/via-extender")
-        return p["spec"].get("nodeName")
-    assert wait(bound, 90, "the extender-scheduled pod bound") == NODE
-    served = 0
-    for p in cluster.ready_pods("app.kubernetes.io/name=hwaffinity-webhook", 2):
-        text = _pod_get("https://%s:8443/metrics" % p["status"]["podIP"], tls=True)
-        served += sum(float(v) for v in re.findall(
-            r'hwaffinity_webhook_requests_total\{[^}]*path="/filter"[^}]*\} (\S+)', text))
-    assert served >= 1
+        return p if p["status"].get("phase") == "Running" else None
+    # marked by the mutating webhook, placed through the extender, and admitted by the real
+    # kubelet although no node advertises the resource (the kubelet drops it at admission)
+    made = wait(running, 120, "the extender-scheduled pod Running")
+    assert made["spec"]["nodeName"] == NODE
+    assert made["spec"]["containers"][0]["resources"]["limits"] == {EXTENDER_RESOURCE: "1"}
+    assert filtered() >= before + 1
 
 
 def test_every_component_serves_metrics_on_its_pod_address(cluster, webhook):
