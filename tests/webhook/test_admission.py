@@ -13,7 +13,10 @@ from hypothesis import strategies as st
 
 import fuzzing
 from tacker_hwaffinity.scheduling import selectors
+from tacker_hwaffinity.constants import EXTENDER_RESOURCE
 from tacker_hwaffinity.webhook import admission, patches
+from tacker_hwaffinity.webhook.marking import Marking
+from tacker_hwaffinity.webhook.podcache import PodCache
 from tests import builders
 
 PA = "hwaffinity.io/pod-affinity"
@@ -312,10 +315,23 @@ def test_a_review_nested_deeper_than_any_kubernetes_object_is_a_400():
 REVIEW_CPU_S, REVIEW_MIB = 0.25, 32
 
 
-def answered(kind, body):
+def _marking():
+    """A Marking over a cache holding one bound pod whose extended anti-affinity selects
+    the test pods' label (app=web)."""
+    cache = PodCache()
+    cache.sync_nodes([builders.node("n1", {"CIS-node": "h1"})])
+    cache.sync_pods([pod("guard", notes={PA: {"podAntiAffinity": {REQ: [
+        builders.term("CIS-node", {"app": "web"})]}}}, nodeName="n1")])
+    return Marking(cache)
+
+
+MARKING = _marking()
+
+
+def answered(kind, body, marking=None):
     """What handle() answers BODY, checked to be a documented outcome: 200 with an
     AdmissionReview whose response is no internal error, or 400 with an error."""
-    status, out, outcome = admission.handle(kind, body)
+    status, out, outcome = admission.handle(kind, body, marking=marking)
     doc = json.loads(out)
     if status == 400:
         assert set(doc) == {"error"} and outcome == "error"
@@ -351,7 +367,9 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size
                     | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=20)
 POD_KEYS = st.sampled_from(["metadata", "spec", "annotations", "affinity", "podAntiAffinity",
                             REQ, "template", "labelSelector", "matchExpressions", "values",
-                            "namespaceSelector", "topologyKey", PA, RDE, "hwaffinity.io/numa"])
+                            "namespaceSelector", "topologyKey", PA, RDE, "hwaffinity.io/numa",
+                            "labels", "containers", "initContainers", "resources", "limits",
+                            "requests", EXTENDER_RESOURCE, "nodeName"])
 
 
 def edited(body, edits):
@@ -390,17 +408,17 @@ BODIES = st.one_of(
     lambda b: len(b) <= 300_000)
 
 
-@given(st.sampled_from(["validate", "mutate"]), BODIES)
-@example("validate", review_body(pod(notes={PA: DEEP})))
+@given(st.sampled_from(["validate", "mutate"]), BODIES, st.sampled_from([None, MARKING]))
+@example("validate", review_body(pod(notes={PA: DEEP})), MARKING)
 @example("validate", review_body(pod(notes={PA: {"podAffinity": {REQ: [
-    term("CIS-node", exprs=[gt("v", LONG_NUMBER)])]}}})))
+    term("CIS-node", exprs=[gt("v", LONG_NUMBER)])]}}})), MARKING)
 @example("mutate", review_body(pod(notes={RDE: {"podAntiAffinity": [
-    term("CIS-node", exprs=[gt("v", LONG_NUMBER)])]}})))
-@example("validate", review_body(pod(notes={RDE: "[" * 100000 + "]" * 100000})))
+    term("CIS-node", exprs=[gt("v", LONG_NUMBER)])]}})), MARKING)
+@example("validate", review_body(pod(notes={RDE: "[" * 100000 + "]" * 100000})), MARKING)
 @example("validate", b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", '
-         b'"request": ' + b"[" * 3000 + b"]" * 3000 + b"}")
-def test_fuzz_admission_review_bodies(kind, body):
-    fuzzing.bounded(answered, kind, body, seconds=REVIEW_CPU_S, mib=REVIEW_MIB)
+         b'"request": ' + b"[" * 3000 + b"]" * 3000 + b"}", None)
+def test_fuzz_admission_review_bodies(kind, body, marking):
+    fuzzing.bounded(answered, kind, body, marking, seconds=REVIEW_CPU_S, mib=REVIEW_MIB)
 
 
 @pytest.mark.parametrize("obj,message", [
