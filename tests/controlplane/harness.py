@@ -819,16 +819,17 @@ class ControlPlane:
             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": subject_kind,
                           "name": subject}]}, ok=(201, 409))
 
-    def start_scheduler(self, name, extenders=(), timeout=60):
+    def start_scheduler(self, name, extenders=(), timeout=60, qps=200, burst=400):
         """Another kube-scheduler, with a profile of its own (schedulerName NAME) and
         the given ``extenders`` entries (KubeSchedulerConfiguration v1beta1), as the
-        system:kube-scheduler identity, no leader election. Pods pick it with
-        ``spec.schedulerName: NAME``. Stopped with the control plane (or ``.stop()``)."""
+        system:kube-scheduler identity, no leader election, its API client limited to QPS
+        requests/s (bursts of BURST). Pods pick it with ``spec.schedulerName: NAME``.
+        Stopped with the control plane (or ``.stop()``)."""
         port, healthz = free_port(), free_port()
         kc = os.path.join(self.secret_dir, "scheduler.kubeconfig")
         config = {"apiVersion": "kubescheduler.config.k8s.io/v1beta1",
                   "kind": "KubeSchedulerConfiguration",
-                  "clientConnection": {"kubeconfig": kc, "qps": 200, "burst": 400},
+                  "clientConnection": {"kubeconfig": kc, "qps": qps, "burst": burst},
                   "leaderElection": {"leaderElect": False},
                   "healthzBindAddress": "127.0.0.1:%d" % healthz,
                   "metricsBindAddress": "127.0.0.1:%d" % healthz,

@@ -1,0 +1,478 @@
+"""What the scheduler extender costs the real kube-scheduler (issue #40).
+
+    python benchmarks/bench_extender_cost.py [--nodes 1000] [--pods 300] [--pairs 5]
+    python benchmarks/bench_extender_cost.py --quick       # 100 nodes, 40 pods, 1 pair
+
+Starts the test suite's control plane (Kubernetes v1.20.2, tools/build-kube.sh; client rate
+limits raised as in scheduler_perf), registers NODES Ready API-only nodes (4 per CIS-node
+value), runs `hwaffinity webhook serve` as a process (certificates of `hwaffinity webhook
+certs`, --client-ca and --client-name system:kube-scheduler, the API identity of
+deploy/webhook/rbac.yaml's ClusterRole) with deploy/webhook/webhooks.yaml registered for the
+benchmark's namespaces.
+
+Then PAIRS interleaved pairs (which side goes first alternates): for each kind of pod
+(`plain`: no annotation, nothing selects them; `annotated`: a preferred Gt podAffinity term in
+hwaffinity.io/pod-affinity, selecting none of them; with --mutual, all of them), a ReplicaSet
+of PODS pods in a fresh namespace, all created (through the admission webhooks) before a
+kube-scheduler of their own starts: one with no extender, one with the extender entry of
+deploy/webhook/scheduler-config-v1beta1.yaml as shipped (every key; only urlPrefix and the
+tlsConfig data point at the process), qps/burst raised. So the rate is the scheduler's over a
+full queue, not the pace of the pods' creation; it is taken from the first to the last
+`Scheduled` event. The webhook's /filter and /prioritize requests and their time come from its
+/metrics, its CPU from /proc, both counted while the scheduler runs. Prints each run, then per
+kind the medians and ranges and PASS/FAIL against the goals: plain pods keep >= 95 % of the
+rate without the extender, annotated pods >= 70 % (median of the pairs' ratios).
+Exit 0: every goal met; 1: a goal missed; 2: not measured.
+"""
+import argparse
+import base64
+import copy
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from concurrent import futures
+from pathlib import Path
+
+import yaml
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(ROOT, "tests", "controlplane"))
+import harness  # noqa: E402  (the test suite's control-plane harness)
+
+DEPLOY = os.path.join(ROOT, "deploy", "webhook")
+# Client rate limits of every scheduler and of kube-controller-manager, raised (as upstream's
+# scheduler_perf does) so that throttling of their API clients does not hide the cost.
+API_QPS = 5000
+HOST_LABEL = "CIS-node"
+NODES_PER_HOST = 4
+WEBHOOK_LABEL = "hwaffinity-bench"      # the namespaces the admission webhooks see
+PLAIN, EXTENDED = "plain", "extended"   # the two scheduler configurations
+SIDES = {PLAIN: "no extender", EXTENDED: "the shipped extender"}
+KINDS = ("plain", "annotated")          # the two kinds of pod
+GOALS = {"plain": 0.95, "annotated": 0.70}
+# Preferred affinity to pods whose `rank` is above 3, on the CIS-node: an extended term (Gt),
+# so only the extender evaluates it. The annotated pods carry no rank (--mutual: rank 5, so
+# that they select each other and the filter waits for the binding of the one before).
+PREFERRED_GT = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
+    "weight": 50, "podAffinityTerm": {
+        "topologyKey": HOST_LABEL,
+        "labelSelector": {"matchExpressions": [
+            {"key": "rank", "operator": "Gt", "values": ["3"]}]}}}]}}
+# Seconds each phase may take before the benchmark gives up and says what it waited for.
+START_TIMEOUT = 120
+NODES_TIMEOUT = 600
+SCHEDULE_TIMEOUT = 300
+EVENTS_TIMEOUT = 60
+NAMESPACE_GONE_TIMEOUT = 180
+
+
+def cli(*args):
+    done = subprocess.run([sys.executable, "-m", "tacker_hwaffinity.cli.main"] + list(args),
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    if done.returncode != 0:
+        raise harness.HarnessError("hwaffinity %s failed: %s" % (" ".join(args), done.stderr))
+    return done.stdout
+
+
+# --------------------------------------------------------------------------
+# The cluster: nodes, the webhook, its registrations, the two schedulers
+
+def register_nodes(cp, count):
+    """COUNT Ready nodes (no kubelet: the node-lifecycle controller is off), 4 per CIS-node
+    value, created in parallel; the not-ready taint admission puts on them removed."""
+    def one(i):
+        name = "node-%05d" % i
+        cp.admin.create("/api/v1/nodes", harness.node_object(
+            name, {HOST_LABEL: "host-%04d" % (i // NODES_PER_HOST)},
+            "127.2.%d.%d" % (i // 250, i % 250 + 1), "4", "32Gi", "110"))
+        cp.admin.patch("/api/v1/nodes/" + name, {"spec": {"taints": None}})
+    with futures.ThreadPoolExecutor(8) as pool:
+        jobs = [pool.submit(one, i) for i in range(count)]
+        done, late = futures.wait(jobs, timeout=NODES_TIMEOUT)
+        if late:
+            for job in late:
+                job.cancel()
+            raise harness.HarnessError("timed out after %ds registering %d nodes (%d done)"
+                                       % (NODES_TIMEOUT, count, len(done)))
+        for job in done:
+            job.result()
+
+
+def start_webhook(cp, certs, log):
+    """The webhook process as a user bound to deploy/webhook/rbac.yaml's ClusterRole, once its
+    caches synced: (process, URL, SSL context)."""
+    with open(os.path.join(DEPLOY, "rbac.yaml")) as f:
+        role = next(d for d in yaml.safe_load_all(f) if d["kind"] == "ClusterRole")
+    cp.admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", role,
+                     ok=(201, 409))
+    kubeconfig = cp.user_kubeconfig("hwaffinity-webhook", "hwaffinity-webhook")
+    return harness.serve_webhook(
+        ["--kubeconfig", kubeconfig, "--allowed-anti-affinity-key", "kubernetes.io/hostname",
+         "--client-ca", str(certs / "ca.crt"), "--client-name", "system:kube-scheduler"],
+        certs, log, what="the webhook's caches synced", timeout=START_TIMEOUT)
+
+
+def register_admission(cp, url, bundle):
+    """deploy/webhook/webhooks.yaml pointed at URL, for the labelled namespaces only; once
+    the API server calls both."""
+    with open(os.path.join(DEPLOY, "webhooks.yaml")) as f:
+        docs = list(yaml.safe_load_all(f))
+    for doc in docs:
+        doc = copy.deepcopy(doc)
+        for hook in doc["webhooks"]:
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": url + path, "caBundle": bundle}
+            hook["namespaceSelector"]["matchLabels"] = {WEBHOOK_LABEL: "yes"}
+        cp.admin.create("/apis/admissionregistration.k8s.io/v1/%ss" % doc["kind"].lower(), doc)
+    wait_admission_active(cp)
+
+
+def wait_admission_active(cp):
+    """Until the API server calls both webhooks (it picks them up asynchronously): dry-run
+    pod creations in a labelled namespace, one /validate must deny, one /mutate patch."""
+    probe = cp.create_namespace("bench-probe", labels={WEBHOOK_LABEL: "yes"})
+    path = "/api/v1/namespaces/%s/pods" % probe
+    rde = {"nodeAffinity": [{"matchExpressions": [{"key": HOST_LABEL, "operator": "Exists"}]}]}
+
+    def validating():
+        status, body = cp.admin.request("POST", path, pod_object("probe-v", "probe", {
+            "hwaffinity.io/pod-affinity": "{not json"}), ok=None, query={"dryRun": "All"})
+        return status == 403 and "hwaffinity.io/pod-affinity" in body["message"]
+
+    def mutating():
+        _, made = cp.admin.request("POST", path, pod_object("probe-m", "probe", {
+            "hwaffinity.io/required-during-execution": json.dumps(rde)}),
+            query={"dryRun": "All"})
+        return "nodeAffinity" in (made["spec"].get("affinity") or {})
+    try:
+        harness.wait_until(validating, 30, what="the API server calling /validate")
+        harness.wait_until(mutating, 30, what="the API server calling /mutate")
+    finally:
+        cp.delete_namespace(probe)
+
+
+def shipped_extender(url, certs):
+    """extenders[0] of deploy/webhook/scheduler-config-v1beta1.yaml, every key as shipped,
+    its urlPrefix and tlsConfig data pointed at the webhook process."""
+    with open(os.path.join(DEPLOY, "scheduler-config-v1beta1.yaml")) as f:
+        entry = copy.deepcopy(yaml.safe_load(f)["extenders"][0])
+    entry["urlPrefix"] = url
+    data = {"caData": "ca.crt", "certData": "client.crt", "keyData": "client.key"}
+    entry["tlsConfig"] = {key: base64.b64encode((certs / name).read_bytes()).decode()
+                          for key, name in data.items()}
+    return entry
+
+
+def scheduler_version(cp):
+    out = subprocess.run([cp.bin["kube-scheduler"], "--version"], capture_output=True,
+                         text=True, timeout=30).stdout.strip()
+    return out.split()[-1] if out else "unknown"
+
+
+# --------------------------------------------------------------------------
+# One run: a ReplicaSet of pods of one kind through one scheduler
+
+def pod_object(name, scheduler, annotations=None, labels=None):
+    """A pod as upstream's scheduler_perf makes them (100m, 500Mi), deleted at once."""
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": dict(labels or {}),
+                         "annotations": dict(annotations or {})},
+            "spec": {"schedulerName": scheduler, "automountServiceAccountToken": False,
+                     "terminationGracePeriodSeconds": 0,
+                     "containers": [{"name": "c", "image": "registry.invalid/pause",
+                                     "resources": {"requests": {"cpu": "100m",
+                                                                "memory": "500Mi"}}}]}}
+
+
+def replica_set(kind, scheduler, replicas, mutual):
+    labels = {"app": "bench-" + kind}
+    annotations = {}
+    if kind == "annotated":
+        if mutual:
+            labels["rank"] = "5"
+        annotations["hwaffinity.io/pod-affinity"] = json.dumps(PREFERRED_GT)
+    template = pod_object(None, scheduler, annotations, labels)
+    del template["metadata"]["name"]
+    return {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {"name": "bench"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": labels["app"]}},
+                     "template": {"metadata": template["metadata"], "spec": template["spec"]}}}
+
+
+class Webhook:
+    """The webhook process's counters: its /metrics and its CPU time."""
+
+    def __init__(self, proc, url, context):
+        self.proc, self.url, self.context = proc, url, context
+
+    def sample(self):
+        """{name: value}: requests per path, /filter's summed seconds, CPU seconds."""
+        with urllib.request.urlopen(self.url + "/metrics", context=self.context,
+                                    timeout=10) as r:
+            text = r.read().decode()
+        out = {"cpu": cpu_seconds(self.proc.pid)}
+        for line in text.splitlines():
+            m = re.match(r'hwaffinity_webhook_(requests_total|request_seconds_sum|'
+                         r'request_seconds_count)\{(.*)\} (\S+)$', line)
+            if m:
+                path = dict(re.findall(r'(\w+)="([^"]*)"', m.group(2)))["path"]
+                key = (m.group(1), path)
+                out[key] = out.get(key, 0.0) + float(m.group(3))
+        return out
+
+
+def cpu_seconds(pid):
+    """utime + stime of process PID (seconds)."""
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def scheduled_times(cp, ns):
+    """The Scheduled events' eventTime (seconds), sorted."""
+    events = cp.admin.get("/apis/events.k8s.io/v1/namespaces/%s/events" % ns,
+                          fieldSelector="reason=Scheduled")["items"]
+    return sorted(datetime.datetime.strptime(e["eventTime"].rstrip("Z")[:26],
+                                             "%Y-%m-%dT%H:%M:%S.%f").timestamp()
+                  for e in events if e.get("eventTime"))
+
+
+def all_scheduled(cp, ns, pods):
+    """The Scheduled events' times once there is one per pod, else None."""
+    times = scheduled_times(cp, ns)
+    return times if len(times) >= pods else None
+
+
+def wait_bound(cp, ns, pods, scheduler):
+    def bound():
+        items = cp.pods(ns)
+        return sum(1 for p in items if p["spec"].get("nodeName")) >= pods
+    try:
+        harness.wait_until(bound, SCHEDULE_TIMEOUT, interval=0.25,
+                           what="%d pods bound by %s in %s" % (pods, scheduler, ns))
+    except harness.HarnessError as e:
+        raise harness.HarnessError("%s; %s" % (e, pending_reason(cp, ns))) from None
+
+
+def pending_reason(cp, ns):
+    """How many pods wait, and why one of them does (its PodScheduled condition)."""
+    items = cp.pods(ns)
+    waiting = [p for p in items if not p["spec"].get("nodeName")]
+    for p in waiting:
+        for c in p.get("status", {}).get("conditions") or []:
+            if c["type"] == "PodScheduled" and c["status"] == "False":
+                return "%d of %d pods pending, e.g. %s: %s" % (
+                    len(waiting), len(items), p["metadata"]["name"], c.get("message"))
+    return "%d of %d pods pending (no condition yet)" % (len(waiting), len(items))
+
+
+def delete_namespace(cp, ns):
+    cp.delete_namespace(ns)
+
+    def gone():
+        status, _ = cp.admin.request("GET", "/api/v1/namespaces/" + ns, ok=(200, 404))
+        return status == 404
+    harness.wait_until(gone, NAMESPACE_GONE_TIMEOUT, interval=0.5,
+                       what="namespace %s deleted" % ns)
+
+
+def run(cp, webhook, kind, extenders, pods, name, mutual):
+    """One ReplicaSet of PODS pods of KIND in a fresh namespace NAME, all created first, then
+    scheduled by a kube-scheduler of their own (schedulerName NAME, with EXTENDERS) started
+    once they are: {rate, seconds, cpu_ms, filter, prioritize (per pod), filter_ms,
+    prioritize_ms (their mean time in the handler)}."""
+    ns = cp.create_namespace(name, labels={WEBHOOK_LABEL: "yes"})
+    scheduler = None
+    try:
+        cp.admin.create("/apis/apps/v1/namespaces/%s/replicasets" % ns,
+                        replica_set(kind, name, pods, mutual))
+        harness.wait_until(lambda: len(cp.pods(ns)) >= pods, SCHEDULE_TIMEOUT, interval=0.25,
+                           what="%d pods created in %s" % (pods, ns))
+        before = webhook.sample()
+        scheduler = cp.start_scheduler(name, extenders, START_TIMEOUT, API_QPS, API_QPS)
+        wait_bound(cp, ns, pods, name)
+        after = webhook.sample()
+        times = harness.wait_until(lambda: all_scheduled(cp, ns, pods), EVENTS_TIMEOUT,
+                                   what="%d Scheduled events in %s" % (pods, ns))
+    finally:
+        if scheduler is not None:
+            scheduler.stop()
+        delete_namespace(cp, ns)
+
+    def grew(key):
+        return after.get(key, 0.0) - before.get(key, 0.0)
+
+    def mean_ms(path):
+        count = grew(("request_seconds_count", path))
+        return grew(("request_seconds_sum", path)) * 1000 / count if count else None
+    seconds = max(times[-1] - times[0], 1e-6)
+    return {"rate": (len(times) - 1) / seconds, "seconds": seconds,
+            "cpu_ms": grew("cpu") * 1000 / pods,
+            "filter": grew(("requests_total", "/filter")) / pods,
+            "prioritize": grew(("requests_total", "/prioritize")) / pods,
+            "filter_ms": mean_ms("/filter"), "prioritize_ms": mean_ms("/prioritize")}
+
+
+# --------------------------------------------------------------------------
+# Report
+
+def spread(values, fmt="%.0f"):
+    """'median [min-max]' of VALUES."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return "-"
+    return (fmt + " [" + fmt + "-" + fmt + "]") % (statistics.median(values), min(values),
+                                                   max(values))
+
+
+def describe(result):
+    def ms(value):
+        return "-" if value is None else "%.2f ms" % value
+    return ("%.0f pods/s (%.2f s first to last Scheduled); webhook CPU %.2f ms/pod; /filter "
+            "%.2f/pod, /prioritize %.2f/pod; mean /filter %s, /prioritize %s"
+            % (result["rate"], result["seconds"], result["cpu_ms"], result["filter"],
+               result["prioritize"], ms(result["filter_ms"]), ms(result["prioritize_ms"])))
+
+
+def summarize(kind, pairs):
+    """Print KIND's summary over PAIRS ([{plain: result, extended: result}]); True when its
+    goal holds."""
+    without = [p[PLAIN]["rate"] for p in pairs]
+    with_ = [p[EXTENDED]["rate"] for p in pairs]
+    ratios = [w / wo * 100 for w, wo in zip(with_, without)]
+    added = [1000 / w - 1000 / wo for w, wo in zip(with_, without)]
+    ok = statistics.median(ratios) >= GOALS[kind] * 100
+    print("%s pods (median [min-max] over %d pairs):" % (kind, len(pairs)))
+    print("  rate without the extender: %s pods/s" % spread(without))
+    print("  rate with the extender:    %s pods/s" % spread(with_))
+    print("  ratio with/without:        %s %%" % spread(ratios))
+    print("  added per pod:             %s ms" % spread(added, "%.2f"))
+    for side in (PLAIN, EXTENDED):
+        runs = [p[side] for p in pairs]
+        print("  webhook, %-21s CPU %s ms/pod; /filter %s/pod, /prioritize %s/pod; "
+              "mean /filter %s ms, /prioritize %s ms"
+              % tuple([SIDES[side] + ":"] + [spread([r[key] for r in runs], "%.2f") for key in
+                                             ("cpu_ms", "filter", "prioritize", "filter_ms",
+                                              "prioritize_ms")]))
+    print("  goal: median ratio >= %.0f %%: %s" % (GOALS[kind] * 100, "PASS" if ok else "FAIL"))
+    return ok
+
+
+# --------------------------------------------------------------------------
+# The benchmark
+
+def measure(cp, webhook, extender, args):
+    """{kind: [{plain: result, extended: result}, ...]}, the runs interleaved."""
+    extenders = {PLAIN: [], EXTENDED: [extender]}
+    for kind in KINDS:                       # warm-up of the webhook; not counted
+        run(cp, webhook, kind, extenders[EXTENDED], min(args.pods, 20), "warm-" + kind,
+            args.mutual)
+    print("warm-up done (20 pods of each kind through the extender)", flush=True)
+    results = {kind: [] for kind in KINDS}
+    count, total = 0, args.pairs * len(KINDS) * 2
+    for i in range(args.pairs):
+        order = (PLAIN, EXTENDED) if i % 2 == 0 else (EXTENDED, PLAIN)
+        for kind in KINDS:
+            pair = {}
+            for side in order:
+                count += 1
+                pair[side] = result = run(cp, webhook, kind, extenders[side], args.pods,
+                                          "run-%d-%s-%s" % (i + 1, kind, side), args.mutual)
+                print("run %d/%d (pair %d) %s pods, %s: %s"
+                      % (count, total, i + 1, kind, SIDES[side], describe(result)), flush=True)
+            results[kind].append(pair)
+    return results
+
+
+def benchmark(args, binaries, workdir):
+    cp = harness.ControlPlane(binaries, run_dir=str(workdir / "controlplane"),
+                              node_lifecycle=False, api_qps=API_QPS)
+    webhook = None
+    try:
+        cp.start(timeout=START_TIMEOUT)
+        t0 = time.monotonic()
+        register_nodes(cp, args.nodes)
+        print("%d nodes registered in %.0f s" % (args.nodes, time.monotonic() - t0), flush=True)
+        certs = workdir / "certs"
+        bundle = cli("webhook", "certs", "--ip", "127.0.0.1", "--out", str(certs)).strip()
+        bundle = bundle.split("caBundle: ", 1)[1]
+        proc, url, context = start_webhook(cp, certs, workdir / "webhook.log")
+        webhook = Webhook(proc, url, context)
+        register_admission(cp, url, bundle)
+        print("machine: %d cores, %s, Python %s, kube-scheduler %s; webhook pid %d"
+              % (os.cpu_count() or 0, platform.machine(), platform.python_version(),
+                 scheduler_version(cp), proc.pid), flush=True)
+        return measure(cp, webhook, shipped_extender(url, certs), args)
+    finally:
+        if webhook is not None:
+            stop_process(webhook.proc)
+        cp.stop(keep_logs=False)
+
+
+def stop_process(proc):
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(15)
+
+
+def parse_args(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--pods", type=int, default=300, help="pods per run")
+    ap.add_argument("--pairs", type=int, default=5, help="interleaved pairs per kind of pod")
+    ap.add_argument("--quick", action="store_true",
+                    help="a smoke test: 100 nodes, 40 pods, 1 pair (overrides the three)")
+    ap.add_argument("--mutual", action="store_true",
+                    help="annotated pods select each other (their filter waits for the "
+                         "binding of the pods before them)")
+    args = ap.parse_args(argv)
+    if args.quick:
+        args.nodes, args.pods, args.pairs = 100, 40, 1
+    if args.pods < 2 or args.pairs < 1 or args.nodes < 1:
+        ap.error("need --pods >= 2, --pairs >= 1 and --nodes >= 1")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    binaries = harness.find_binaries()
+    if binaries is None:
+        print(harness.BUILD_HINT, file=sys.stderr)
+        return 2
+    # SIGTERM ends the run like Ctrl-C: the finally blocks stop every process
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(2))
+    print("measuring: %d nodes (%d per %s value), %d pods per run, created before their "
+          "kube-scheduler starts; %d interleaved pairs per kind of pod (%s), each a run with no "
+          "extender and one with deploy/webhook/scheduler-config-v1beta1.yaml's; client "
+          "qps/burst %d; annotated pods %s" % (
+              args.nodes, NODES_PER_HOST, HOST_LABEL, args.pods, args.pairs, ", ".join(KINDS),
+              API_QPS, "select each other" if args.mutual else "select none of the pods"),
+          flush=True)
+    workdir = Path(tempfile.mkdtemp(prefix="hwaffinity-bench-extender-"))
+    try:
+        results = benchmark(args, binaries, workdir)
+    except harness.HarnessError as e:
+        print("not measured: %s" % e, file=sys.stderr)
+        return 2
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    ok = [summarize(kind, results[kind]) for kind in KINDS]
+    print("result: %s" % ("PASS" if all(ok) else "FAIL"))
+    return 0 if all(ok) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""benchmarks/bench_extender_cost.py --quick runs end to end and prints every figure.
+
+The structure of its report, not the goals: those are the benchmark's own verdict, on
+1000 nodes (doc/benchmarks.md), and a 100-node smoke run on a shared machine says nothing
+about them.
+"""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from ci_policy import unavailable
+
+from . import harness
+
+pytestmark = [pytest.mark.controlplane, pytest.mark.slow]
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+NUMBER = r"\d+(?:\.\d+)?"
+SPREAD = r"(?:{0} \[{0}-{0}\]|-)".format(NUMBER)    # median [min-max], or - when none
+
+
+def test_the_quick_run_measures_both_kinds_through_both_sides():
+    if harness.find_binaries() is None:
+        unavailable(harness.BUILD_HINT)
+    done = subprocess.run([sys.executable, os.path.join("benchmarks", "bench_extender_cost.py"),
+                           "--quick"], cwd=ROOT, capture_output=True, text=True, timeout=900,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    out = done.stdout
+    assert done.returncode in (0, 1), out + done.stderr       # 2: not measured
+    assert re.search(r"^machine: \d+ cores, .*Python [\d.]+, kube-scheduler v1\.20\.2",
+                     out, re.M), out
+    runs = re.findall(r"^run (\d)/4 \(pair 1\) (plain|annotated) pods, "
+                      r"(no extender|the shipped extender): ({0}) pods/s .*; /filter ({0})/pod, "
+                      r"/prioritize ({0})/pod; mean /filter (.*), /prioritize (.*)$"
+                      .format(NUMBER), out, re.M)
+    assert [r[0] for r in runs] == ["1", "2", "3", "4"], out
+    assert {(kind, side) for _, kind, side, *_ in runs} == {
+        (k, s) for k in ("plain", "annotated") for s in ("no extender", "the shipped extender")}
+    for _, kind, side, rate, filters, prioritizes, filter_ms, _ in runs:
+        assert float(rate) > 0
+        if side == "no extender":           # that scheduler never calls the webhook
+            assert (filters, prioritizes, filter_ms) == ("0.00", "0.00", "-"), out
+        elif kind == "annotated":           # the extender's pods: one /filter each at least
+            assert float(filters) >= 1 and filter_ms.endswith(" ms"), out
+    for kind, goal in (("plain", 95), ("annotated", 70)):
+        block = out.split("%s pods (median [min-max] over 1 pairs):" % kind, 1)[1]
+        for label in ("rate without the extender", "rate with the extender",
+                      "ratio with/without", "added per pod"):
+            assert re.search(r"^  %s: +%s" % (re.escape(label), SPREAD), block, re.M), out
+        assert re.search(r"^  webhook, the shipped extender: +CPU %s ms/pod" % SPREAD, block,
+                         re.M), out
+        assert re.search(r"^  goal: median ratio >= %d %%: (PASS|FAIL)$" % goal, block,
+                         re.M), out
+    assert re.search(r"^result: (PASS|FAIL)$", out, re.M)
+    assert ("PASS" in out.rsplit("result: ", 1)[1]) == (done.returncode == 0)
