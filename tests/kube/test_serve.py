@@ -261,6 +261,35 @@ def test_slow_and_idle_clients_are_cut_and_do_not_keep_a_real_one_out(guarded):
 
 # --- framing: one reading of every request (issue #36 item 4) ---
 
+def _received(port, data, timeout=5):
+    """Every byte the server writes for DATA on a new connection, until it closes."""
+    import socket
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
+        s.sendall(data)
+        s.shutdown(socket.SHUT_WR)
+        received = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                return received
+            received += chunk
+
+
+def test_answers_are_written_as_h11_writes_them_and_close_where_asked(guarded):
+    port = guarded()
+    ok = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; charset=utf-8\r\n"
+          b"Content-Length: 3\r\n%s\r\nok\n")
+    get = b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+    assert _received(port, get) == ok % b""           # kept open: the client's EOF ends it
+    for request in (b"GET /healthz HTTP/1.0\r\n\r\n",
+                    b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: keep-alive, Close\r\n\r\n"):
+        assert _received(port, request + get) == ok % b"Connection: close\r\n"
+    # HEAD is not served: the 501's head alone (h11 raised here, answering nothing)
+    assert _received(port, b"HEAD /healthz HTTP/1.1\r\nHost: x\r\n\r\n") == (
+        b"HTTP/1.1 501 Not Implemented\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        b"Content-Length: 0\r\nConnection: close\r\n\r\n")
+
+
 def _answers(port, data, timeout=5):
     """Send DATA on a new connection and read until the server closes it: the status
     codes of every answer, in order."""

@@ -471,6 +471,91 @@ def test_the_priority_list_is_encoded_as_json_would_encode_it():
     assert json.loads(ext._priorities_json([], [])) == []
 
 
+def go(args):
+    """ExtenderArgs as kube-scheduler's json.Marshal writes them: no spaces, Pod, Nodes,
+    NodeNames in that order."""
+    return json.dumps({"Pod": args.get("Pod"), "Nodes": args.get("Nodes"),
+                       "NodeNames": args.get("NodeNames")}, separators=(",", ":")).encode()
+
+
+def test_a_node_list_sent_again_is_not_decoded_again_and_its_answers_are_kept():
+    _, ext = make([V2, V5])
+    plain = go({"Pod": pod("plain", {"app": "x"}), "NodeNames": NAMES})
+    first = ext._last.args(plain)
+    again = ext._last.args(plain)
+    assert first == again == json.loads(plain)
+    assert again["NodeNames"] is first["NodeNames"]          # decoded once
+    other = go({"Pod": pod("other", {"app": "y"}), "NodeNames": NAMES})
+    assert ext._last.args(other)["NodeNames"] is first["NodeNames"]
+    assert ext._last.args(go({"Pod": pod("p"), "NodeNames": NAMES[:3]}))["NodeNames"] == \
+        NAMES[:3]
+    # the answers that depend on the list alone, kept, equal json.dumps's
+    for body in (plain, plain, other):
+        for verb in ("filter", "prioritize"):
+            got = ext.handle(verb, body).body
+            args = json.loads(body)
+            want = (ext.filter(args) if verb == "filter"
+                    else [{"Host": n, "Score": 0} for n in args["NodeNames"]])
+            assert got == json.dumps(want, separators=(",", ":")).encode()
+    # a pod with terms: its own answers, formatted directly, still json.dumps's
+    gt_pod = go({"Pod": annotated(pod("x"), affinity(req_anti=[lt("version", "3")],
+                                                     pref_aff=[weighted(1, gt("version", "3"))])),
+                 "NodeNames": NAMES})
+    assert json.loads(ext.handle("filter", gt_pod).body) == {
+        "Nodes": None, "NodeNames": ["n2", "n3", "n4"], "FailedNodes": {"n1": ERR_ANTI},
+        "Error": ""}
+    assert ext.handle("filter", gt_pod).body == json.dumps(
+        ext.filter(json.loads(gt_pod)), separators=(",", ":")).encode()
+    assert [h["Host"] for h in json.loads(ext.handle("prioritize", gt_pod).body)] == NAMES
+
+
+@pytest.mark.parametrize("body", [
+    # the key inside the pod, as a label: the top level's NodeNames comes later
+    b'{"Pod":{"metadata":{"labels":{"NodeNames":"x"}}},"NodeNames":["n1","n2"]}',
+    # a nested NodeNames last, the top level's first: never taken for the top level's
+    b'{"NodeNames":["n1"],"Pod":{"metadata":{"x":{"a":1,"NodeNames":["n1","n2"]}}}}',
+    b'{"Pod":{"metadata":{}},"NodeNames":["n9"],"NodeNames":["n1","n2"]}',   # last wins
+    b'{,"NodeNames":["n1","n2"]}',                      # no member before: not JSON
+    b'{"Pod":{"metadata":{}},"NodeNames":["n1","n2"]}}',
+    b'{"Pod":{"metadata":{}} "x","NodeNames":["n1","n2"]}',
+    b'["Pod","NodeNames":["n1","n2"]}',
+    b'{"Pod":"a\\","NodeNames":["n1","n2"]}',
+    b'{"Pod":"a\\","NodeNames":["n1","n2"]}"}',
+])
+def test_args_from_a_known_node_list_are_json_loads_s_or_its_error(body):
+    known = b'{"Pod":{"metadata":{}},"Nodes":null,"NodeNames":["n1","n2"]}'
+    last = extender_mod._LastNodes()
+    last.args(known)
+    assert last._array[0] == b'["n1","n2"]'
+    assert decoded(last.args, body) == decoded(json.loads, body)
+
+
+def decoded(decode, body):
+    try:
+        return decode(body)
+    except ValueError as e:
+        return "ValueError: %s" % e
+
+
+GO_BODIES = [go(a) for a in (
+    {"Pod": pod("z", {"version": "4"}), "NodeNames": NAMES},
+    {"Pod": annotated(pod("x", {"app": "web"}), affinity(req_aff=[gt("version", "3")])),
+     "NodeNames": NAMES[:2]})]
+
+
+@given(st.sampled_from(GO_BODIES), st.lists(st.tuples(
+    st.integers(0, 3000), st.integers(0, 30),
+    st.sampled_from([b'"', b"\\", b"{", b"}", b"[", b"]", b",", b":", b"null", b" ",
+                     b',"NodeNames":[', b'"NodeNames"', b'"n1"', b"\xff"])
+    | st.binary(max_size=6)), max_size=4))
+def test_args_from_an_edited_body_are_json_loads_s(body, edits):
+    last = extender_mod._LastNodes()
+    last.args(body)
+    changed = edited(body, edits)
+    assert decoded(last.args, changed) == decoded(json.loads, changed)
+    assert decoded(last.args, body) == json.loads(body)
+
+
 # -- fuzzing: an ExtenderArgs body gives a 200 or a 400 with an Error, never a 500, in
 # at most 250 ms of CPU and 32 MiB for bodies up to 64 KB (four nodes' cache)
 ARGS_CPU_S, ARGS_MIB = 0.25, 32
@@ -483,7 +568,8 @@ VALID_ARGS = [
      "Nodes": {"items": [{"metadata": {"name": n}} for n in NAMES]}},
     {"Pod": pod("z", {"version": "4"}), "NodeNames": NAMES[:2]},
 ]
-ARGS_BODIES = [json.dumps(a).encode() for a in VALID_ARGS]
+ARGS_BODIES = [json.dumps(a).encode() for a in VALID_ARGS] + [
+    json.dumps(a, separators=(",", ":")).encode() for a in VALID_ARGS]    # as Go writes
 FUZZ_CACHE = make([V2, V5, annotated(pod("g", {"app": "g"}, on="n2"),
                                      affinity(req_anti=[gt("version", "0")]))],
                   pending_wait=0.0)[1]
