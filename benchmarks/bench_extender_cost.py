@@ -58,6 +58,9 @@ HOST_LABEL = "CIS-node"
 NODES_PER_HOST = 4
 WEBHOOK_LABEL = "hwaffinity-bench"      # the namespaces the admission webhooks see
 PLAIN, EXTENDED = "plain", "extended"   # the two scheduler configurations
+# each side's schedulerName: the webhook marks the pods of the extended side's scheduler
+# (webhook serve --scheduler-name), as it marks a cluster's scheduler that calls it
+SCHEDULERS = {PLAIN: "bench-" + PLAIN, EXTENDED: "bench-" + EXTENDED}
 SIDES = {PLAIN: "no extender", EXTENDED: "the shipped extender"}
 KINDS = ("plain", "annotated")          # the two kinds of pod
 GOALS = {"plain": 0.95, "annotated": 0.70}
@@ -119,7 +122,8 @@ def start_webhook(cp, certs, log):
     kubeconfig = cp.user_kubeconfig("hwaffinity-webhook", "hwaffinity-webhook")
     return harness.serve_webhook(
         ["--kubeconfig", kubeconfig, "--allowed-anti-affinity-key", "kubernetes.io/hostname",
-         "--client-ca", str(certs / "ca.crt"), "--client-name", "system:kube-scheduler"],
+         "--client-ca", str(certs / "ca.crt"), "--client-name", "system:kube-scheduler",
+         "--scheduler-name", SCHEDULERS[EXTENDED]],
         certs, log, what="the webhook's caches synced", timeout=START_TIMEOUT)
 
 
@@ -286,21 +290,22 @@ def delete_namespace(cp, ns):
                        what="namespace %s deleted" % ns)
 
 
-def run(cp, webhook, kind, extenders, pods, name, mutual):
+def run(cp, webhook, kind, side, extenders, pods, name, mutual):
     """One ReplicaSet of PODS pods of KIND in a fresh namespace NAME, all created first, then
-    scheduled by a kube-scheduler of their own (schedulerName NAME, with EXTENDERS) started
+    scheduled by a kube-scheduler of their own (SIDE's schedulerName, with EXTENDERS) started
     once they are: {rate, seconds, cpu_ms, filter, prioritize (per pod), filter_ms,
     prioritize_ms (their mean time in the handler)}."""
     ns = cp.create_namespace(name, labels={WEBHOOK_LABEL: "yes"})
     scheduler = None
     try:
         cp.admin.create("/apis/apps/v1/namespaces/%s/replicasets" % ns,
-                        replica_set(kind, name, pods, mutual))
+                        replica_set(kind, SCHEDULERS[side], pods, mutual))
         harness.wait_until(lambda: len(cp.pods(ns)) >= pods, SCHEDULE_TIMEOUT, interval=0.25,
                            what="%d pods created in %s" % (pods, ns))
         before = webhook.sample()
-        scheduler = cp.start_scheduler(name, extenders, START_TIMEOUT, API_QPS, API_QPS)
-        wait_bound(cp, ns, pods, name)
+        scheduler = cp.start_scheduler(SCHEDULERS[side], extenders, START_TIMEOUT, API_QPS,
+                                       API_QPS)
+        wait_bound(cp, ns, pods, SCHEDULERS[side])
         after = webhook.sample()
         times = harness.wait_until(lambda: all_scheduled(cp, ns, pods), EVENTS_TIMEOUT,
                                    what="%d Scheduled events in %s" % (pods, ns))
@@ -375,8 +380,8 @@ def measure(cp, webhook, extender, args):
     """{kind: [{plain: result, extended: result}, ...]}, the runs interleaved."""
     extenders = {PLAIN: [], EXTENDED: [extender]}
     for kind in KINDS:                       # warm-up of the webhook; not counted
-        run(cp, webhook, kind, extenders[EXTENDED], min(args.pods, 20), "warm-" + kind,
-            args.mutual)
+        run(cp, webhook, kind, EXTENDED, extenders[EXTENDED], min(args.pods, 20),
+            "warm-" + kind, args.mutual)
     print("warm-up done (20 pods of each kind through the extender)", flush=True)
     results = {kind: [] for kind in KINDS}
     count, total = 0, args.pairs * len(KINDS) * 2
@@ -386,7 +391,7 @@ def measure(cp, webhook, extender, args):
             pair = {}
             for side in order:
                 count += 1
-                pair[side] = result = run(cp, webhook, kind, extenders[side], args.pods,
+                pair[side] = result = run(cp, webhook, kind, side, extenders[side], args.pods,
                                           "run-%d-%s-%s" % (i + 1, kind, side), args.mutual)
                 print("run %d/%d (pair %d) %s pods, %s: %s"
                       % (count, total, i + 1, kind, SIDES[side], describe(result)), flush=True)

@@ -28,3 +28,6 @@ DEFAULT_AGENT_SERVICE_ACCOUNT = "system:serviceaccount:hwaffinity-system:hwaffin
 # (managedResources, ignoredByScheduler: true) and the kubelet drops it at admission
 # because no node advertises it. doc/webhook.md, "Which pods reach the extender".
 EXTENDER_RESOURCE = "hwaffinity.io/extender"
+
+# The scheduler a pod without spec.schedulerName gets (the API server defaults it).
+DEFAULT_SCHEDULER = "default-scheduler"

@@ -131,8 +131,21 @@ def validate(request, allowed_keys=DEFAULT_ALLOWED_KEYS,
         return Verdict(_deny(uid, "internal error in the hwaffinity validating webhook (%s)"
                              % type(e).__name__, 500, "InternalError"), answer.ERROR)
     if message is None:
-        return Verdict({"uid": uid, "allowed": True}, answer.ALLOWED)
+        allowed = {"uid": uid, "allowed": True}
+        warning = _marking_warning(request, marking)
+        if warning is not None:
+            allowed["warnings"] = [warning]
+        return Verdict(allowed, answer.ALLOWED)
     return Verdict(_deny(uid, message), answer.DENIED)
+
+
+def _marking_warning(request, marking):
+    """MARKING's warning for the Pod CREATE REQUEST, or None."""
+    obj = request.get("object")
+    if (marking is None or request.get("operation") != "CREATE" or not isinstance(obj, dict)
+            or pod_path(request, obj) != ()):
+        return None
+    return marking.warning(obj)
 
 
 def mutate(request, marking=None):

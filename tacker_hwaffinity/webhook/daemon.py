@@ -36,6 +36,7 @@ class WebhookConfig:
     agent_user: str                             # the node agent's user name
     hard_pod_affinity_weight: int
     pending_wait: float                         # seconds
+    scheduler_names: typing.FrozenSet[str]      # the schedulers that call the extender
     kubeconfig: typing.Optional[str]            # None: the in-cluster service account
     context: typing.Optional[str]
     log_level: str
@@ -117,8 +118,10 @@ class WebhookDaemon:
                     "%s%s" % ("http" if config.tls is None else "https", self.address.host,
                               port, ", ".join(sorted(posts)),
                               ", ".join(sorted(config.allowed_keys)),
-                              "; " + config.extender_access if config.extender_access
-                              else "")]
+                              "; %s; marking the pods of %s" % (
+                                  config.extender_access,
+                                  ", ".join(sorted(config.scheduler_names)))
+                              if config.extender_access else "")]
         return Started(ready, start_lines, close=close, server_options=dict(
             posts=posts, tls=config.tls, log=context.log, **config.connections))
 
@@ -168,4 +171,5 @@ class WebhookDaemon:
                 settled.append(True)
                 settle_heap()
             return ok
-        return synced, conn, Marking(cache, config.hard_pod_affinity_weight)
+        return synced, conn, Marking(cache, config.hard_pod_affinity_weight,
+                                     config.scheduler_names)

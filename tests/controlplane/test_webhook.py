@@ -73,6 +73,7 @@ def webhook(control_plane, certs, tmp_path_factory):
     log = tmp_path_factory.mktemp("webhook-log") / "webhook.log"
     proc, url, context = harness.serve_webhook(
         ["--kubeconfig", kubeconfig, "--allowed-anti-affinity-key", "kubernetes.io/hostname",
+         "--scheduler-name", LIVE, "--scheduler-name", STRICT, "--scheduler-name", LENIENT,
          "--client-ca", str(out / "ca.crt"), "--client-name", "system:kube-scheduler"],
         out, log, what="the webhook's caches synced")
     yield {"url": url, "proc": proc, "log": log, "context": context}

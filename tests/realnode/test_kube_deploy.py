@@ -154,6 +154,14 @@ def _user_steps(cluster, image_reference):
     text = re.sub(r"newTag: .*", "newTag: " + json.dumps(tag), text)
     with open(kustomization, "w") as f:
         f.write(text)
+    # and the README's edit for a second scheduler (step 6): the webhook marks its pods
+    webhook = os.path.join(deploy, "webhook", "deployment.yaml")
+    with open(webhook) as f:
+        text = f.read()
+    assert "--scheduler-name=default-scheduler" in text
+    with open(webhook, "w") as f:
+        f.write(text.replace("--scheduler-name=default-scheduler",
+                             "--scheduler-name=" + SCHEDULER))
     steps = readme_steps()
     applied = cluster.shell(steps["apply"], check=False)
     failed = [line for line in applied.stderr.splitlines() if line.strip()

@@ -317,7 +317,8 @@ def test_an_open_extender_says_so_in_the_start_line(tmp_path, in_process):
     got, line = in_process(["--address", "127.0.0.1:0", "--cert", str(out / "tls.crt"),
                             "--key", str(out / "tls.key"), "--allow-anonymous-extender"],
                            lambda port: _post(port, "/filter", args, trusting))
-    assert line.endswith("; extender open to any client"), line
+    assert line.endswith("; extender open to any client; marking the pods of "
+                         "default-scheduler"), line
     assert got[0] == 200, got
 
 
@@ -327,9 +328,12 @@ def test_plain_http_for_tests_opens_the_extender_and_says_so(in_process):
     def probe(port):
         with urllib.request.urlopen("http://127.0.0.1:%d/healthz" % port, timeout=10) as r:
             return r.status
-    got, line = in_process(["--insecure-for-tests", "--address", "127.0.0.1:0"], probe)
+    got, line = in_process(["--insecure-for-tests", "--address", "127.0.0.1:0",
+                            "--scheduler-name", "hwaffinity-scheduler",
+                            "--scheduler-name", "default-scheduler"], probe)
     assert got == 200 and line.startswith("webhook on http://127.0.0.1:"), line
-    assert line.endswith("; extender open to any client"), line
+    assert line.endswith("; extender open to any client; marking the pods of "
+                         "default-scheduler, hwaffinity-scheduler"), line
 
 
 def test_ctrl_c_stops_the_webhook_cleanly_with_exit_0(in_process):

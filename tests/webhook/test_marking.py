@@ -265,3 +265,26 @@ def test_marked_deleted_and_finished_pods_hold_nothing_up():
     c.on_pod("DELETED", pods[2])
     ext = Extender(c, pending_wait=0.0)
     assert filt(ext, annotated(pod("e", {"app": "e"}), ANTI_WEB), NAMES)[0] == NAMES
+
+
+# --- only the pods of the schedulers that call the extender -------------------------------
+
+def test_pods_of_another_scheduler_are_never_marked_and_get_a_warning_for_their_terms():
+    c = cache_of([annotated(pod("e", {"app": "e"}, on="n1"), ANTI_WEB)])
+    m = Marking(c, schedulers=("hwaffinity-scheduler",))
+    ours = pod("web-1", {"app": "web"}, containers=[container()],
+               schedulerName="hwaffinity-scheduler")
+    theirs = pod("web-2", {"app": "web"}, containers=[container()])    # default-scheduler
+    assert m.patch(ours) and m.patch(theirs) == []
+    extended = annotated(pod("x", {}, containers=[container()]), ANTI_WEB)
+    extended["spec"]["containers"][0].pop("resources")
+    assert m.patch(extended) == []
+    verdict = admission.validate(review(extended), marking=m)
+    assert verdict.response["allowed"] is True
+    assert verdict.response["warnings"] == [
+        "metadata.annotations[hwaffinity.io/pod-affinity]: spec.schedulerName "
+        "default-scheduler does not call the hwaffinity extender (the webhook marks the pods "
+        "of hwaffinity-scheduler): these terms are not applied at scheduling time"]
+    assert "warnings" not in admission.validate(review(theirs), marking=m).response
+    extended["spec"]["schedulerName"] = "hwaffinity-scheduler"
+    assert "mutate.hwaffinity.io did not mark it" in _denied(review(extended), m)
