@@ -283,6 +283,7 @@ class _Connection:
         self.sock = sock
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=HEADER_BYTES)
         self.request = None         # the h11.Request being answered
+        self.authorised = None      # its client certificate checked: True or False
 
     def serve(self):
         server, sock = self.server, self.sock
@@ -428,10 +429,13 @@ class _Connection:
             self.h11.receive_data(self.sock.recv(READ_CHUNK))
 
     def _authorised(self):
-        name = verified_name(self.sock)
-        if name is None:
-            return False
-        return not self.server.client_names or name in self.server.client_names
+        """Whether the client certificate is one the extender answers; decided once a
+        connection (its certificate cannot change within it)."""
+        if self.authorised is None:
+            name = verified_name(self.sock)
+            self.authorised = name is not None and (not self.server.client_names
+                                                    or name in self.server.client_names)
+        return self.authorised
 
     def _refuse(self, status, reason, message):
         """Answer STATUS with MESSAGE (one line) without reading the body, count it

@@ -79,50 +79,49 @@ class _NodeNames(list):
 
 class _LastNodes:
     """The last list of node names a verb was asked about (kube-scheduler sends the same
-    list pod after pod), kept by one Extender: the bytes of the NodeNames array it came
+    list pod after pod, or, with percentageOfNodesToScore below 100, a window of it that
+    moves pod after pod), kept by one Extender: the bytes of the NodeNames array it came
     in and the list they decode to (one list object, request after request), their
     positions in the node table, the start of each node's entry in a HostPriorityList,
     and the answers that depend on the list alone (the filter's pass-through, the
     all-zero HostPriorityList). Each field is one tuple, replaced whole."""
 
-    __slots__ = ("_array", "_index", "_prefixes", "_answers")
+    __slots__ = ("_array", "_index", "_prefixes", "_answers", "_made")
 
     def __init__(self):
         self._array = (None, None)           # (b'["NAME",...]', the list it decodes to)
         self._index = (None, None, None)     # (node table, names, positions; -1: unknown)
         self._prefixes = (None, None)        # (names, [',{"Host":"NAME","Score":', ...])
         self._answers = (None, None, None)   # (names, pass-through filter, all-zero scores)
+        self._made = {}                      # name -> ',{"Host":"NAME","Score":'
 
     def args(self, body):
         """The ExtenderArgs in BODY (bytes, its nesting checked), as ``json.loads``
-        gives them, without decoding the NodeNames array again when its bytes are those
-        of a request before. Go's encoder writes NodeNames last:
+        gives them, with the NodeNames array decoded on its own (and not at all when its
+        bytes are the last request's). Go's encoder writes NodeNames last:
         ``{"Pod":{...},"Nodes":null,"NodeNames":["n1",...]}``. ``,"`` cannot occur
         inside a JSON string, so the last ``,"NodeNames":[`` is a key; when the bytes
-        after it are the known array and ``}``, and the bytes before it and a ``}`` are
-        an object with members, BODY is that object with NodeNames set last."""
+        before it and a ``}`` are an object with members and the bytes after it up to
+        the final ``}`` are an array, BODY is that object with NodeNames set last (as
+        ``json.loads`` keeps the last of a repeated key). Anything else is decoded
+        whole."""
         at = body.rfind(_NAMES_KEY)
-        array = body[at + len(_NAMES_KEY) - 1:-1] if at > 0 and body[-1:] == b"}" else None
-        known, names = self._array
-        if array is not None and array == known:
+        if at > 0 and body[-1:] == b"}":
+            array = body[at + len(_NAMES_KEY) - 1:-1]
+            known, names = self._array
             try:
                 head = json.loads(body[:at] + b"}")
-            except ValueError:
-                head = None             # not JSON: json.loads(body) below says where
-            if isinstance(head, dict) and head:
+                if array != known:
+                    names = json.loads(array)
+            except ValueError:      # not the top level's key, or not JSON: decoded whole
+                head = None
+            if isinstance(head, dict) and head and isinstance(names, list):
+                if array != known and _plain(names):
+                    names = _NodeNames(names)
+                    self._array = (array, names)
                 head["NodeNames"] = names
                 return head
-        args = json.loads(body)
-        names = args.get("NodeNames") if isinstance(args, dict) else None
-        if array is not None and array != known and isinstance(names, list):
-            try:
-                same = json.loads(array) == names
-            except ValueError:          # the key was not the top level's
-                same = False
-            if same and _plain(names):
-                names = args["NodeNames"] = _NodeNames(names)
-                self._array = (array, names)
-        return args
+        return json.loads(body)
 
     def index(self, view, names):
         """The position of each of NAMES in the node table VIEW (-1: not in it)."""
@@ -139,9 +138,13 @@ class _LastNodes:
         always are)."""
         last_names, prefixes = self._prefixes
         if last_names is not names and last_names != names:
-            if not _plain(names):
+            if type(names) is not _NodeNames and not _plain(names):
                 return None
-            prefixes = [',{"Host":"%s","Score":' % n for n in names]
+            made = self._made
+            if len(made) > _MAX_NAMES:      # nodes come and go: start again
+                made.clear()
+            prefixes = [made.get(n) or made.setdefault(n, ',{"Host":"%s","Score":' % n)
+                        for n in names]
             if prefixes:
                 prefixes[0] = prefixes[0][1:]
             self._prefixes = (names, prefixes)
@@ -254,16 +257,19 @@ class Extender:
             rec = cache.describe(pod, strict=True)
         except InputError as e:  # the engine's message, naming the annotation and field
             return {"Nodes": None, "NodeNames": None, "FailedNodes": {}, "Error": str(e)}
-        if rec.ann == (None, None) and not cache.selected_by(("required_anti",), rec):
+        repelled = cache.selected_by(("required_anti",), rec)
+        if rec.ann == (None, None) and not repelled:
             cache.assume(rec)
-            return {"Nodes": args.get("Nodes"), "NodeNames": args.get("NodeNames"),
-                    "FailedNodes": {}, "Error": ""}
+            return _passed(args)
         terms = rec.terms or {}
         start = time.monotonic()
         left = cache.wait_for_pending(rec, terms, self.pending_wait)
         if left:
             LOG.info("pod %s: %d relevant pod(s) still pending after %.1fs; deciding without "
                      "them", rec.key, left, self.pending_wait)
+        if not (repelled or terms.get("required_affinity") or terms.get("required_anti")):
+            cache.assume(rec)           # preferred terms only: the score's, every node passes
+            return _passed(args)
         unmarked = cache.unmarked_pending(rec, terms.get("required_anti", ()),
                                           self.pending_wait - (time.monotonic() - start))
         if unmarked:
@@ -387,6 +393,12 @@ class Extender:
             zip(prefixes, map(_SCORE_TEXT.__getitem__, scores))))).encode("ascii")
 
 
+def _passed(args):
+    """The ExtenderFilterResult that passes every node of ExtenderArgs ARGS."""
+    return {"Nodes": args.get("Nodes"), "NodeNames": args.get("NodeNames"),
+            "FailedNodes": {}, "Error": ""}
+
+
 def _all_failed(names, nodelist, reason):
     """An ExtenderFilterResult that fails every requested node with REASON."""
     failed = dict.fromkeys(names, reason)
@@ -397,6 +409,7 @@ def _all_failed(names, nodelist, reason):
 
 
 _NAMES_KEY = b',"NodeNames":['
+_MAX_NAMES = 100_000     # node names whose HostPriorityList entry start is kept
 _FILTER_KEYS = frozenset(("Nodes", "NodeNames", "FailedNodes", "Error"))
 _SCORE_TEXT = ["%d}" % s for s in range(MAX_EXTENDER_PRIORITY + 1)]
 
