@@ -82,18 +82,15 @@ class _LastNodes:
     list pod after pod, or, with percentageOfNodesToScore below 100, a window of it that
     moves pod after pod), kept by one Extender: the bytes of the NodeNames array it came
     in and the list they decode to (one list object, request after request), their
-    positions in the node table, the start of each node's entry in a HostPriorityList,
-    and the answers that depend on the list alone (the filter's pass-through, the
-    all-zero HostPriorityList). Each field is one tuple, replaced whole."""
+    positions in the node table, and the filter's pass-through answer (the array's bytes
+    again). Each field is one tuple, replaced whole."""
 
-    __slots__ = ("_array", "_index", "_prefixes", "_answers", "_made")
+    __slots__ = ("_array", "_index", "_passed")
 
     def __init__(self):
         self._array = (None, None)           # (b'["NAME",...]', the list it decodes to)
         self._index = (None, None, None)     # (node table, names, positions; -1: unknown)
-        self._prefixes = (None, None)        # (names, [',{"Host":"NAME","Score":', ...])
-        self._answers = (None, None, None)   # (names, pass-through filter, all-zero scores)
-        self._made = {}                      # name -> ',{"Host":"NAME","Score":'
+        self._passed = (None, None)          # (names, the filter's pass-through answer)
 
     def args(self, body):
         """The ExtenderArgs in BODY (bytes, its nesting checked), as ``json.loads``
@@ -132,40 +129,18 @@ class _LastNodes:
             self._index = (view, names, idx)
         return idx
 
-    def prefixes(self, names):
-        """Each node's ',{"Host":"NAME","Score":' for NAMES (the first without its
-        comma); None where a name is not plain (node names are DNS subdomains, so they
-        always are)."""
-        last_names, prefixes = self._prefixes
-        if last_names is not names and last_names != names:
-            if type(names) is not _NodeNames and not _plain(names):
-                return None
-            made = self._made
-            if len(made) > _MAX_NAMES:      # nodes come and go: start again
-                made.clear()
-            prefixes = [made.get(n) or made.setdefault(n, ',{"Host":"%s","Score":' % n)
-                        for n in names]
-            if prefixes:
-                prefixes[0] = prefixes[0][1:]
-            self._prefixes = (names, prefixes)
-        return prefixes
-
-    def answers(self, names):
-        """(the filter's pass-through answer for NAMES, their all-zero HostPriorityList),
-        JSON bytes; None unless NAMES is the list of the known NodeNames array."""
-        last_names, passed, zero = self._answers
+    def passed(self, names):
+        """The filter's pass-through answer for NAMES (JSON bytes), or None unless NAMES
+        is the list of the last NodeNames array: its bytes are the answer's."""
+        last_names, answer = self._passed
         if last_names is names:
-            return passed, zero
+            return answer
         array, known = self._array
         if known is not names:
             return None
-        passed = b'{"Nodes":null,"NodeNames":%s,"FailedNodes":{},"Error":""}' % array
-        prefixes = self.prefixes(names)
-        zero = (("[%s]" % "0}".join(prefixes + [""])).encode("ascii")
-                if prefixes is not None else
-                _json([{"Host": n, "Score": 0} for n in names]))
-        self._answers = (names, passed, zero)
-        return passed, zero
+        answer = b'{"Nodes":null,"NodeNames":%s,"FailedNodes":{},"Error":""}' % array
+        self._passed = (names, answer)
+        return answer
 
 
 class _Nodes:
@@ -270,6 +245,10 @@ class Extender:
         if not (repelled or terms.get("required_affinity") or terms.get("required_anti")):
             cache.assume(rec)           # preferred terms only: the score's, every node passes
             return _passed(args)
+        if terms.get("required_affinity"):     # the pods it needs, placed without the
+            cache.unmarked_pending(                # extender: their bindings first, as for
+                rec, terms["required_affinity"],   # the pods it let through (above)
+                self.pending_wait - (time.monotonic() - start))
         unmarked = cache.unmarked_pending(rec, terms.get("required_anti", ()),
                                           self.pending_wait - (time.monotonic() - start))
         if unmarked:
@@ -369,28 +348,29 @@ class Extender:
         if result.keys() != _FILTER_KEYS or not isinstance(names, list):
             return _json(result)
         if result["Nodes"] is None and not result["FailedNodes"] and result["Error"] == "":
-            kept = self._last.answers(names)
+            kept = self._last.passed(names)
             if kept is not None:
-                return kept[0]
+                return kept
         if not _plain(names):
             return _json(result)
         return b'{"Nodes":%s,"NodeNames":%s,"FailedNodes":%s,"Error":%s}' % (
             _json(result["Nodes"]), _names_json(names), _json(result["FailedNodes"]),
             _json(result["Error"]))
 
-    def _priorities_json(self, names, scores):
-        """The HostPriorityList's JSON, formatted directly when every name is plain (a
-        dict per node costs 1 ms in 5000); all zeros for the last node list: kept
-        bytes."""
-        if not any(scores):
-            kept = self._last.answers(names)
-            if kept is not None:
-                return kept[1]
-        prefixes = self._last.prefixes(names)
-        if prefixes is None:
-            return _json([{"Host": n, "Score": s} for n, s in zip(names, scores)])
-        return ("[%s]" % "".join(itertools.chain.from_iterable(
-            zip(prefixes, map(_SCORE_TEXT.__getitem__, scores))))).encode("ascii")
+    @staticmethod
+    def _priorities_json(names, scores):
+        """The HostPriorityList's JSON: the nodes that score above 0, and no other.
+        kube-scheduler adds the score of each node listed and nothing for a node left
+        out, so this is the full list's meaning, at a fraction of its bytes (a pod
+        that scores every node 0 gets ``[]``, not one entry per node to write, send and
+        decode in kube-scheduler). Formatted directly when the names are plain."""
+        hits = [i for i, score in enumerate(scores) if score]
+        if not hits:
+            return b"[]"
+        if type(names) is not _NodeNames and not _plain(names):
+            return _json([{"Host": names[i], "Score": scores[i]} for i in hits])
+        return ("[%s]" % ",".join('{"Host":"%s","Score":%d}' % (names[i], scores[i])
+                                  for i in hits)).encode("ascii")
 
 
 def _passed(args):
@@ -409,9 +389,7 @@ def _all_failed(names, nodelist, reason):
 
 
 _NAMES_KEY = b',"NodeNames":['
-_MAX_NAMES = 100_000     # node names whose HostPriorityList entry start is kept
 _FILTER_KEYS = frozenset(("Nodes", "NodeNames", "FailedNodes", "Error"))
-_SCORE_TEXT = ["%d}" % s for s in range(MAX_EXTENDER_PRIORITY + 1)]
 
 
 def _plain(names):

@@ -565,14 +565,15 @@ class PodCache:
                     return True
         return False
 
-    def unmarked_pending(self, rec, anti_terms, timeout=0.0):
+    def unmarked_pending(self, rec, terms, timeout=0.0):
         """The keys of the unmarked pending pods (kube-scheduler places them without the
-        extender) that one of ANTI_TERMS (the pod REC's resolved required anti-affinity)
+        extender) that one of TERMS (the pod REC's resolved required terms of one kind)
         selects, after waiting up to TIMEOUT seconds for them to be placed. Such a pod,
-        placed after REC, would never learn of REC's term: REC must come second. A pod
-        pending for over ``UNMARKED_GRACE_S`` is taken as stuck and not waited for
-        (logged and counted once)."""
-        if not anti_terms:
+        placed after REC, would never learn of REC's anti-affinity: REC must come second;
+        one that REC's affinity needs is best seen bound. A pod pending for over
+        ``UNMARKED_GRACE_S`` is taken as stuck and not waited for (logged and counted
+        once)."""
+        if not terms:
             return []
         deadline = time.monotonic() + timeout
         with self.lock:
@@ -580,7 +581,7 @@ class PodCache:
                 now, left = self._clock(), []
                 for key, (p, seen) in list(self._unmarked.items()):
                     if key == rec.key or not any(self.incoming_selects(t, p.namespace, p.labels)
-                                                 for t in anti_terms):
+                                                 for t in terms):
                         continue
                     if now - seen <= UNMARKED_GRACE_S:
                         left.append(key)

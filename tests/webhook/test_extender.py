@@ -293,7 +293,7 @@ def test_handle_round_trip_and_errors(monkeypatch, caplog):
                                "FailedNodes": {"n1": ERR_ANTI}, "Error": ""}
     status, out, outcome = ext.handle("prioritize", body)
     assert (status, outcome) == (200, "answered")
-    assert [h["Host"] for h in json.loads(out)] == NAMES
+    assert json.loads(out) == []        # no node scores above 0: none is listed
     for bad in (b"{", b"\xff\xfe", b""):
         status, out, outcome = ext.handle("filter", bad)
         assert (status, outcome) == (400, "error")
@@ -462,13 +462,16 @@ def check_against_engine(nodes, pods, incoming, hard, moves):
         assert got == {n: (s + 5) // 10 for n, s in want_scores.items()}
 
 
-def test_the_priority_list_is_encoded_as_json_would_encode_it():
+def test_the_priority_list_lists_the_nodes_that_score_as_json_would_encode_them():
+    """kube-scheduler adds each listed node's score and nothing for the others: the
+    nodes that score 0 are left out of the answer."""
     _, ext = make()
     for names in (["n1", "a.b-c", "n3"], ["n1", "a.b-c", "n3"], ["Odd\"Name", "x"]):
         scores = list(range(len(names)))
-        got = json.loads(ext._priorities_json(list(names), scores))
-        assert got == [{"Host": n, "Score": s} for n, s in zip(names, scores)]
-    assert json.loads(ext._priorities_json([], [])) == []
+        got = ext._priorities_json(list(names), scores)
+        assert got == json.dumps([{"Host": n, "Score": s} for n, s in zip(names, scores)
+                                  if s], separators=(",", ":")).encode()
+    assert ext._priorities_json([], []) == ext._priorities_json(["n1"], [0]) == b"[]"
 
 
 def go(args):
@@ -494,8 +497,7 @@ def test_a_node_list_sent_again_is_not_decoded_again_and_its_answers_are_kept():
         for verb in ("filter", "prioritize"):
             got = ext.handle(verb, body).body
             args = json.loads(body)
-            want = (ext.filter(args) if verb == "filter"
-                    else [{"Host": n, "Score": 0} for n in args["NodeNames"]])
+            want = ext.filter(args) if verb == "filter" else []     # nothing scores
             assert got == json.dumps(want, separators=(",", ":")).encode()
     # a pod with terms: its own answers, formatted directly, still json.dumps's
     gt_pod = go({"Pod": annotated(pod("x"), affinity(req_anti=[lt("version", "3")],
@@ -506,7 +508,7 @@ def test_a_node_list_sent_again_is_not_decoded_again_and_its_answers_are_kept():
         "Error": ""}
     assert ext.handle("filter", gt_pod).body == json.dumps(
         ext.filter(json.loads(gt_pod)), separators=(",", ":")).encode()
-    assert [h["Host"] for h in json.loads(ext.handle("prioritize", gt_pod).body)] == NAMES
+    assert json.loads(ext.handle("prioritize", gt_pod).body) == [{"Host": "n3", "Score": 10}]
 
 
 @pytest.mark.parametrize("body", [

@@ -288,3 +288,27 @@ def test_pods_of_another_scheduler_are_never_marked_and_get_a_warning_for_their_
     assert "warnings" not in admission.validate(review(theirs), marking=m).response
     extended["spec"]["schedulerName"] = "hwaffinity-scheduler"
     assert "mutate.hwaffinity.io did not mark it" in _denied(review(extended), m)
+
+
+def test_a_pod_whose_affinity_needs_an_unmarked_pending_pod_waits_for_its_binding():
+    unmarked = pod("db-0", {"app": "db"}, containers=[container()])
+    c = cache_of([unmarked])
+    ext = Extender(c, pending_wait=5.0)
+    blocked = threading.Event()
+    real_wait = c._unmarked_placed.wait
+    c._unmarked_placed.wait = lambda timeout=None: blocked.set() or real_wait(timeout)
+
+    def bind():
+        blocked.wait(5)
+        c.on_pod("MODIFIED", dict(unmarked, spec=dict(unmarked["spec"], nodeName="n2")))
+    t = threading.Thread(target=bind)
+    t.start()
+    keep, _ = filt(ext, annotated(pod("app", {"app": "app"}),
+                                  affinity(req_aff=[term(H, {"app": "db"})])), NAMES)
+    t.join()
+    assert blocked.is_set() and keep == ["n2"]      # decided with db-0 bound, first time
+    ext.pending_wait = 0.0                          # still pending: decided without it
+    c.on_pod("ADDED", pod("db-1", {"app": "db"}, containers=[container()]))
+    keep, _ = filt(ext, annotated(pod("app2", {"app": "app"}),
+                                  affinity(req_aff=[term(H, {"app": "db"})])), NAMES)
+    assert keep == ["n2"]
