@@ -16,6 +16,7 @@ import numpy as np
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.kube import jsondepth
 from tacker_hwaffinity.scheduling.plugins import interpod
+from tacker_hwaffinity.scheduling.resources import MAX_NODE_SCORE
 from tacker_hwaffinity.webhook import answer
 from tacker_hwaffinity.webhook.answer import Answer
 
@@ -309,7 +310,8 @@ class Extender:
                                   terms.get("preferred_anti", ()), self.hard_weight)
         known = view.nodes.known
         raw[~known] = 0
-        return (interpod.normalize(raw, known) + 5) // 10
+        step = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY    # kube-scheduler multiplies back
+        return (interpod.normalize(raw, known) + step // 2) // step     # rounded half up
 
     # -- HTTP body in, body out --------------------------------------------------
     def handle(self, verb, body):
