@@ -127,45 +127,6 @@ def start_webhook(cp, certs, log):
         certs, log, what="the webhook's caches synced", timeout=START_TIMEOUT)
 
 
-def register_admission(cp, url, bundle):
-    """deploy/webhook/webhooks.yaml pointed at URL, for the labelled namespaces only; once
-    the API server calls both."""
-    with open(os.path.join(DEPLOY, "webhooks.yaml")) as f:
-        docs = list(yaml.safe_load_all(f))
-    for doc in docs:
-        doc = copy.deepcopy(doc)
-        for hook in doc["webhooks"]:
-            path = hook["clientConfig"]["service"]["path"]
-            hook["clientConfig"] = {"url": url + path, "caBundle": bundle}
-            hook["namespaceSelector"]["matchLabels"] = {WEBHOOK_LABEL: "yes"}
-        cp.admin.create("/apis/admissionregistration.k8s.io/v1/%ss" % doc["kind"].lower(), doc)
-    wait_admission_active(cp)
-
-
-def wait_admission_active(cp):
-    """Until the API server calls both webhooks (it picks them up asynchronously): dry-run
-    pod creations in a labelled namespace, one /validate must deny, one /mutate patch."""
-    probe = cp.create_namespace("bench-probe", labels={WEBHOOK_LABEL: "yes"})
-    path = "/api/v1/namespaces/%s/pods" % probe
-    rde = {"nodeAffinity": [{"matchExpressions": [{"key": HOST_LABEL, "operator": "Exists"}]}]}
-
-    def validating():
-        status, body = cp.admin.request("POST", path, pod_object("probe-v", "probe", {
-            "hwaffinity.io/pod-affinity": "{not json"}), ok=None, query={"dryRun": "All"})
-        return status == 403 and "hwaffinity.io/pod-affinity" in body["message"]
-
-    def mutating():
-        _, made = cp.admin.request("POST", path, pod_object("probe-m", "probe", {
-            "hwaffinity.io/required-during-execution": json.dumps(rde)}),
-            query={"dryRun": "All"})
-        return "nodeAffinity" in (made["spec"].get("affinity") or {})
-    try:
-        harness.wait_until(validating, 30, what="the API server calling /validate")
-        harness.wait_until(mutating, 30, what="the API server calling /mutate")
-    finally:
-        cp.delete_namespace(probe)
-
-
 def shipped_extender(url, certs):
     """extenders[0] of deploy/webhook/scheduler-config-v1beta1.yaml, every key as shipped,
     its urlPrefix and tlsConfig data pointed at the webhook process."""
@@ -413,7 +374,7 @@ def benchmark(args, binaries, workdir):
         bundle = bundle.split("caBundle: ", 1)[1]
         proc, url, context = start_webhook(cp, certs, workdir / "webhook.log")
         webhook = Webhook(proc, url, context)
-        register_admission(cp, url, bundle)
+        harness.register_webhooks(cp, url, bundle, {WEBHOOK_LABEL: "yes"})
         print("machine: %d cores, %s, Python %s, kube-scheduler %s; webhook pid %d"
               % (os.cpu_count() or 0, platform.machine(), platform.python_version(),
                  scheduler_version(cp), proc.pid), flush=True)

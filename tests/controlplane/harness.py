@@ -1015,6 +1015,63 @@ class ControlPlane:
         return {c.name: c.log_path for c in self.components}
 
 
+def register_webhooks(cp, url, bundle, namespace_labels):
+    """deploy/webhook/webhooks.yaml pointed at the webhook process at URL (BUNDLE: its CA,
+    base64) and limited to the namespaces labelled NAMESPACE_LABELS; returned once the API
+    server calls both (it picks them up asynchronously): the paths to delete them by."""
+    import copy
+    import yaml
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "deploy", "webhook", "webhooks.yaml")) as f:
+        docs = list(yaml.safe_load_all(f))
+    made = []
+    for doc in docs:
+        doc = copy.deepcopy(doc)
+        for hook in doc["webhooks"]:
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": url + path, "caBundle": bundle}
+            hook["namespaceSelector"]["matchLabels"] = dict(namespace_labels)
+        plural = "/apis/admissionregistration.k8s.io/v1/%ss" % doc["kind"].lower()
+        cp.admin.create(plural, doc)
+        made.append("%s/%s" % (plural, doc["metadata"]["name"]))
+    _wait_webhooks_called(cp, namespace_labels)
+    return made
+
+
+def _wait_webhooks_called(cp, namespace_labels):
+    """Until the API server calls both webhooks: dry-run pod creations (nothing stored;
+    both webhooks are sideEffects: None) in a labelled namespace, one /validate must deny
+    and one /mutate must patch."""
+    probe = "wh-probe-" + secrets.token_hex(4)
+    cp.admin.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": probe, "labels": dict(namespace_labels)}})
+    cp.wait_namespace_ready(probe)
+    path = "/api/v1/namespaces/%s/pods" % probe
+    rde = {"nodeAffinity": [{"matchExpressions": [{"key": "kubernetes.io/hostname",
+                                                   "operator": "Exists"}]}]}
+
+    def pod(name, annotations):
+        return {"apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": name, "annotations": annotations},
+                "spec": {"containers": [{"name": "c", "image": "registry.invalid/pause"}]}}
+
+    def validating():
+        status, body = cp.admin.request("POST", path, pod("probe-v", {
+            "hwaffinity.io/pod-affinity": "{not json"}), ok=None, query={"dryRun": "All"})
+        return status == 403 and "hwaffinity.io/pod-affinity" in body["message"]
+
+    def mutating():
+        _, made = cp.admin.request("POST", path, pod("probe-m", {
+            "hwaffinity.io/required-during-execution": json.dumps(rde)}),
+            query={"dryRun": "All"})
+        return "nodeAffinity" in (made["spec"].get("affinity") or {})
+    try:
+        wait_until(validating, 30, what="the API server calling /validate")
+        wait_until(mutating, 30, what="the API server calling /mutate")
+    finally:
+        cp.delete_namespace(probe)
+
+
 def serve_webhook(args, certs, log, what="the webhook", timeout=60):
     """``hwaffinity webhook serve`` with ARGS (beyond the address and the pair in CERTS, a
     directory as ``webhook certs --out`` writes it) as a process logging to LOG, returned

@@ -86,51 +86,10 @@ def admission(control_plane, webhook, certs):
     """deploy/webhook/webhooks.yaml, pointed at the process and at this module's
     namespaces only (label hwaffinity-webhook-test), removed afterwards."""
     _, bundle = certs
-    made = []
-    for doc in yaml.safe_load_all(open(os.path.join(DEPLOY, "webhooks.yaml"))):
-        doc = copy.deepcopy(doc)
-        for hook in doc["webhooks"]:
-            path = hook["clientConfig"]["service"]["path"]
-            hook["clientConfig"] = {"url": webhook["url"] + path, "caBundle": bundle}
-            hook["namespaceSelector"]["matchLabels"] = {LABEL: "yes"}
-        plural = doc["kind"].lower() + "s"
-        control_plane.admin.create(
-            "/apis/admissionregistration.k8s.io/v1/" + plural, doc)
-        made.append("/apis/admissionregistration.k8s.io/v1/%s/%s"
-                    % (plural, doc["metadata"]["name"]))
-    _wait_admission_active(control_plane)   # the API server picks them up asynchronously
+    made = harness.register_webhooks(control_plane, webhook["url"], bundle, {LABEL: "yes"})
     yield
     for path in made:
         control_plane.admin.delete(path)
-
-
-def _wait_admission_active(cp):
-    """Until the API server calls both webhooks: dry-run pod creations (nothing stored;
-    both webhooks are sideEffects: None) in a labelled namespace, one /validate must
-    deny and one /mutate must patch."""
-    probe = "wh-probe-" + os.urandom(4).hex()
-    cp.admin.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                           "metadata": {"name": probe, "labels": {LABEL: "yes"}}})
-    cp.wait_namespace_ready(probe)
-    path = "/api/v1/namespaces/%s/pods" % probe
-    rde = {"nodeAffinity": [{"matchExpressions": [{"key": LABEL, "operator": "In",
-                                                   "values": ["yes"]}]}]}
-
-    def validating():
-        status, body = cp.admin.request("POST", path, _pod("probe-v", {}, annotations={
-            "hwaffinity.io/pod-affinity": "{not json"}), ok=None, query={"dryRun": "All"})
-        return status == 403 and "hwaffinity.io/pod-affinity" in body["message"]
-
-    def mutating():
-        _, made = cp.admin.request("POST", path, _pod("probe-m", {}, annotations={
-            "hwaffinity.io/required-during-execution": json.dumps(rde)}),
-            query={"dryRun": "All"})
-        return "nodeAffinity" in (made["spec"].get("affinity") or {})
-    try:
-        harness.wait_until(validating, 30, what="the API server calling /validate")
-        harness.wait_until(mutating, 30, what="the API server calling /mutate")
-    finally:
-        cp.delete_namespace(probe)
 
 
 @pytest.fixture(scope="module")

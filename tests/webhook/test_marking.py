@@ -212,23 +212,29 @@ def test_an_extended_pod_waits_for_unmarked_pending_pods_it_repels():
     assert keep == ["n1", "n3"] and list(failed) == ["n2"]
 
 
-def test_the_wait_ends_when_the_unmarked_pod_is_placed():
-    unmarked = pod("web-0", {"app": "web"}, containers=[container()])
+def bound_once_waited_for(name, labels, node):
+    """(cache, extender, thread): a cache holding the unmarked pending pod NAME (LABELS),
+    and a started thread that binds it to NODE once a filter waits for it."""
+    unmarked = pod(name, labels, containers=[container()])
     c = cache_of([unmarked])
-    ext = Extender(c, pending_wait=5.0)
     blocked = threading.Event()
     real_wait = c._unmarked_placed.wait
     c._unmarked_placed.wait = lambda timeout=None: blocked.set() or real_wait(timeout)
 
     def bind():
-        blocked.wait(5)
-        c.on_pod("MODIFIED", dict(unmarked, spec=dict(unmarked["spec"], nodeName="n3")))
+        assert blocked.wait(5), "no filter waited"
+        c.on_pod("MODIFIED", dict(unmarked, spec=dict(unmarked["spec"], nodeName=node)))
     t = threading.Thread(target=bind)
     t.start()
+    return c, Extender(c, pending_wait=5.0), t
+
+
+def test_the_wait_ends_when_the_unmarked_pod_is_placed():
+    c, ext, t = bound_once_waited_for("web-0", {"app": "web"}, "n3")
     started = time.monotonic()
     keep, _ = filt(ext, annotated(pod("e", {"app": "e"}), ANTI_WEB), NAMES)
     t.join()
-    assert blocked.is_set() and time.monotonic() - started < 4.0
+    assert time.monotonic() - started < 4.0
     assert keep == ["n1", "n2"]
 
 
@@ -291,22 +297,11 @@ def test_pods_of_another_scheduler_are_never_marked_and_get_a_warning_for_their_
 
 
 def test_a_pod_whose_affinity_needs_an_unmarked_pending_pod_waits_for_its_binding():
-    unmarked = pod("db-0", {"app": "db"}, containers=[container()])
-    c = cache_of([unmarked])
-    ext = Extender(c, pending_wait=5.0)
-    blocked = threading.Event()
-    real_wait = c._unmarked_placed.wait
-    c._unmarked_placed.wait = lambda timeout=None: blocked.set() or real_wait(timeout)
-
-    def bind():
-        blocked.wait(5)
-        c.on_pod("MODIFIED", dict(unmarked, spec=dict(unmarked["spec"], nodeName="n2")))
-    t = threading.Thread(target=bind)
-    t.start()
+    c, ext, t = bound_once_waited_for("db-0", {"app": "db"}, "n2")
     keep, _ = filt(ext, annotated(pod("app", {"app": "app"}),
                                   affinity(req_aff=[term(H, {"app": "db"})])), NAMES)
     t.join()
-    assert blocked.is_set() and keep == ["n2"]      # decided with db-0 bound, first time
+    assert keep == ["n2"]                           # decided with db-0 bound, first time
     ext.pending_wait = 0.0                          # still pending: decided without it
     c.on_pod("ADDED", pod("db-1", {"app": "db"}, containers=[container()]))
     keep, _ = filt(ext, annotated(pod("app2", {"app": "app"}),
