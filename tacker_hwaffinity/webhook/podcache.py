@@ -27,6 +27,7 @@ PENDING_TTL_S = 30.0
 # An unmarked pod pending longer than this is taken as stuck: an extended pod whose
 # anti-affinity selects it no longer waits for it (``unmarked_pending``).
 UNMARKED_GRACE_S = 60.0
+_STUCK = float("-inf")      # the first-seen time of a pod taken as stuck (reported once)
 MALFORMED, INTERNAL = "malformed_annotation", "internal"   # pod error reasons
 _PARSE_CACHE_MAX = 1024
 
@@ -192,7 +193,8 @@ class PodCache:
         self._groups = {kind: {} for kind in EXISTING_KINDS}
         self._extended = {}         # key -> PodRecord: bound pods with extended terms
         self._pending_extended = {}  # key -> PodRecord: pending pods with extended terms
-        self._unmarked = {}         # key -> (PodRecord, first seen): pending, unmarked
+        self._unmarked = {}         # namespace -> {key: (PodRecord, first seen)}: pending,
+                                    # unmarked
         self._unmarked_placed = threading.Condition(self.lock)
         self._clock = clock
         self._parsed = {}
@@ -370,9 +372,11 @@ class PodCache:
             for obj in objs:
                 if isinstance(obj, dict):
                     self._isolated(self._on_pod, "LISTED", obj, previous)
-            for key, (rec, _seen) in self._unmarked.items():   # first seen, as before
-                if key in unmarked:
-                    self._unmarked[key] = (rec, unmarked[key][1])
+            for namespace, pods in self._unmarked.items():     # first seen, as before
+                before = unmarked.get(namespace, {})
+                for key, (rec, _seen) in pods.items():
+                    if key in before:
+                        pods[key] = (rec, before[key][1])
             self._unmarked_placed.notify_all()
 
     def _track_pending(self, key, rec):
@@ -381,10 +385,16 @@ class PodCache:
             self._pending_extended[key] = rec
         else:
             self._pending_extended.pop(key, None)
+        namespace = key.partition("/")[0]
+        pods = self._unmarked.get(namespace)
         if rec is not None and rec.pending and not rec.marked:
-            seen = self._unmarked.get(key)
-            self._unmarked[key] = (rec, self._clock() if seen is None else seen[1])
-        elif self._unmarked.pop(key, None) is not None:
+            if pods is None:
+                pods = self._unmarked[namespace] = {}
+            seen = pods.get(key)
+            pods[key] = (rec, self._clock() if seen is None else seen[1])
+        elif pods is not None and pods.pop(key, None) is not None:
+            if not pods:
+                del self._unmarked[namespace]
             self._unmarked_placed.notify_all()
 
     def _index(self, rec):
@@ -579,14 +589,14 @@ class PodCache:
         with self.lock:
             while True:
                 now, left = self._clock(), []
-                for key, (p, seen) in list(self._unmarked.items()):
+                for key, (p, seen) in self._unmarked_in(terms):
                     if key == rec.key or not any(self.incoming_selects(t, p.namespace, p.labels)
                                                  for t in terms):
                         continue
                     if now - seen <= UNMARKED_GRACE_S:
                         left.append(key)
-                    elif seen > float("-inf"):
-                        self._unmarked[key] = (p, float("-inf"))
+                    elif seen > _STUCK:
+                        self._unmarked[p.namespace][key] = (p, _STUCK)
                         self.metrics.unmarked_stuck.inc()
                         LOG.warning("pod %s: pending for over %.0fs without the extender's "
                                     "mark; extended pods whose anti-affinity selects it no "
@@ -595,6 +605,23 @@ class PodCache:
                 if not left or wait <= 0:
                     return left
                 self._unmarked_placed.wait(wait)
+
+    def _unmarked_in(self, terms):
+        """(key, (PodRecord, first seen)) of the unmarked pending pods in the namespaces
+        that one of TERMS may select (as ``incoming_selects`` resolves them): a term of a
+        CNF looks at its own namespace's pending pods, not a batch cluster's thousands."""
+        by_ns = self._unmarked
+        if any(t.ns_selector.everything for t in terms):
+            spaces = list(by_ns)
+        else:
+            spaces = set()
+            for t in terms:
+                spaces.update(n for n in t.namespaces if n in by_ns)
+                sel = t.ns_selector
+                if not sel.nothing:
+                    spaces.update(n for n in by_ns if n in self._namespaces
+                                  and sel.matches(self._namespaces[n]))
+        return [item for n in spaces for item in by_ns[n].items()]
 
     def stats(self):
         """Sizes, for health checks and metrics."""

@@ -307,3 +307,34 @@ def test_a_pod_whose_affinity_needs_an_unmarked_pending_pod_waits_for_its_bindin
     keep, _ = filt(ext, annotated(pod("app2", {"app": "app"}),
                                   affinity(req_aff=[term(H, {"app": "db"})])), NAMES)
     assert keep == ["n2"]
+
+
+def test_only_the_namespaces_a_term_may_select_are_looked_at():
+    """A term of a CNF waits for its own namespace's unmarked pods, not another's."""
+    pods = [pod("web-0", {"app": "web"}, ns="batch", containers=[container()]),
+            pod("web-1", {"app": "web"}, ns="cnf", containers=[container()])]
+    c = cache_of(pods)
+    c.sync_namespaces([{"metadata": {"name": n, "labels": {"tier": n}}}
+                       for n in ("batch", "cnf")])
+    ext = Extender(c, pending_wait=0.0)
+    own = annotated(pod("e", {"app": "e"}, ns="cnf"), ANTI_WEB)
+    out = ext.filter({"Pod": own, "NodeNames": NAMES})
+    assert set(out["FailedNodes"].values()) == {extender_mod.ERR_UNMARKED_PENDING % (
+        1, "cnf/web-1")}
+    listed = term(H, {"app": "web"})
+    listed["namespaces"] = ["batch"]
+    by_list = annotated(pod("f", {"app": "f"}, ns="cnf"), affinity(req_anti=[listed]))
+    assert ext.filter({"Pod": by_list, "NodeNames": NAMES})["FailedNodes"]["n1"].endswith(
+        "(batch/web-0)")
+    chosen = term(H, {"app": "web"})
+    chosen["namespaceSelector"] = {"matchLabels": {"tier": "batch"}}
+    by_label = annotated(pod("g", {"app": "g"}, ns="cnf"), affinity(req_anti=[chosen]))
+    assert ext.filter({"Pod": by_label, "NodeNames": NAMES})["FailedNodes"]["n1"].endswith(
+        "(batch/web-0)")
+    everywhere = term(H, {"app": "web"})
+    everywhere["namespaceSelector"] = {}
+    by_all = annotated(pod("h", {"app": "h"}, ns="cnf"), affinity(req_anti=[everywhere]))
+    assert ext.filter({"Pod": by_all, "NodeNames": NAMES})["FailedNodes"]["n1"].endswith(
+        "(batch/web-0, cnf/web-1)")
+    c.on_pod("DELETED", pods[0])
+    assert c._unmarked.keys() == {"cnf"}
