@@ -21,7 +21,7 @@ import os
 import sys
 
 from tacker_hwaffinity.cli.main import plain_text
-from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT, DEFAULT_SCHEDULER
+from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.webhook.certs import CLIENT_NAME
 
@@ -62,10 +62,12 @@ def register(sub):
     s.add_argument("--hard-pod-affinity-weight", type=int, default=1, metavar="N",
                    help="as the scheduler profile's InterPodAffinity hardPodAffinityWeight")
     s.add_argument("--scheduler-name", action="append", default=[], metavar="NAME",
-                   help="a scheduler (spec.schedulerName) that calls this extender with the "
-                        "shipped managedResources: its pods are marked with "
-                        "hwaffinity.io/extender where the extender must place them "
-                        "(repeatable; default default-scheduler)")
+                   help="a scheduler (spec.schedulerName, e.g. default-scheduler) that calls "
+                        "this extender with the shipped managedResources: its pods are marked "
+                        "with hwaffinity.io/extender where the extender must place them "
+                        "(repeatable; none by default: no pod is marked, which suits a "
+                        "cluster whose scheduler does not call the extender, or calls it for "
+                        "every pod)"),
     s.add_argument("--pending-wait", type=float, default=2.0, metavar="SECONDS",
                    help="how long a filter waits for the watch to confirm the bindings of "
                         "related pods it let through just before")
@@ -265,7 +267,7 @@ def config(args):
                                or admission.DEFAULT_ALLOWED_KEYS),
         agent_user=_service_account(args.agent_service_account),
         hard_pod_affinity_weight=args.hard_pod_affinity_weight, pending_wait=args.pending_wait,
-        scheduler_names=frozenset(args.scheduler_name or (DEFAULT_SCHEDULER,)),
+        scheduler_names=frozenset(args.scheduler_name),
         kubeconfig=args.kubeconfig, context=args.context, log_level=args.log_level)
 
 

@@ -36,7 +36,7 @@ class WebhookConfig:
     agent_user: str                             # the node agent's user name
     hard_pod_affinity_weight: int
     pending_wait: float                         # seconds
-    scheduler_names: typing.FrozenSet[str]      # the schedulers that call the extender
+    scheduler_names: typing.FrozenSet[str]      # the schedulers whose pods are marked
     kubeconfig: typing.Optional[str]            # None: the in-cluster service account
     context: typing.Optional[str]
     log_level: str
@@ -61,6 +61,14 @@ def settle_heap():
     usual."""
     gc.collect()
     gc.freeze()
+
+
+def _marking_line(config):
+    """What the start line says of the marking (webhook/marking.py)."""
+    if not config.scheduler_names:
+        return ("marking no pods (no --scheduler-name: a scheduler with the shipped "
+                "managedResources would send none)")
+    return "marking the pods of " + ", ".join(sorted(config.scheduler_names))
 
 
 def route(path, handler, metrics):
@@ -118,9 +126,7 @@ class WebhookDaemon:
                     "%s%s" % ("http" if config.tls is None else "https", self.address.host,
                               port, ", ".join(sorted(posts)),
                               ", ".join(sorted(config.allowed_keys)),
-                              "; %s; marking the pods of %s" % (
-                                  config.extender_access,
-                                  ", ".join(sorted(config.scheduler_names)))
+                              "; %s; %s" % (config.extender_access, _marking_line(config))
                               if config.extender_access else "")]
         return Started(ready, start_lines, close=close, server_options=dict(
             posts=posts, tls=config.tls, log=context.log, **config.connections))
@@ -171,5 +177,6 @@ class WebhookDaemon:
                 settled.append(True)
                 settle_heap()
             return ok
-        return synced, conn, Marking(cache, config.hard_pod_affinity_weight,
-                                     config.scheduler_names)
+        marking = Marking(cache, config.hard_pod_affinity_weight, config.scheduler_names) \
+            if config.scheduler_names else None
+        return synced, conn, marking

@@ -158,10 +158,10 @@ def _user_steps(cluster, image_reference):
     webhook = os.path.join(deploy, "webhook", "deployment.yaml")
     with open(webhook) as f:
         text = f.read()
-    assert "--scheduler-name=default-scheduler" in text
+    assert "# - --scheduler-name=default-scheduler" in text
     with open(webhook, "w") as f:
-        f.write(text.replace("--scheduler-name=default-scheduler",
-                             "--scheduler-name=" + SCHEDULER))
+        f.write(text.replace("# - --scheduler-name=default-scheduler",
+                             "- --scheduler-name=" + SCHEDULER))
     steps = readme_steps()
     applied = cluster.shell(steps["apply"], check=False)
     failed = [line for line in applied.stderr.splitlines() if line.strip()

@@ -317,8 +317,9 @@ def test_an_open_extender_says_so_in_the_start_line(tmp_path, in_process):
     got, line = in_process(["--address", "127.0.0.1:0", "--cert", str(out / "tls.crt"),
                             "--key", str(out / "tls.key"), "--allow-anonymous-extender"],
                            lambda port: _post(port, "/filter", args, trusting))
-    assert line.endswith("; extender open to any client; marking the pods of "
-                         "default-scheduler"), line
+    assert line.endswith("; extender open to any client; marking no pods (no "
+                         "--scheduler-name: a scheduler with the shipped managedResources "
+                         "would send none)"), line
     assert got[0] == 200, got
 
 
