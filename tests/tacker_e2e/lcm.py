@@ -77,6 +77,24 @@ class Master:
         self.sshd.cleanup(keep_logs=False)
 
 
+def start_operation(call, *args, timeout=30):
+    """CALL(*ARGS) (a tackerclient LCM request), again while Tacker answers 409 "Other LCM
+    operation of vnfInstance ... is in progress": v2's conductor commits an occurrence as
+    COMPLETED, then sends its notification, and only then releases the instance's lock,
+    so the next request of a client that saw COMPLETED can still meet the lock (CI: one
+    terminate after a heal). A client waits for the lock, as this does, at most TIMEOUT s."""
+    from tackerclient.common.exceptions import TackerClientException
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            return call(*args)
+        except TackerClientException as e:
+            if (getattr(e, "status_code", None) != 409 or "is in progress" not in str(e)
+                    or time.monotonic() > deadline):
+                raise
+        time.sleep(0.5)
+
+
 def operation_of(list_occs, instance_id, operation, known=(), timeout=30):
     """The id of INSTANCE_ID's new occurrence of OPERATION (e.g. INSTANTIATE), one not
     in KNOWN (LIST_OCCS() lists them)."""

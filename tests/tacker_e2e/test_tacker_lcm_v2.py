@@ -90,7 +90,7 @@ def test_instantiate_fails_while_the_master_is_down_and_a_retry_completes(vnf, t
                                                            "FAILED_TEMP"]
 
     vnf.master.start()                                   # the fix: the master is up
-    v2.retry_vnf_instance(occ["id"])
+    lcm.start_operation(v2.retry_vnf_instance, occ["id"])
     occ = vnf.wait(occ["id"], "instantiate retry")
     assert occ["operationState"] == "COMPLETED", occ.get("error")
     hosts = vnf.assert_labelled("instantiate_end")

@@ -46,7 +46,7 @@ class Vnf:
         time it took is kept under LABEL)."""
         known = {o["id"] for o in self.client.list_vnf_lcm_op_occs()}
         t0 = time.monotonic()
-        call(*args)
+        lcm.start_operation(call, *args)
         occ_id = lcm.operation_of(self.client.list_vnf_lcm_op_occs, self.id, operation, known)
         return self.wait(occ_id, label or operation.lower(), t0)
 
