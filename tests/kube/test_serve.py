@@ -267,12 +267,17 @@ def _received(port, data, timeout=5):
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as s:
         s.sendall(data)
         s.shutdown(socket.SHUT_WR)
-        received = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                return received
-            received += chunk
+        return _read_all(s)
+
+
+def _read_all(sock):
+    """Every byte SOCK receives until the other side closes."""
+    received = b""
+    while True:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return received
+        received += chunk
 
 
 def test_answers_are_written_as_h11_writes_them_and_close_where_asked(guarded):
@@ -429,12 +434,7 @@ class Fuzzed:
             finally:
                 self.server.connections.remove(ours)
             ours.close()
-            received = b""
-            while True:
-                chunk = theirs.recv(65536)
-                if not chunk:
-                    return received
-                received += chunk
+            return _read_all(theirs)
 
 
 def _statuses(received):
