@@ -129,7 +129,12 @@ def test_ctrl_c_is_exit_130_and_quiet(capsys, monkeypatch):
 
 def test_ctrl_c_on_a_real_process_is_exit_130_without_a_traceback(tmp_path):
     """The process blocks reading a FIFO nobody writes: once it has opened it (the
-    writer's open then succeeds), SIGINT arrives in the middle of the command."""
+    writer's open then succeeds), SIGINT arrives in the middle of the command.
+
+    Python runs a handler between bytecodes: a SIGINT that lands after the open but before
+    the read syscall starts leaves the read blocked with the KeyboardInterrupt pending
+    (1 run in 60 under load). So the writer is closed once the signal is sent: the read
+    returns, and the interrupt is raised there, before the empty file is looked at."""
     fifo = str(tmp_path / "cluster.yaml")
     os.mkfifo(fifo)
     proc = subprocess.Popen([sys.executable, "-m", "tacker_hwaffinity.cli.main", "plan",
@@ -146,7 +151,7 @@ def test_ctrl_c_on_a_real_process_is_exit_130_without_a_traceback(tmp_path):
             time.sleep(0.01)
     try:
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=60)
     finally:
         os.close(writer)
+    out, err = proc.communicate(timeout=60)
     assert (proc.returncode, out, err) == (130, "", "")
