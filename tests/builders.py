@@ -17,10 +17,11 @@ REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
 
 
-def node(name, labels=None, taints=None, unschedulable=None, alloc=None, ip=None, uid=None):
-    """Node NAME with LABELS; TAINTS and UNSCHEDULABLE: its spec; ALLOC: its
-    status.allocatable; IP: its InternalIP (status.addresses, after its Hostname, as the
-    kubelet reports them)."""
+def node(name, labels=None, taints=None, unschedulable=None, alloc=None, ip=None, uid=None,
+         provider_id=None):
+    """Node NAME with LABELS; TAINTS, UNSCHEDULABLE and PROVIDER_ID (spec.providerID):
+    its spec; ALLOC: its status.allocatable; IP: its InternalIP (status.addresses, after
+    its Hostname, as the kubelet reports them)."""
     obj = {"apiVersion": "v1", "kind": "Node",
            "metadata": {"name": name, "labels": dict(labels or {})}, "spec": {}}
     if uid is not None:
@@ -29,6 +30,8 @@ def node(name, labels=None, taints=None, unschedulable=None, alloc=None, ip=None
         obj["spec"]["taints"] = taints
     if unschedulable is not None:
         obj["spec"]["unschedulable"] = unschedulable
+    if provider_id is not None:
+        obj["spec"]["providerID"] = provider_id
     status = {}
     if alloc:
         status["allocatable"] = alloc

@@ -1,12 +1,15 @@
 """Stale host labels: each node's host label against the host Nova reports for its VM now.
 
 A node is matched to a Nova server as the controller and the MgmtDriver match them
-(``labeling.plan``): the server one of whose addresses is the node's InternalIP, never
-by name. The label a node should carry is what ``labeling.plan`` would set: the
-server's ``host`` (``label_value``-sanitised), or its ``hostId`` when the credentials
-do not see hosts (``labeling.plan.choose_source``, ``--host-source``) or the key is
-``topology.openstack.org/host-id``. One Nova call (``/servers/detail``, all projects
-if Nova allows it: ``openstack.servers.ServerPoll``), whatever the number of nodes.
+(``labeling.plan.NodeIndex``): the server its spec.providerID names, else the server one
+of whose addresses is the node's InternalIP (unless the node's providerID names another
+server: the address was reused), never by name. The servers are every server Nova lists
+that is a node of the cluster: no Heat stack or metadata is needed. The label a node
+should carry is what ``labeling.plan`` would set: the server's ``host``
+(``label_value``-sanitised), or its ``hostId`` when the credentials do not see hosts
+(``labeling.plan.choose_source``, ``--host-source``) or the key is
+``topology.openstack.org/host-id``. One Nova call (``/servers/detail``, all projects if
+Nova allows it: ``openstack.servers.ServerPoll``), whatever the number of nodes.
 
 Each node checked gets a state:
 
@@ -14,8 +17,8 @@ Each node checked gets a state:
 * ``stale``: the label names another host (a live migration or an evacuation the
   labels have not followed), or the node has no label although its VM is known;
 * ``moving``: the VM is being migrated (its host is not settled): not judged;
-* ``unknown``: the node carries the label but no server Nova lists has its address
-  (the VM was deleted, or belongs to a project the credentials do not see);
+* ``unknown``: the node carries the label but no server Nova lists is its VM (the VM
+  was deleted, or belongs to a project the credentials do not see);
 * ``ambiguous``: several servers have its address: not judged.
 
 Nodes without the label and without a server are not workers the labels manage and
@@ -24,7 +27,9 @@ are left out. ``check_nodes`` is pure; ``check`` reads the credentials and Nova.
 import typing
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.labeling.plan import choose_source
+from tacker_hwaffinity.labeling import provider_id
+from tacker_hwaffinity.labeling.nodes import NodeObjectError, kube_node
+from tacker_hwaffinity.labeling.plan import NodeIndex, Worker, choose_source
 from tacker_hwaffinity.labeling.sanitize import label_value
 
 HOST_ID_KEY = "topology.openstack.org/host-id"
@@ -40,6 +45,7 @@ class NodeCheck(typing.NamedTuple):
     server: typing.Optional[str] = None
     server_name: typing.Optional[str] = None
     status: typing.Optional[str] = None
+    provider: typing.Optional[str] = None    # the node's providerID (OCCM's form), if any
 
     def to_json(self):
         return {"node": self.node, "state": self.state, "label": self.label,
@@ -54,8 +60,11 @@ class NodeCheck(typing.NamedTuple):
             return "node %s is labelled %s=%s but Nova has its VM %s on %s" % (
                 self.node, key, self.label, self.server_name or self.server, self.expected)
         if self.state == "unknown":
-            return ("node %s (labelled %s=%s): no Nova server has its address (VM deleted, "
-                    "or not visible to these credentials)" % (self.node, key, self.label))
+            return ("node %s (labelled %s=%s): no Nova server is its VM (%s; VM deleted, "
+                    "or not visible to these credentials)" % (
+                        self.node, key, self.label,
+                        "none is %s" % self.provider if self.provider else
+                        "none has its address"))
         if self.state == "moving":
             return "node %s: its VM %s is moving (%s)" % (
                 self.node, self.server_name or self.server, self.status)
@@ -108,25 +117,17 @@ class StaleReport:
 
 # What the check reads of a Node: keep these when reading a snapshot or the API server
 # (objects.pruning keep= / SNAPSHOT_FIELDS shape).
-NODE_FIELDS = {"metadata": ("name", "labels"), "status": ("addresses",)}
-
-
-class Node(typing.NamedTuple):
-    name: str
-    internal_ips: tuple
-    labels: dict
+NODE_FIELDS = {"metadata": ("name", "labels"), "spec": ("providerID",),
+               "status": ("addresses",)}
 
 
 def nodes_from_objects(objects):
-    """[Node] from Kubernetes Node objects (dicts: metadata.name, metadata.labels,
-    status.addresses)."""
-    out = []
-    for obj in objects:
-        meta = obj.get("metadata") or {}
-        ips = tuple(a.get("address") for a in (obj.get("status") or {}).get("addresses") or []
-                    if isinstance(a, dict) and a.get("type") == "InternalIP" and a.get("address"))
-        out.append(Node(meta.get("name") or "", ips, dict(meta.get("labels") or {})))
-    return out
+    """[labeling.plan.KubeNode] from Kubernetes Node objects (dicts: metadata.name,
+    metadata.labels, spec.providerID, status.addresses); InputError for a nameless one."""
+    try:
+        return [kube_node(obj) for obj in objects]
+    except NodeObjectError as e:
+        raise InputError(str(e), obj="Node", field="metadata.name") from None
 
 
 def source_for(key, host_source="auto"):
@@ -136,20 +137,22 @@ def source_for(key, host_source="auto"):
     return host_source
 
 
-def check_nodes(nodes, servers, key, host_source="auto", scope=None):
-    """StaleReport of NODES ([Node]) against SERVERS ([openstack.servers.ServerState])."""
-    by_ip = {}
+def servers_of(nodes, servers, region=None):
+    """{node name: [the servers of SERVERS that node may be the VM of]}: the planner's
+    rule (``labeling.plan.NodeIndex.eligible``) seen from the nodes."""
+    index = NodeIndex(nodes, region)
+    matched = {n.name: [] for n in nodes}
     for s in servers:
-        if s.status == "DELETED":
-            continue
-        for ip in s.addresses:
-            by_ip.setdefault(ip, {})[s.id] = s
-    matched = {}
-    for n in nodes:
-        found = {}
-        for ip in n.internal_ips:
-            found.update(by_ip.get(ip, {}))
-        matched[n.name] = list(found.values())
+        if s.status != "DELETED":
+            for n in index.eligible(Worker(s.name, s.id, s.addresses)):
+                matched[n.name].append(s)
+    return matched
+
+
+def check_nodes(nodes, servers, key, host_source="auto", scope=None, region=None):
+    """StaleReport of NODES ([labeling.plan.KubeNode]) against SERVERS
+    ([openstack.servers.ServerState]); REGION: the credentials' region."""
+    matched = servers_of(nodes, servers, region)
     settled = [s[0] for s in matched.values() if len(s) == 1]
     source = choose_source(settled, source_for(key, host_source))
     checks = []
@@ -157,7 +160,8 @@ def check_nodes(nodes, servers, key, host_source="auto", scope=None):
         label, found = n.labels.get(key), matched[n.name]
         if not found:
             if label is not None:
-                checks.append(NodeCheck(n.name, "unknown", label, None))
+                checks.append(NodeCheck(n.name, "unknown", label, None, provider=(
+                    provider_id.text(n.provider) if n.provider else None)))
             continue
         if len(found) > 1:
             checks.append(NodeCheck(n.name, "ambiguous", label, None,
@@ -181,8 +185,11 @@ def register_openstack_args(parser):
     given."""
     g = parser.add_argument_group(
         "stale labels (OpenStack)",
-        "compare every node's host label with the host Nova reports for its VM now "
-        "(credentials from clouds.yaml or the OS_* variables, as 'hwaffinity relabel')")
+        "compare every node's host label with the host Nova reports for its VM now: the "
+        "server its spec.providerID names (openstack:///ID), else the server with its "
+        "InternalIP; every server that is a node of the cluster, no stack or metadata "
+        "needed (credentials from clouds.yaml or the OS_* variables, as 'hwaffinity "
+        "relabel')")
     g.add_argument("--openstack", action="store_true",
                    help="check the labels against Nova with the OS_* credentials "
                         "(implied by --os-cloud)")
@@ -203,7 +210,8 @@ def wanted(args):
 
 
 def check(args, node_objects, key, openstack=None):
-    """StaleReport of NODE_OBJECTS (Kubernetes Node dicts with status.addresses) on the
+    """StaleReport of NODE_OBJECTS (Kubernetes Node dicts: status.addresses,
+    spec.providerID) on the
     label KEY, from one Nova list with the credentials ARGS name. OpenStack failing
     (unreachable, refused credentials) is an InputError naming --os-cloud."""
     from tacker_hwaffinity.openstack import access_from_environment
@@ -211,7 +219,8 @@ def check(args, node_objects, key, openstack=None):
     from tacker_hwaffinity.openstack.auth import session
     from tacker_hwaffinity.openstack.servers import ServerPoll
     if openstack is None:
-        openstack = OpenStack(session(access_from_environment(args.os_cloud)))
+        access = access_from_environment(args.os_cloud)
+        openstack = OpenStack(session(access), region_name=access.get("region_name"))
     poll = ServerPoll(openstack, scope=args.nova_scope)
     try:
         servers = poll.poll()
@@ -221,4 +230,4 @@ def check(args, node_objects, key, openstack=None):
         raise InputError("Nova not reached: %s" % e, field="--os-cloud") from None
     scope = "all-projects" if poll.all_tenants else "project"
     return check_nodes(nodes_from_objects(node_objects), servers, key,
-                       args.host_source, scope)
+                       args.host_source, scope, getattr(openstack, "region_name", None))

@@ -26,6 +26,13 @@ def register(sub):
     p.add_argument("--worker-metadata", action="append", default=[], metavar="KEY=VALUE",
                    help="Nova server metadata that marks the cluster's worker VMs "
                         "(repeatable; all given must match)")
+    p.add_argument("--cluster-nodes", action="store_true",
+                   help="the workers are every Nova server that is a node of this cluster: "
+                        "the node's spec.providerID names it (openstack:///SERVER_ID or "
+                        "openstack://REGION/SERVER_ID, as openstack-cloud-controller-manager "
+                        "sets it on Cluster API OpenStack, Magnum or Kubespray clusters), "
+                        "else its InternalIP is the server's address; no Heat stack or "
+                        "metadata needed")
     p.add_argument("--stack", metavar="ID",
                    help="the workers are the servers of this Heat stack (the VNF's), "
                         "found as the MgmtDriver finds them: give --aspect and/or --vdu")
@@ -102,9 +109,16 @@ def _metadata(items):
 
 
 def _workers(args):
-    """A function of the OpenStack client giving the worker selector (flags checked now)."""
+    """A function of the OpenStack client, the node cache's ``list`` and the region giving
+    the worker selector (flags checked now)."""
     from tacker_hwaffinity.controller import workers
     metadata = _metadata(args.worker_metadata)
+    if args.cluster_nodes:
+        if metadata or args.stack or args.aspect or args.vdu:
+            raise InputError("give one of --cluster-nodes, --worker-metadata or --stack",
+                             field="--cluster-nodes")
+        return lambda _openstack, node_objects, region: workers.ClusterNodeWorkers(
+            node_objects, region)
     if args.stack:
         if metadata:
             raise InputError("give either --worker-metadata or --stack, not both",
@@ -112,14 +126,15 @@ def _workers(args):
         if not args.aspect and not args.vdu:
             raise InputError("name the workers of the stack with --aspect and/or --vdu",
                              field="--stack")
-        return lambda openstack: workers.StackWorkers(
+        return lambda openstack, _nodes, _region: workers.StackWorkers(
             openstack, args.stack, args.aspect, args.vdu, refresh_interval=args.stack_refresh)
     if args.aspect or args.vdu:
         raise InputError("--aspect and --vdu need --stack", field="--aspect")
     if not metadata:
-        raise InputError("say which servers are the workers: --worker-metadata KEY=VALUE "
-                         "or --stack ID with --aspect/--vdu", field="--worker-metadata")
-    return lambda openstack: workers.MetadataWorkers(metadata)
+        raise InputError("say which servers are the workers: --cluster-nodes, "
+                         "--worker-metadata KEY=VALUE or --stack ID with --aspect/--vdu",
+                         field="--worker-metadata")
+    return lambda _openstack, _nodes, _region: workers.MetadataWorkers(metadata)
 
 
 def _params(text):

@@ -12,7 +12,7 @@ TICK_S = 1.0        # how often the main loop looks at the lease and ticks the c
 # informers keep these keys of these fields, nothing else (objects.pruning);
 # tests/kube/test_projection.py checks the readers against them.
 NODE_FIELDS = {"metadata": ("name", "namespace", "uid", "labels", "resourceVersion"),
-               "spec": (), "status": ("addresses",)}
+               "spec": ("providerID",), "status": ("addresses",)}
 POD_FIELDS = {
     "metadata": ("name", "namespace", "uid", "labels", "annotations", "creationTimestamp",
                  "deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion",
@@ -44,8 +44,9 @@ class ControllerConfig:
 
     hw: dict
     """The ``hwaffinity`` parameters (labeling.params: label_keys, host_source, ...)."""
-    select_workers: typing.Callable[[typing.Any], typing.Any]
-    """The worker selector (controller.workers), given the OpenStack client."""
+    select_workers: typing.Callable[[typing.Any, typing.Any, typing.Optional[str]], typing.Any]
+    """The worker selector (controller.workers), given the OpenStack client, the node
+    cache's ``list`` and the credentials' region."""
     metrics_address: Address
     lease: Lease
     poll_interval: float
@@ -116,11 +117,7 @@ class ControllerDaemon:
                                           context.workers)
         access = access_from_environment(config.os_cloud)
         openstack = OpenStack(session(access))
-        settings = runner.Settings(config.hw, config.select_workers(openstack),
-                                   config.poll_interval, config.grace,
-                                   config.eviction_interval, config.dry_run,
-                                   config.host_id_label,
-                                   termination_margin=config.termination_margin)
+        region = access.get("region_name")
         try:
             conn = kube_client.connect(config.kubeconfig, config.context)
         except kube_client.KubeError as e:
@@ -130,6 +127,11 @@ class ControllerDaemon:
         counted = InformerMetrics(registry)
         nodes = Informer(conn, core.list_node, "Node", "nodes", _read_by_list, log=log,
                          fields=NODE_FIELDS, metrics=counted)
+        settings = runner.Settings(config.hw, config.select_workers(openstack, nodes.list, region),
+                                   config.poll_interval, config.grace,
+                                   config.eviction_interval, config.dry_run,
+                                   config.host_id_label,
+                                   termination_margin=config.termination_margin, region=region)
         pods = Informer(conn, core.list_pod_for_all_namespaces, "Pod", "pods",
                         _read_by_list, log=log, fields=POD_FIELDS, metrics=counted)
         namespaces = Informer(conn, core.list_namespace, "Namespace", "namespaces",

@@ -7,6 +7,7 @@ from tacker_hwaffinity.controller.hosts import SETTLED, HostTracker
 from tacker_hwaffinity.kube import labels
 from tacker_hwaffinity.kube.client import KubeError
 from tacker_hwaffinity.labeling import plan as planning
+from tacker_hwaffinity.labeling.nodes import kube_node
 
 
 class HostLabels:
@@ -50,6 +51,7 @@ class HostLabels:
             if not live and self.s.hw["host_source"] == "auto":
                 return      # no worker yet: host or hostId is decided on the first ones
             self.tracker = HostTracker(planning.choose_source(live, self.s.hw["host_source"]))
+        joined = [st for st in states if st.status != "DELETED" and st.id not in self.workers]
         for st in states:
             if st.status == "DELETED":
                 self.workers.pop(st.id, None)
@@ -65,15 +67,20 @@ class HostLabels:
                               self.tracker.source)
             self._relabel(list(self.workers.values()), moved)
             self.resync = False         # not reached when the tick was abandoned
-        elif moves:
-            self._relabel([self.workers[i] for i in moved if i in self.workers], moved)
+        elif moves or joined:
+            # a server that became a worker settled (a new node of the cluster) is
+            # labelled now; one still building is when it settles (a move)
+            todo = [i for i in moved if i in self.workers] + [
+                st.id for st in joined if st.id not in moved and st.status in SETTLED
+                and not st.task_state]
+            self._relabel([self.workers[i] for i in todo], moved)
 
     def _plan(self, servers):
         """The MgmtDriver planner's Plan for SERVERS on the nodes of the cache."""
         hw = dict(self.s.hw, host_source=self.tracker.source)
         workers = [planning.Worker(s.name, s.id, list(s.addresses), s.host, s.host_id)
                    for s in servers]
-        return planning.plan(workers, self._kube_nodes(), hw)
+        return planning.plan(workers, self._kube_nodes(), hw, self.s.region)
 
     def _relabel(self, servers, moves):
         if not servers:
@@ -124,8 +131,7 @@ class HostLabels:
         out = []
         for n in self.nodes.list():
             try:
-                out.append(planning.KubeNode(n["metadata"]["name"], _internal_ips(n),
-                                             n["metadata"].get("labels") or {}))
+                out.append(kube_node(n))
             except Exception as e:  # noqa: BLE001 - one node's problem, not the tick's
                 self.failed("node", "node %s" % meta_of(n).get("name"), e)
         return out
@@ -147,7 +153,3 @@ class HostLabels:
             stale[a.node.name] = a.node.labels.get(key) != a.labels[key]
         return hosts, stale
 
-
-def _internal_ips(node):
-    return [a.get("address") for a in (node.get("status") or {}).get("addresses") or []
-            if a.get("type") == "InternalIP" and a.get("address")]

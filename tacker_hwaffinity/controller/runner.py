@@ -88,12 +88,13 @@ class Metrics:
 
 class Settings:
     """WORKERS: which servers are workers (``controller.workers``). TERMINATION_MARGIN:
-    seconds an evicted pod may take beyond its grace period to go (module docstring)."""
+    seconds an evicted pod may take beyond its grace period to go (module docstring).
+    REGION: the OpenStack credentials' region (None: unknown; ``labeling.plan.NodeIndex``)."""
 
     def __init__(self, hw, workers, poll_interval=30.0, grace=60.0,
                  eviction_interval=10.0, dry_run=False, host_id_label=None,
-                 termination_margin=TERMINATION_MARGIN_S):
-        self.hw, self.workers = hw, workers
+                 termination_margin=TERMINATION_MARGIN_S, region=None):
+        self.hw, self.workers, self.region = hw, workers, region
         self.poll_interval, self.grace = poll_interval, grace
         self.eviction_interval, self.dry_run = eviction_interval, dry_run
         self.host_id_label = host_id_label

@@ -1,4 +1,5 @@
-"""Which Nova servers are the cluster's workers: by server metadata, or by Heat stack.
+"""Which Nova servers are the cluster's workers: by server metadata, by Heat stack, or
+every server that is a node of the cluster.
 
 * ``MetadataWorkers({key: value})``: a server is a worker when its metadata has
   every given pair (what an operator tags VMs with);
@@ -9,12 +10,21 @@
   poll and again when a poll shows a server not known yet (a scale-out or a heal
   creates one), at most once per ``refresh_interval``. The MgmtDriver's
   ``scale_end``/``heal_end`` label new workers themselves, so a late refresh delays
-  nothing. Heat failing keeps the last known set (and says so).
+  nothing. Heat failing keeps the last known set (and says so);
+* ``ClusterNodeWorkers(node_objects, region)``: a server is a worker when a node of
+  the cluster is its VM, as the planner matches them (``labeling.plan.NodeIndex``:
+  the node's spec.providerID names the server, else the node's InternalIP is one of
+  the server's addresses and the node's providerID names no other server). The
+  nodes are the controller's node cache; no Nova or Kubernetes call of its own. For
+  a cluster made without Tacker (Cluster API OpenStack, Magnum, Kubespray with
+  openstack-cloud-controller-manager): no Heat stack, no metadata.
 """
 import logging
 import time
 
 from tacker_hwaffinity.labeling import inventory
+from tacker_hwaffinity.labeling import plan as planning
+from tacker_hwaffinity.labeling.nodes import NodeObjectError, kube_node
 
 
 class MetadataWorkers:
@@ -94,3 +104,37 @@ class StackWorkers:
         if ids != self.ids:
             self.log.info("Heat: stack %s has %d worker server(s)", self.stack, len(ids))
         self.ids = ids
+
+
+class ClusterNodeWorkers:
+    """NODE_OBJECTS: gives the cluster's Node objects (the node informer's ``list``);
+    REGION: the credentials' region (None: unknown)."""
+
+    def __init__(self, node_objects, region=None):
+        self.node_objects, self.region = node_objects, region
+        self.others = {}            # server id -> last state, of servers not (yet) nodes
+
+    def describe(self):
+        return "every server that is a node of this cluster (spec.providerID, else InternalIP)"
+
+    def select(self, states):
+        """The servers among STATES that a node of the cluster is the VM of, plus the
+        earlier-seen servers whose node has joined since (a poll lists only the servers
+        that changed)."""
+        nodes = []
+        for obj in self.node_objects():
+            try:
+                nodes.append(kube_node(obj))
+            except NodeObjectError:
+                continue        # the relabelling reports the node (controller.hostlabels)
+        index = planning.NodeIndex(nodes, self.region)
+        for s in states:
+            if s.status == "DELETED":
+                self.others.pop(s.id, None)
+            else:
+                self.others[s.id] = s
+        out = [s for s in self.others.values()
+               if index.eligible(planning.Worker(s.name, s.id, s.addresses))]
+        for s in out:
+            del self.others[s.id]
+        return out

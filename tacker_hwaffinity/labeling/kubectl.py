@@ -8,6 +8,7 @@ round trip.
 import json
 
 from tacker_hwaffinity.constants import FIELD_MANAGER
+from tacker_hwaffinity.labeling.nodes import NodeObjectError, kube_node
 
 
 class KubectlOutputError(Exception):
@@ -50,7 +51,7 @@ def delete_nodes(nodes):
 
 
 def parse_nodes(text):
-    """Nodes from 'kubectl get nodes -o json' (or apply -o json): [(name, ips, labels)]."""
+    """Nodes from 'kubectl get nodes -o json' (or apply -o json): [plan.KubeNode]."""
     try:
         doc = json.loads(text)
     except ValueError as e:
@@ -60,13 +61,7 @@ def parse_nodes(text):
     items = doc.get("items") if doc.get("kind", "").endswith("List") else [doc]
     if not isinstance(items, list):
         raise KubectlOutputError("kubectl printed a list without items")
-    out = []
-    for item in items:
-        meta = item.get("metadata") if isinstance(item, dict) else None
-        if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
-            raise KubectlOutputError("kubectl printed a node without metadata.name")
-        addrs = ((item.get("status") or {}).get("addresses")) or []
-        ips = [a.get("address") for a in addrs
-               if isinstance(a, dict) and a.get("type") == "InternalIP" and a.get("address")]
-        out.append((meta["name"], ips, meta.get("labels") or {}))
-    return out
+    try:
+        return [kube_node(item) for item in items]
+    except NodeObjectError as e:
+        raise KubectlOutputError("kubectl printed %s" % e) from None

@@ -1,10 +1,12 @@
 """Decide the labels: worker -> compute host -> Kubernetes node -> label changes.
 
 Workers come from OpenStack (Heat/Nova), nodes from Kubernetes; a worker is
-matched to the node whose InternalIP is one of the worker's addresses (never
-by guessing names). Every problem is reported per worker; nothing is
-skipped silently.
+matched to the node whose ``spec.providerID`` names its server, else to the one
+node whose InternalIP is one of the worker's addresses (never by guessing
+names): :func:`node_of`, doc/mgmt-driver.md "How a node is matched to its
+server". Every problem is reported per worker; nothing is skipped silently.
 """
+from tacker_hwaffinity.labeling import provider_id
 from tacker_hwaffinity.labeling.sanitize import label_value
 
 NO_HOST = ("the compute host is not visible (Nova attribute OS-EXT-SRV-ATTR:host): the VIM "
@@ -24,12 +26,20 @@ class Worker:
 
 
 class KubeNode:
-    """A Kubernetes node: name, InternalIP addresses, current labels."""
+    """A Kubernetes node: name, InternalIP addresses, current labels, and the Nova server
+    its spec.providerID names (``labeling.provider_id.ProviderID``; None: names none).
+    Built from a Node object by ``labeling.nodes.kube_node``."""
 
-    __slots__ = ("name", "internal_ips", "labels")
+    __slots__ = ("name", "internal_ips", "labels", "provider")
 
-    def __init__(self, name, internal_ips, labels):
+    def __init__(self, name, internal_ips, labels, provider=None):
         self.name, self.internal_ips, self.labels = name, tuple(internal_ips), dict(labels)
+        self.provider = provider
+
+    @property
+    def provider_id(self):
+        """The server id the node's providerID names, or None."""
+        return self.provider.server_id if self.provider else None
 
 
 class Assignment:
@@ -92,34 +102,97 @@ def choose_source(workers, host_source):
     return "host" if workers and all(w.host for w in workers) else "hostId"
 
 
-def nodes_by_ip(nodes):
-    """{InternalIP: [the nodes that have it]} of NODES."""
-    by_ip = {}
-    for n in nodes:
-        for ip in n.internal_ips:
-            by_ip.setdefault(ip, []).append(n)
-    return by_ip
+class NodeIndex:
+    """The nodes of a cluster by the server their providerID names and by InternalIP.
+    REGION: the region of the credentials (None: unknown); a node whose providerID
+    names another region belongs to another cloud and is matched to no worker."""
+
+    def __init__(self, nodes, region=None):
+        self.region = region or None
+        self.by_server, self.by_ip = {}, {}
+        for n in nodes:
+            if n.provider is not None:
+                self.by_server.setdefault(n.provider_id, []).append(n)
+            for ip in n.internal_ips:
+                self.by_ip.setdefault(ip, []).append(n)
+
+    def foreign(self, node):
+        """Does NODE's providerID name a region other than the credentials'?"""
+        return bool(self.region and node.provider and node.provider.region
+                    and node.provider.region != self.region)
+
+    def named(self, worker):
+        """The nodes whose providerID names WORKER's server, in this region."""
+        return [n for n in self.by_server.get(_id(worker), ()) if not self.foreign(n)]
+
+    def by_address(self, worker):
+        """{name: node} of the nodes with an InternalIP among WORKER's addresses."""
+        return {n.name: n for ip in worker.addresses for n in self.by_ip.get(ip, ())}
+
+    def eligible(self, worker):
+        """The nodes WORKER may be the VM of: those whose providerID names its server;
+        if none, those with an InternalIP among its addresses and no providerID of
+        their own (a node whose providerID names another server is that server's,
+        whatever its address)."""
+        named = self.named(worker)
+        if named:
+            return named
+        if self.by_server.get(_id(worker)):
+            return []       # named in another region only: never by address
+        return [n for _, n in sorted(self.by_address(worker).items()) if n.provider is None]
 
 
-def node_of(worker, by_ip):
-    """(node, None) when exactly one node has an InternalIP among WORKER's addresses,
-    else (None, why not): no such node, or several (never a guess between them).
-    BY_IP: :func:`nodes_by_ip` of the cluster's nodes."""
-    matches = {n.name: n for ip in worker.addresses for n in by_ip.get(ip, ())}
-    if not matches:
-        return None, ("no Kubernetes node has an InternalIP among %s (has it joined the "
-                      "cluster? hwaffinity_param.join_timeout waits for it)"
-                      % ", ".join(worker.addresses or ("<no address>",)))
-    if len(matches) > 1:
-        return None, "addresses %s match several nodes: %s" % (
-            ", ".join(worker.addresses), ", ".join(sorted(matches)))
-    return next(iter(matches.values())), None
+def _id(worker):
+    """WORKER's server id as a providerID gives it (UUIDs in lower case)."""
+    return (worker.server_id or "").lower()
 
 
-def plan(workers, nodes, hw):
-    """The LabelPlan for WORKERS over NODES with validated parameters HW."""
+def node_of(worker, index):
+    """(node, None) when exactly one node of INDEX (a :class:`NodeIndex`) is WORKER's:
+    the node whose spec.providerID names its server, else the one node with an
+    InternalIP among its addresses and no providerID naming another server; else
+    (None, why not), naming both ways of matching (never a guess between nodes)."""
+    found = index.eligible(worker)
+    if len(found) == 1:
+        return found[0], None
+    names = ", ".join(sorted(n.name for n in found))
+    if found and index.named(worker):
+        return None, "several nodes have a providerID naming server %s: %s" % (
+            worker.server_id, names)
+    if found:
+        return None, ("addresses %s match several nodes: %s (none has a providerID naming "
+                      "server %s)" % (", ".join(worker.addresses), names, worker.server_id))
+    return None, _unmatched(worker, index)
+
+
+def _unmatched(worker, index):
+    """Why no node is WORKER's."""
+    addresses = ", ".join(worker.addresses or ("<no address>",))
+    elsewhere = index.by_server.get(_id(worker), ())
+    if elsewhere:
+        return ("node(s) %s have a providerID naming server %s in region %s, but the "
+                "credentials are for region %s: another cloud's node, not matched (by "
+                "providerID or by InternalIP)" % (
+                    ", ".join(sorted(n.name for n in elsewhere)), worker.server_id,
+                    ", ".join(sorted({n.provider.region for n in elsewhere})), index.region))
+    taken = sorted(index.by_address(worker).values(), key=lambda n: n.name)
+    if taken:
+        return ("no node has a providerID naming server %s, and the node(s) with an "
+                "InternalIP among %s are another server's by their providerID (%s): an "
+                "address reused by a new VM, not matched (has this server's node joined?)" % (
+                    worker.server_id, addresses,
+                    ", ".join("%s: %s" % (n.name, provider_id.text(n.provider))
+                              for n in taken)))
+    return ("no Kubernetes node has an InternalIP among %s or a providerID naming server "
+            "%s (has it joined the cluster? hwaffinity_param.join_timeout waits for it)"
+            % (addresses, worker.server_id))
+
+
+def plan(workers, nodes, hw, region=None):
+    """The LabelPlan for WORKERS over NODES with validated parameters HW; REGION: the
+    credentials' region (``NodeIndex``)."""
     source = choose_source(workers, hw["host_source"])
-    by_ip = nodes_by_ip(nodes)
+    index = NodeIndex(nodes, region)
     assignments, hosts = [], {}
     for w in workers:
         raw = w.host if source == "host" else w.host_id
@@ -128,7 +201,7 @@ def plan(workers, nodes, hw):
             continue
         host = label_value(raw)
         hosts.setdefault(host, []).append(w.name)
-        node, error = node_of(w, by_ip)
+        node, error = node_of(w, index)
         if error:
             assignments.append(Assignment(w, host=host, error=error))
             continue

@@ -228,7 +228,7 @@ def run(job, log=LOG, openstack=None, connect=None):
                 report["uncordonedNodes"], _ = reconcile.uncordon(kube, _targets(job, inv), log,
                                                                   nodes)
             p = reconcile.relabel(kube, inv.workers, job.params["hwaffinity"], log,
-                                  nodes=nodes)
+                                  nodes=nodes, region=(job.access or {}).get("region_name"))
             report.update({"hostSource": p.source, "workers": p.mapping(),
                            "warnings": p.warnings})
         report["openstackCalls"] = ctx.openstack.calls
@@ -245,7 +245,8 @@ def relabel(job, dry_run=False, log=LOG, openstack=None):
     inv = discover(ctx)
     kube = open_cluster(ctx, inv)
     try:
-        return reconcile.relabel(kube, inv.workers, job.params["hwaffinity"], log, dry_run)
+        return reconcile.relabel(kube, inv.workers, job.params["hwaffinity"], log, dry_run,
+                                 region=(job.access or {}).get("region_name"))
     finally:
         kube.close()
 

@@ -35,17 +35,17 @@ def _tail(text, limit=600):
 def read_nodes(kube):
     out = _checked(kube, kubectl.get_nodes(), what="kubectl get nodes")
     try:
-        return [planning.KubeNode(*n) for n in kubectl.parse_nodes(out)]
+        return kubectl.parse_nodes(out)
     except kubectl.KubectlOutputError as e:
         raise HookFailed("kubectl get nodes (%s): %s" % (kube.where, e)) from None
 
 
-def relabel(kube, workers, hw, log, dry_run=False, nodes=None):
+def relabel(kube, workers, hw, log, dry_run=False, nodes=None, region=None):
     """Label WORKERS' nodes; returns the LabelPlan. Raises HookFailed listing
     the workers it could not handle (after applying what is right). DRY_RUN:
     only read and plan; nothing is applied or raised. NODES: the nodes as
-    just read (saves the read)."""
-    p = planning.plan(workers, read_nodes(kube) if nodes is None else nodes, hw)
+    just read (saves the read). REGION: the VIM's region (``plan.NodeIndex``)."""
+    p = planning.plan(workers, read_nodes(kube) if nodes is None else nodes, hw, region)
     changes = p.changes()
     for w in p.warnings:
         log.warning("%s", w)
@@ -55,7 +55,7 @@ def relabel(kube, workers, hw, log, dry_run=False, nodes=None):
         argv, stdin = kubectl.apply_labels(p.desired())
         out = _checked(kube, argv, stdin=stdin, what="kubectl apply (labels)")
         try:
-            after = {n[0]: n[2] for n in kubectl.parse_nodes(out)}
+            after = {n.name: n.labels for n in kubectl.parse_nodes(out)}
         except kubectl.KubectlOutputError as e:
             raise HookFailed("kubectl apply printed no nodes (%s): %s" % (kube.where, e)) \
                 from None
@@ -82,13 +82,13 @@ def relabel(kube, workers, hw, log, dry_run=False, nodes=None):
 def nodes_of(workers, nodes):
     """({worker name: node name}, [workers with no node], [why a worker's node is
     ambiguous]): the label plan's rule (``labeling.plan.node_of``), never a guess."""
-    by_ip = planning.nodes_by_ip(nodes)
+    index = planning.NodeIndex(nodes)
     found, missing, ambiguous = {}, [], []
     for w in workers:
-        node, error = planning.node_of(w, by_ip)
+        node, error = planning.node_of(w, index)
         if node is not None:
             found[w.name] = node.name
-        elif any(a in by_ip for a in w.addresses):
+        elif index.eligible(w):         # several
             ambiguous.append("worker %s (server %s): %s" % (w.name, w.server_id, error))
         else:
             missing.append(w.name)
@@ -103,7 +103,7 @@ def _refuse_ambiguous(ambiguous, what):
 def wait_joined(kube, workers, timeout, log, nodes=None, poll=2.0, clock=time.monotonic,
                 sleep=time.sleep):
     """The nodes, read again every POLL s until every one of WORKERS has a node
-    (an InternalIP among its addresses) or TIMEOUT s have passed; then the last
+    (by providerID or InternalIP: plan.node_of) or TIMEOUT s have passed; then the last
     read, whose plan names the workers still without a node. NODES: the nodes as
     just read (saves the first read)."""
     nodes = read_nodes(kube) if nodes is None else nodes

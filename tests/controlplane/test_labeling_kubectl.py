@@ -14,24 +14,28 @@ def run(cp, argv, stdin=None):
                           capture_output=True, text=True, timeout=60, check=True).stdout
 
 
+SRV_B = "b0b0b0b0-0000-4000-8000-000000000000"
+
+
 def test_apply_labels_sets_overwrites_and_reads_back_in_one_call(control_plane):
     cp = control_plane
     cp.add_node("lbl-a", {"CIS-node": "stale-host"}, wait=False)
     cp.add_node("lbl-b", {}, wait=False)
-    nodes = {name: ips for name, ips, _ in kubectl.parse_nodes(run(cp, kubectl.get_nodes()))}
-    assert "lbl-a" in nodes and nodes["lbl-a"], "the harness gives nodes an InternalIP"
-    workers = [plan.Worker("w-a", "srv-a", nodes["lbl-a"], host="compute@1"),
-               plan.Worker("w-b", "srv-b", nodes["lbl-b"], host="compute-2")]
-    current = [plan.KubeNode(n, ips, labels)
-               for n, ips, labels in kubectl.parse_nodes(run(cp, kubectl.get_nodes()))]
+    cp.admin.patch("/api/v1/nodes/lbl-b", {"spec": {"providerID": "openstack:///" + SRV_B}})
+    current = kubectl.parse_nodes(run(cp, kubectl.get_nodes()))
+    nodes = {n.name: n for n in current}
+    assert "lbl-a" in nodes and nodes["lbl-a"].internal_ips, "the harness gives an InternalIP"
+    assert nodes["lbl-b"].provider_id == SRV_B and nodes["lbl-a"].provider_id is None
+    workers = [plan.Worker("w-a", "srv-a", nodes["lbl-a"].internal_ips, host="compute@1"),
+               plan.Worker("w-b", SRV_B, ["192.0.2.1"], host="compute-2")]   # by providerID
     p = plan.plan(workers, current, params.parse({})["hwaffinity"])
     assert p.errors == []
     argv, stdin = kubectl.apply_labels(p.desired())
-    back = {n: labels for n, _, labels in kubectl.parse_nodes(run(cp, argv, stdin))}
+    back = {n.name: n.labels for n in kubectl.parse_nodes(run(cp, argv, stdin))}
     assert back["lbl-a"]["CIS-node"] == "compute-1-" + p.mapping()[0]["host"][-8:]
     assert back["lbl-b"]["CIS-node"] == "compute-2"
     # idempotent: the same call again changes nothing and reads back the same
-    again = {n: labels for n, _, labels in kubectl.parse_nodes(run(cp, argv, stdin))}
+    again = {n.name: n.labels for n in kubectl.parse_nodes(run(cp, argv, stdin))}
     assert again["lbl-a"] == back["lbl-a"] and again["lbl-b"] == back["lbl-b"]
     # other labels survive (the harness gives every node these three)
     for name in ("lbl-a", "lbl-b"):

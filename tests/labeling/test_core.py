@@ -124,8 +124,9 @@ def test_unmatched_and_ambiguous_workers_are_reported():
     workers = [plan.Worker("w9", "s9", ["10.9.9.9"], host="c9"),
                plan.Worker("w2", "s2", ["10.0.0.12"], host="c2")]
     errs = plan.plan(workers, nodes, hw()).errors
-    assert "no Kubernetes node has an InternalIP among 10.9.9.9" in errs[0]
-    assert "match several nodes: dup, k-w2" in errs[1]
+    assert "no Kubernetes node has an InternalIP among 10.9.9.9 or a providerID naming " \
+        "server s9" in errs[0]
+    assert "match several nodes: dup, k-w2 (none has a providerID naming server s2)" in errs[1]
 
 
 def test_colocation_warns_or_fails():
@@ -159,7 +160,9 @@ def test_parse_nodes_and_bad_output():
     text = json.dumps({"kind": "List", "items": [{"metadata": {"name": "n", "labels": {"a": "b"}},
                        "status": {"addresses": [{"type": "Hostname", "address": "n"},
                                                 {"type": "InternalIP", "address": "10.1.1.1"}]}}]})
-    assert kubectl.parse_nodes(text) == [("n", ["10.1.1.1"], {"a": "b"})]
+    [node] = kubectl.parse_nodes(text)
+    assert (node.name, node.internal_ips, node.labels, node.provider) == (
+        "n", ("10.1.1.1",), {"a": "b"}, None)
     for bad in ("not json", "[]", json.dumps({"kind": "NodeList", "items": [{}]})):
         with pytest.raises(kubectl.KubectlOutputError):
             kubectl.parse_nodes(bad)
