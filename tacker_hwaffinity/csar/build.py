@@ -10,7 +10,7 @@
    lacks are added next to it, from the installed tacker (or ``etsi_dir``).
 4. TOSCA-Metadata/TOSCA.meta keeps the source's first block (or gets one,
    with Entry-Definitions found as the one Definitions file nobody imports)
-   and gets one ``Source``/``Content-Type``/``Algorithm: SHA-256``/``Hash``
+   and gets one ``Name``/``Content-Type``/``Algorithm: SHA-256``/``Hash``
    block per artifact: every file outside TOSCA-Metadata/ and Definitions/,
    hashes computed afresh. Images get a block without hash (Tacker never
    hashes them).
@@ -212,7 +212,7 @@ def _artifact_blocks(files, images, old, notes):
     for src, block in old_blocks.items():
         if src not in files and not _is_image(src):
             raise InputError("%s is not in the source directory" % src, source=meta.PATH,
-                             obj=block.where(), field="Source")
+                             obj=block.where(), field=block.source_key)
         if src not in files:
             notes.append("left out image %s (give it with --image to include it)" % src)
     blocks = []

@@ -58,14 +58,15 @@ def tosca_meta(z, names, problems):
 
 def _diagnose(block, names, z):
     """(field, message) of what is wrong with one hash block, or None."""
-    src = block.source
-    for key, value in (("Source", src), ("Algorithm", block.get("Algorithm")),
+    src, src_key = block.source, block.source_key
+    for key, value in ((src_key, src), ("Algorithm", block.get("Algorithm")),
                        ("Hash", block.get("Hash"))):
         if not value:
-            return key, "missing (a block with Algorithm or Hash needs Source, Algorithm, Hash)"
+            return key, ("missing (a block with Algorithm or Hash needs Name, Algorithm, "
+                         "Hash)")
     reason = zipio.unsafe_reason(src)
     if reason:
-        return "Source", "%s %s: it resolves outside the package" % (src, reason)
+        return src_key, "%s %s: it resolves outside the package" % (src, reason)
     algorithm = block.get("Algorithm").lower()
     if algorithm not in ALGORITHMS:
         return "Algorithm", "%s is not one of %s" % (block.get("Algorithm"),
@@ -73,11 +74,11 @@ def _diagnose(block, names, z):
     if meta.is_image(src):
         return None             # Tacker never hashes images
     if src not in names:
-        return "Source", "%s is missing from the package" % src
+        return src_key, "%s is missing from the package" % src
     try:
         digest = zipio.digest(z, src, ALGORITHMS[algorithm])
     except InputError as e:
-        return "Source", "%s %s" % (src, e.message)
+        return src_key, "%s %s" % (src, e.message)
     if block.get("Hash") != digest:
         return "Hash", "stale: %s of %s is %s" % (algorithm, src, digest)
     return None
@@ -97,7 +98,7 @@ def artifacts(blocks, names, z, zip_path, root, problems, notes):
         count += 1
         if src in hashed:
             problems.append(Problem(meta.PATH, "%s already has a block at line %d"
-                                    % (src, hashed[src]), block.where(), "Source"))
+                                    % (src, hashed[src]), block.where(), block.source_key))
             continue
         hashed[src] = block.line
         ours = _diagnose(block, names, z)

@@ -17,7 +17,9 @@ from tacker_hwaffinity.errors import InputError
 
 PATH = "TOSCA-Metadata/TOSCA.meta"
 ALGORITHM = "SHA-256"
-SOURCE_KEYS = ("Source", "Name")    # Tacker accepts Name for Source
+# An artifact's path: Name (SOL004's TOSCA.meta key, what build writes: v2 reads only it,
+# v1 takes it for Source) or Source (what v1's own samples write).
+SOURCE_KEYS = ("Source", "Name")
 IMAGE_CONTENT_TYPE = "application/x-iso9066-image"    # as Tacker's samples write it
 
 # Tacker's csar_utils.IMAGE_FORMAT_LIST: Sources with these extensions are
@@ -47,6 +49,11 @@ class Block:
             if self.get(key) is not None:
                 return self.get(key)
         return None
+
+    @property
+    def source_key(self):
+        """The key the block names its artifact with (Name when it has none)."""
+        return next((key for key in SOURCE_KEYS if self.get(key) is not None), "Name")
 
     @property
     def is_artifact(self):
@@ -129,11 +136,11 @@ def read(path, source=PATH):
 
 
 def artifact_block(path, digest, ctype=None):
-    """The block Tacker checks for one artifact: Source, Algorithm, Hash."""
-    if not _reads_back("Source", path, exact=True):
+    """The block Tacker checks for one artifact: Name, Algorithm, Hash."""
+    if not _reads_back("Name", path, exact=True):
         raise InputError("file name cannot be written in TOSCA.meta (YAML reads it as "
                          "something else)", source=path)
-    entries = [("Source", path), ("Content-Type", ctype or content_type(path))]
+    entries = [("Name", path), ("Content-Type", ctype or content_type(path))]
     if digest is not None:
         entries += [("Algorithm", ALGORITHM), ("Hash", digest)]
     return Block(entries, 0)

@@ -107,7 +107,7 @@ def test_images_are_left_out_unless_given(tmp_path):
     result = build.build(src, str(tmp_path / "b.zip"), images=[str(image)])
     assert members(result.path)["Files/images/given.img"] == b"\1" * 100
     block = [b for b in _blocks(result.path) if b.source == "Files/images/given.img"][0]
-    assert block.entries == [("Source", "Files/images/given.img"),
+    assert block.entries == [("Name", "Files/images/given.img"),
                              ("Content-Type", meta.IMAGE_CONTENT_TYPE)]
     with zipfile.ZipFile(result.path) as z:
         assert z.getinfo("Files/images/given.img").compress_type == zipfile.ZIP_STORED

@@ -80,9 +80,9 @@ def test_stale_hash(vnf_a_zip, tmp_path):
 
 
 def test_source_escaping_the_package(vnf_a_zip, tmp_path):
-    text = meta_text(vnf_a_zip).replace("Source: %s" % SCRIPT, "Source: ../../etc/passwd")
+    text = meta_text(vnf_a_zip).replace("Name: %s" % SCRIPT, "Name: ../../etc/passwd")
     problems = _problems(set_meta(vnf_a_zip, tmp_path / "bad.zip", text))
-    escape = [p for p in problems if "../../etc/passwd" in p and "field Source" in p]
+    escape = [p for p in problems if "../../etc/passwd" in p and "field Name" in p]
     assert len(escape) == 1
     assert "goes up with '..': it resolves outside the package" in escape[0]
     assert 'Tacker: The path("../../etc/passwd") of artifact Source resolves outside' in escape[0]
@@ -102,7 +102,7 @@ def test_missing_artifact_listed_in_tosca_meta(vnf_a_zip, tmp_path):
     bad = rewrite(vnf_a_zip, tmp_path / "bad.zip", drop={SCRIPT})
     problems = _problems(bad)
     assert problems == [
-        '%s: line 11 (%s): field Source: %s is missing from the package; Tacker: The path'
+        '%s: line 11 (%s): field Name: %s is missing from the package; Tacker: The path'
         '("%s") of artifact Source is an invalid value.' % (META, SCRIPT, SCRIPT, SCRIPT)]
 
 
