@@ -810,14 +810,20 @@ class ControlPlane:
         self.bind_cluster_role(name, name, "Group", "hwaffinity:readers")
 
     def bind_cluster_role(self, binding, role, subject_kind, subject):
-        """A ClusterRoleBinding of ROLE to a User or Group (kept if it exists)."""
+        """A ClusterRoleBinding of ROLE to a User, a Group or a ServiceAccount (SUBJECT
+        "namespace/name"); kept if it exists."""
+        if subject_kind == "ServiceAccount":
+            namespace, _, name = subject.partition("/")
+            who = {"kind": subject_kind, "namespace": namespace, "name": name}
+        else:
+            who = {"apiGroup": "rbac.authorization.k8s.io", "kind": subject_kind,
+                   "name": subject}
         self.admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
             "metadata": {"name": binding},
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
                         "name": role},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": subject_kind,
-                          "name": subject}]}, ok=(201, 409))
+            "subjects": [who]}, ok=(201, 409))
 
     def start_scheduler(self, name, extenders=(), timeout=60, qps=200, burst=400):
         """Another kube-scheduler, with a profile of its own (schedulerName NAME) and

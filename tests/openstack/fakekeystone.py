@@ -24,9 +24,11 @@ keystoneauth1, keystonemiddleware and Heat's trust handling call:
   credentials, ids as Keystone makes them: sha256 of the access key);
 * domain-scoped tokens for users with a role on the domain (Heat's
   ``stack_domain_admin`` in the ``heat`` domain);
-* ``POST /_harness/services`` ``{"type": ..., "url": ...}``: add a service to
-  the catalog of tokens issued from then on (``%(tenant_id)s`` in the URL is
-  replaced by the token's project id). The harness registers Heat this way.
+* ``POST /_harness/services`` ``{"type": ..., "url": ...}`` (and optionally
+  ``"name"``, else the type): add a service to the catalog of tokens issued from
+  then on, with public, internal and admin endpoints (``%(tenant_id)s`` in the
+  URL is replaced by the token's project id). The harness registers Heat this
+  way, the Tacker tests Tacker and Barbican.
 
 Writes to users, grants, projects and other users' credentials need the
 ``admin`` role, as with Keystone's default policy; so does listing roles,
@@ -76,6 +78,9 @@ USERS = {
     "tacker": ("7a000000000000000000000000000006", {
         "service": ["admin", "service", "member", "reader"],
     }),
+    "barbican": ("ba000000000000000000000000000007", {
+        "service": ["admin", "service", "member", "reader"],
+    }),
 }
 USER_BY_ID = {uid: name for name, (uid, _) in USERS.items()}
 PROJECT_BY_ID = {pid: name for name, pid in PROJECTS.items()}
@@ -110,6 +115,7 @@ class FakeKeystone:
     def __init__(self, services=None, on_token=None, region="RegionOne"):
         # service type -> URL template
         self.services = dict(services or {})
+        self.service_names = {}     # service type -> service name
         self.on_token = on_token
         self.region = region
         self.tokens = {}
@@ -244,7 +250,8 @@ class FakeKeystone:
                     continue
                 if url.startswith("/"):
                     url = base + url
-                svc = token.add_service(stype, name=stype, id=stype)
+                svc = token.add_service(stype, name=self.service_names.get(stype, stype),
+                                        id=stype)
                 for iface in ("public", "internal", "admin"):
                     svc.add_endpoint(iface, url, region=self.region,
                                      id="%s-%s" % (stype, iface))
@@ -682,6 +689,13 @@ class FakeKeystone:
             return self._credential(environ, parts[1], method)
         return None
 
+    def add_service(self, body):
+        """The catalog's entry for BODY's ``type`` is now BODY's ``url`` (named BODY's
+        ``name``, else the type); every service's URL."""
+        self.services[body["type"]] = body["url"]
+        self.service_names[body["type"]] = body.get("name") or body["type"]
+        return self.services
+
     def dispatch(self, environ):
         method = environ["REQUEST_METHOD"]
         path = environ.get("PATH_INFO", "").rstrip("/")
@@ -721,8 +735,7 @@ class FakeKeystone:
                 del self.trusts[tid]
                 return 204, None, {}
         if path == "/_harness/services" and method == "POST":
-            self.services[body["type"]] = body["url"]
-            return 200, {"services": self.services}, {}
+            return 200, {"services": self.add_service(body)}, {}
         if path.startswith("/v3/"):
             return self._identity(environ, method, path, query, body)
         raise HTTPError(404, "%s %s not implemented by the fake Keystone" % (method, path))

@@ -1,6 +1,6 @@
 """Fixtures for the tests against a real Tacker (marker ``tacker``): one broker, one
-database, one cloud (Nova + Heat), one Tacker and the VMs' kubelets for the whole
-directory; a master per module."""
+database, one cloud (Nova + Heat), one Tacker, one Barbican (when a test asks for it) and
+the VMs' kubelets for the whole directory; a master per module."""
 import os
 import shutil
 import sys
@@ -12,6 +12,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "openstack"))
 sys.path.insert(0, HERE)
 
+import barbicanharness  # noqa: E402
 import mariadb  # noqa: E402
 import osharness  # noqa: E402
 import rabbit  # noqa: E402
@@ -82,6 +83,27 @@ def tacker(request, tacker_cloud, tacker_broker, tacker_db):
 
 
 @pytest.fixture(scope="package")
+def barbican(request, tacker_cloud):
+    """A real Barbican API in the cloud's catalog: the key manager that keeps Tacker's
+    Kubernetes VIMs' keys."""
+    run_dir = tempfile.mkdtemp(prefix="hwaffinity-barbican-")
+    failed_before = request.session.testsfailed
+    server = barbicanharness.Barbican(tacker_cloud, run_dir)
+    try:
+        server.start()
+    except osharness.HarnessError as e:
+        pytest.fail("Barbican did not start (log: %s): %s" % (server.server.log_path, e),
+                    pytrace=False)
+    sys.stdout.write("\nbarbican: start-up %.1f s\n" % server.startup_seconds)
+    yield server
+    server.stop()
+    if request.session.testsfailed == failed_before:
+        shutil.rmtree(run_dir, ignore_errors=True)
+    else:
+        sys.stdout.write("\nbarbican state and log kept in %s\n" % run_dir)
+
+
+@pytest.fixture(scope="package")
 def packages_client(tacker, tacker_cloud):
     """python-tackerclient (its Python API) as the admin user, through the catalog."""
     from tackerclient.v1_0 import client as tackerclient
@@ -89,9 +111,29 @@ def packages_client(tacker, tacker_cloud):
 
 
 @pytest.fixture(scope="package")
+def v1_client(tacker, tacker_cloud):
+    """python-tackerclient, VNF LCM v1 (and the VIM, package APIs)."""
+    from tackerclient.v1_0 import client as tackerclient
+    return tackerclient.Client(session=tacker_cloud.session("admin"), api_version="1")
+
+
+@pytest.fixture(scope="package")
+def v2(tacker, tacker_cloud):
+    """python-tackerclient, VNF LCM v2."""
+    from tackerclient.v1_0 import client as tackerclient
+    return tackerclient.Client(session=tacker_cloud.session("admin"), api_version="2")
+
+
+@pytest.fixture(scope="package")
 def vnf_a_zip(tmp_path_factory):
-    from .packages import build_vnf_a
-    return build_vnf_a(tmp_path_factory.mktemp("vnf-a"))
+    from .packages import build
+    return build("k8s-cluster", tmp_path_factory.mktemp("vnf-a"))
+
+
+@pytest.fixture(scope="package")
+def cnf_zip(tmp_path_factory):
+    from .packages import build
+    return build("cnf", tmp_path_factory.mktemp("vnf-b"))
 
 
 @pytest.fixture(scope="package")

@@ -1,4 +1,4 @@
-"""VNF packages for the real-Tacker tests: VNF-A as `hwaffinity csar build` makes it,
+"""VNF packages for the real-Tacker tests: VNF-A and VNF-B as `hwaffinity csar build` makes them,
 a copy with one flipped byte, and onboarding through python-tackerclient."""
 import io
 import os
@@ -11,10 +11,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DRIVER = "Scripts/hwaffinity_mgmt_driver.py"
 
 
-def build_vnf_a(directory):
-    out = os.path.join(str(directory), "vnf-a.zip")
+def build(csar, directory):
+    """The package `hwaffinity csar build` makes of csar/CSAR (k8s-cluster: VNF-A,
+    cnf: VNF-B), as bytes."""
+    out = os.path.join(str(directory), csar + ".zip")
     r = subprocess.run([sys.executable, "-m", "tacker_hwaffinity.cli.main", "csar", "build",
-                        os.path.join(ROOT, "csar", "k8s-cluster"), "--output-file", out],
+                        os.path.join(ROOT, "csar", csar), "--output-file", out],
                        capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert r.returncode == 0, r.stderr
     with open(out, "rb") as f:

@@ -9,6 +9,13 @@ wheel the tests already install, as separate processes, with a real message bus
   python-tackerclient looks for.
 * ``[tacker] vnflcm_mgmt_driver = vnflcm_noop,mgmt-drivers-hwaffinity``: the conductor
   loads our driver through its own driver manager (v1); v2 runs the package's script.
+* OpenStack VIMs' keys are files under ``vim_keys``; Kubernetes VIMs' keys go to a
+  key manager (``[k8s_vim] use_barbican``, Tacker refuses them without one): a real
+  Barbican API (``barbicanharness.py``, fixture ``barbican``) that Tacker finds in the
+  catalog as its service user, whose domains are therefore given by name (Tacker's
+  service context reads ``user_domain_name`` and ``project_domain_name`` only).
+* ``[v2_vnfm] kubernetes_vim_rsc_wait_timeout`` is ``K8S_WAIT_S``, so a CNF operation
+  that cannot complete (a replica left Pending) fails in under a minute.
 * State (configuration, packages, the glance_store, VIM keys, tooz locks, logs) lives in
   a per-run directory; every process is stopped by its process group (SIGTERM, then
   SIGKILL after a few seconds: the conductor's master does not exit on SIGTERM).
@@ -26,6 +33,9 @@ from osharness import free_port, kill_group, rss_of, tail_of
 
 SERVICE_USER, SERVICE_PASSWORD = "tacker", "secret"
 PIPELINE_DRIVERS = "vnflcm_noop,mgmt-drivers-hwaffinity"
+# How long v2's Kubernetes infra driver waits for a CNF's resources to be ready before
+# FAILED_TEMP (Tacker's default: 500 s); it looks every 10 s.
+K8S_WAIT_S = 40
 
 CONF = """\
 [DEFAULT]
@@ -48,9 +58,9 @@ auth_url = {identity}
 www_authenticate_uri = {identity}/v3
 username = {user}
 password = {password}
-user_domain_id = default
+user_domain_name = Default
 project_name = service
-project_domain_id = default
+project_domain_name = Default
 service_token_roles_required = false
 interface = public
 
@@ -64,6 +74,9 @@ filesystem_store_datadir = {store}
 openstack = {vim_keys}
 use_barbican = false
 
+[k8s_vim]
+use_barbican = true
+
 [coordination]
 backend_url = file://{state}
 
@@ -75,6 +88,7 @@ endpoint_url = http://127.0.0.1:{port}/
 
 [v2_vnfm]
 endpoint = http://127.0.0.1:{port}
+kubernetes_vim_rsc_wait_timeout = {k8s_wait}
 
 [oslo_policy]
 enforce_scope = false
@@ -156,7 +170,7 @@ class Tacker:
             f.write(CONF.format(port=self.port, paste=paste, transport=self.transport_url,
                                 database=self.database_url, identity=self.identity,
                                 user=SERVICE_USER, password=SERVICE_PASSWORD,
-                                drivers=PIPELINE_DRIVERS, **dirs))
+                                drivers=PIPELINE_DRIVERS, k8s_wait=K8S_WAIT_S, **dirs))
 
     def start(self, timeout=90):
         t0 = time.monotonic()

@@ -23,15 +23,9 @@ pytestmark = [pytest.mark.tacker, pytest.mark.openstack, pytest.mark.controlplan
 
 
 @pytest.fixture(scope="module")
-def v1(tacker, tacker_cloud):
-    from tackerclient.v1_0 import client as tackerclient
-    return tackerclient.Client(session=tacker_cloud.session("admin"), api_version="1")
-
-
-@pytest.fixture(scope="module")
-def vim(v1, tacker_cloud):
+def vim(v1_client, tacker_cloud):
     creds = tacker_cloud.credentials("admin")
-    made = v1.create_vim({"vim": {
+    made = v1_client.create_vim({"vim": {
         "type": "openstack", "name": "hwaffinity-vim", "is_default": True,
         "auth_url": creds["auth_url"],
         "auth_cred": {"username": creds["username"], "password": creds["password"],
@@ -42,7 +36,7 @@ def vim(v1, tacker_cloud):
 
 
 @pytest.fixture(scope="module")
-def new_vnf(v1, vim, vnf_a_onboarded, tacker_cloud, master, kubelets):
+def new_vnf(v1_client, vim, vnf_a_onboarded, tacker_cloud, master, kubelets):
     """A factory of VNF-A instances (v1), their operations timed."""
     state, pkg, _ = vnf_a_onboarded
     assert state == "ONBOARDED", pkg
@@ -50,8 +44,9 @@ def new_vnf(v1, vim, vnf_a_onboarded, tacker_cloud, master, kubelets):
     made = []
 
     def new(name):
-        life = Vnf(v1, 1, tacker_cloud, master, kubelets, vim_id=vim["id"])
-        life.id = v1.create_vnf_instance({"vnfdId": pkg["vnfdId"], "vnfInstanceName": name})["id"]
+        life = Vnf(v1_client, 1, tacker_cloud, master, kubelets, vim_id=vim["id"])
+        life.id = v1_client.create_vnf_instance({"vnfdId": pkg["vnfdId"],
+                                                 "vnfInstanceName": name})["id"]
         made.append(life)
         return life
     yield new

@@ -44,12 +44,6 @@ s.serve_forever()
 
 
 @pytest.fixture(scope="module")
-def v2(tacker, tacker_cloud):
-    from tackerclient.v1_0 import client as tackerclient
-    return tackerclient.Client(session=tacker_cloud.session("admin"), api_version="2")
-
-
-@pytest.fixture(scope="module")
 def subscriber(tmp_path_factory):
     path = tmp_path_factory.mktemp("subscriber") / "notifications.jsonl"
     path.write_text("")
