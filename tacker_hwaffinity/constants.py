@@ -4,6 +4,15 @@
 # runs on. Tacker's reference Kubernetes MgmtDriver uses this key.
 DEFAULT_HOST_LABEL = "CIS-node"
 
+# The node label openstack-cloud-controller-manager sets, once, when a node registers:
+# Nova's hostId of the node's server (sha224 of the project id and the compute host,
+# 56 hex digits, seen by any project member; two projects see one host under two ids).
+OPENSTACK_HOST_ID_LABEL = "topology.openstack.org/host-id"
+
+# The node label the SCS standard scs-0214 requires to name the physical host; its
+# implementation notes fill it with Nova's hostId, by hand.
+SCS_HOST_ID_LABEL = "topology.scs.community/host-id"
+
 # Pod annotation in which the node agent records each container's CPU grant. Only
 # the agent may write it (the webhook and deploy/agent/numa-annotation-policy.yaml
 # say so; the agent itself trusts no grant it could not have made).

@@ -8,8 +8,9 @@ that is a node of the cluster: no Heat stack or metadata is needed. The label a 
 should carry is what ``labeling.plan`` would set: the server's ``host``
 (``label_value``-sanitised), or its ``hostId`` when the credentials do not see hosts
 (``labeling.plan.choose_source``, ``--host-source``) or the key is
-``topology.openstack.org/host-id``. One Nova call (``/servers/detail``, all projects if
-Nova allows it: ``openstack.servers.ServerPoll``), whatever the number of nodes.
+``topology.openstack.org/host-id`` or ``topology.scs.community/host-id``. One Nova call
+(``/servers/detail``, all projects if Nova allows it: ``openstack.servers.ServerPoll``),
+whatever the number of nodes.
 
 Each node checked gets a state:
 
@@ -26,13 +27,14 @@ are left out. ``check_nodes`` is pure; ``check`` reads the credentials and Nova.
 """
 import typing
 
+from tacker_hwaffinity.constants import OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LABEL
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.labeling import provider_id
 from tacker_hwaffinity.labeling.nodes import NodeObjectError, kube_node
 from tacker_hwaffinity.labeling.plan import NodeIndex, Worker, choose_source
 from tacker_hwaffinity.labeling.sanitize import label_value
 
-HOST_ID_KEY = "topology.openstack.org/host-id"
+HOST_ID_KEYS = (OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LABEL)    # hold Nova's hostId
 MOVING = ("MIGRATING", "RESIZE", "VERIFY_RESIZE", "REVERT_RESIZE", "REBUILD", "BUILD")
 STATES = ("stale", "unknown", "moving", "ambiguous", "ok")   # worst first
 
@@ -131,8 +133,8 @@ def nodes_from_objects(objects):
 
 
 def source_for(key, host_source="auto"):
-    """host_source as labeling.plan takes it: the host-id key always holds hostIds."""
-    if host_source == "auto" and key == HOST_ID_KEY:
+    """host_source as labeling.plan takes it: the host-id keys always hold hostIds."""
+    if host_source == "auto" and key in HOST_ID_KEYS:
         return "hostId"
     return host_source
 
@@ -197,7 +199,8 @@ def register_openstack_args(parser):
                    help="cloud in clouds.yaml (default: $OS_CLOUD, else the OS_* variables)")
     g.add_argument("--host-source", choices=("auto", "host", "hostId"), default="auto",
                    help="compare with Nova's host (admin) or hostId; auto: host when the "
-                        "credentials see it, hostId for the %s key" % HOST_ID_KEY)
+                        "credentials see it, hostId for the %s keys"
+                        % " and ".join(HOST_ID_KEYS))
     g.add_argument("--nova-scope", choices=("auto", "all-projects", "project"),
                    default="auto",
                    help="which servers to list: all projects (all_tenants=1), the "

@@ -8,7 +8,7 @@ import gc
 import sys
 
 from tacker_hwaffinity import extras
-from tacker_hwaffinity.audit import owners, pdb, render, stale, thresholds
+from tacker_hwaffinity.audit import hostkey, owners, pdb, render, stale, thresholds
 from tacker_hwaffinity.cli import output, progress, warnings
 from tacker_hwaffinity.cli.common import (  # noqa: F401 (TIMING_ENV: docs)
     TIMING_ENV, PhaseTimes, add_schema_args, schema_check)
@@ -43,8 +43,10 @@ def register(sub):
                     "thresholds; 1: something is; 2: bad input.")
     add_cluster_args(p)
     add_schema_args(p)
-    p.add_argument("--topology-key", default=DEFAULT_HOST_LABEL, metavar="KEY",
-                   help="the node label naming the physical host (default %(default)s)")
+    p.add_argument("--topology-key", default=hostkey.AUTO, metavar="KEY",
+                   help="the node label naming the physical host; auto (the default): "
+                        "the first of %s that a node carries (%s when none does)"
+                        % (", ".join(hostkey.HOST_KEYS), DEFAULT_HOST_LABEL))
     output.add_output_arg(p, (output.TEXT, output.WIDE, output.JSON, output.YAML, output.NAME,
                               output.SVG))
     p.add_argument("--max-loss", metavar="N|P%",
@@ -105,23 +107,28 @@ def run(args):
         times.done("read")   # interpreter's teardown need walk it again
         by = split(objects)
         del objects
+        key = hostkey.choose(by["Node"], args.topology_key)
         report_stale = None
         if stale.wanted(args):
             status.phase("asking Nova where the VMs are")
-            report_stale = stale.check(args, by["Node"], args.topology_key)
+            report_stale = stale.check(args, by["Node"], key)
         elif "stale-labels" in args.fail_on:
             raise InputError("--fail-on stale-labels needs OpenStack credentials "
                              "(--openstack or --os-cloud)", field="--fail-on")
         override = report_stale.nova_hosts() if report_stale is not None else None
         status.phase("judging %d pods' placement" % len(by["Pod"]))
         owner_objs = [o for k in owners.OWNER_KINDS for o in by[k]]
-        report = core.audit(by["Node"], by["Pod"], args.topology_key, owners=owner_objs,
+        report = core.audit(by["Node"], by["Pod"], key, owners=owner_objs,
                             pdbs=by["PodDisruptionBudget"], host_override=override,
                             namespace_objs=by["Namespace"],
                             selector_objs=[o for k in SELECTOR_KINDS for o in by[k]])
         if args.kubeconfig is None:     # after the objects' own errors, which say more
             check_nodes(by["Node"], args.cluster)
         times.done("audit")
+    report.warnings.extend(hostkey.disagreements(by["Node"]))
+    if args.topology_key == hostkey.AUTO and key != DEFAULT_HOST_LABEL:
+        notes = notes + ["host key %s: the first of %s that a node carries (--topology-key "
+                         "auto)" % (key, ", ".join(hostkey.HOST_KEYS))]
     report.notes[:0] = notes
     warnings.emit(report.warnings)
     found = thresholds.findings(report, max_loss, args.fail_on, report_stale)

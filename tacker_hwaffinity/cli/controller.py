@@ -11,6 +11,7 @@ import socket
 
 from tacker_hwaffinity.cli.main import plain_text
 from tacker_hwaffinity import extras
+from tacker_hwaffinity.constants import OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LABEL
 from tacker_hwaffinity.errors import InputError
 
 DEFAULT_PORT = 9465
@@ -68,9 +69,16 @@ def register(sub):
                    help="the next eviction waits for the pod evicted last at most its grace "
                         "period plus this; a pod still there then (stuck Terminating on a "
                         "NotReady node) gets a Warning Event and is not waited for")
-    p.add_argument("--host-id-label", metavar="KEY",
-                   help="also keep this label true with the server's hostId (e.g. "
-                        "topology.openstack.org/host-id)")
+    p.add_argument("--openstack-host-id-label", action="store_true",
+                   help="also keep %s true: the server's Nova hostId, as "
+                        "openstack-cloud-controller-manager sets it when a node registers "
+                        "(and never again)" % OPENSTACK_HOST_ID_LABEL)
+    p.add_argument("--scs-host-id-label", action="store_true",
+                   help="also keep %s true (SCS standard scs-0214): the server's Nova "
+                        "hostId" % SCS_HOST_ID_LABEL)
+    p.add_argument("--host-id-label", action="append", default=[], metavar="KEY",
+                   help="also keep label KEY true with the server's Nova hostId "
+                        "(repeatable; the two flags above name the standard keys)")
     p.add_argument("--lease-namespace", metavar="NAMESPACE",
                    default=os.environ.get("POD_NAMESPACE", "hwaffinity-system"),
                    help="namespace of the leader election Lease ($POD_NAMESPACE when set)")
@@ -137,6 +145,18 @@ def _workers(args):
     return lambda _openstack, _nodes, _region: workers.MetadataWorkers(metadata)
 
 
+def host_id_labels(args):
+    """The label keys the flags ask to keep equal to Nova's hostId, each once, in the
+    order given (the standard ones first)."""
+    keys = [OPENSTACK_HOST_ID_LABEL] if args.openstack_host_id_label else []
+    keys += [SCS_HOST_ID_LABEL] if args.scs_host_id_label else []
+    for key in args.host_id_label:
+        if not key:
+            raise InputError("an empty label key", field="--host-id-label")
+        keys.append(key)
+    return tuple(dict.fromkeys(keys))
+
+
 def _params(text):
     from tacker_hwaffinity.labeling import params as parameters
     raw = {}
@@ -158,6 +178,12 @@ def config(args):
     address = parse_address(args.metrics_address, "--metrics-address")
     select = _workers(args)
     hw = _params(args.params)
+    id_keys = host_id_labels(args)
+    both = sorted(set(id_keys) & set(hw["label_keys"]))
+    if both:
+        raise InputError("%s: a host label of --params label_keys (the compute host) and "
+                         "a host-id label (Nova's hostId) at once; give it once"
+                         % ", ".join(both), field="--host-id-label")
     if args.exposure_max_workloads < 0:
         raise InputError("must be 0 or more, got %d" % args.exposure_max_workloads,
                          field="--exposure-max-workloads")
@@ -169,7 +195,7 @@ def config(args):
         lease=Lease(args.lease_namespace, args.lease_name, args.identity, args.lease_duration),
         poll_interval=args.poll_interval, grace=args.grace,
         eviction_interval=args.eviction_interval, termination_margin=args.termination_margin,
-        dry_run=args.dry_run, host_id_label=args.host_id_label, nova_scope=args.nova_scope,
+        dry_run=args.dry_run, host_id_labels=id_keys, nova_scope=args.nova_scope,
         # read here, not as the flag's default: --help must not print the URL's password
         notifications_url=args.notifications_url or os.environ.get("NOVA_NOTIFICATIONS_URL"),
         exposure_max_workloads=args.exposure_max_workloads, os_cloud=args.os_cloud,

@@ -54,7 +54,8 @@ class ControllerConfig:
     eviction_interval: float
     termination_margin: float
     dry_run: bool
-    host_id_label: typing.Optional[str]
+    host_id_labels: typing.Tuple[str, ...]
+    """Label keys kept equal to each worker's Nova hostId (empty: none)."""
     nova_scope: str                             # auto, all-projects or project
     notifications_url: typing.Optional[str]     # None: Nova polls only
     exposure_max_workloads: int
@@ -130,7 +131,7 @@ class ControllerDaemon:
         settings = runner.Settings(config.hw, config.select_workers(openstack, nodes.list, region),
                                    config.poll_interval, config.grace,
                                    config.eviction_interval, config.dry_run,
-                                   config.host_id_label,
+                                   config.host_id_labels,
                                    termination_margin=config.termination_margin, region=region)
         pods = Informer(conn, core.list_pod_for_all_namespaces, "Pod", "pods",
                         _read_by_list, log=log, fields=POD_FIELDS, metrics=counted)
@@ -167,9 +168,12 @@ class ControllerDaemon:
 
         def start_lines(port):
             return [
-                "controller %s: workers are %s; Nova every %.0f s, grace %.0f s%s "
+                "controller %s: workers are %s; Nova every %.0f s, grace %.0f s%s%s "
                 "(metrics on %s:%d)" % (lease.identity, settings.workers.describe(),
                                         config.poll_interval, config.grace,
+                                        "; hostId kept in %s" % ", ".join(
+                                            config.host_id_labels)
+                                        if config.host_id_labels else "",
                                         ", dry run" if config.dry_run else "",
                                         self.address.host, port),
                 "controller %s: OpenStack user %s, project %s; Nova polls list %s "

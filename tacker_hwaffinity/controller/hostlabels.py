@@ -1,5 +1,10 @@
 """Node labels follow the VMs: Nova polled, the workers that settled on a new host
-relabelled with the MgmtDriver's own planner (``labeling.plan``), an Event on the node."""
+relabelled with the MgmtDriver's own planner (``labeling.plan``), an Event on the node.
+
+The host-id labels (``Settings.host_id_labels``: ``topology.openstack.org/host-id``,
+``topology.scs.community/host-id``) are part of the same plan: each matched worker's
+assignment also carries them, set to Nova's ``hostId`` of its server, so they are
+written, compared and judged stale together with the host label, by one code path."""
 import time
 
 from tacker_hwaffinity.controller.events import meta_of
@@ -8,6 +13,7 @@ from tacker_hwaffinity.kube import labels
 from tacker_hwaffinity.kube.client import KubeError
 from tacker_hwaffinity.labeling import plan as planning
 from tacker_hwaffinity.labeling.nodes import kube_node
+from tacker_hwaffinity.labeling.sanitize import label_value
 
 
 class HostLabels:
@@ -76,11 +82,18 @@ class HostLabels:
             self._relabel([self.workers[i] for i in todo], moved)
 
     def _plan(self, servers):
-        """The MgmtDriver planner's Plan for SERVERS on the nodes of the cache."""
+        """The MgmtDriver planner's Plan for SERVERS on the nodes of the cache, each
+        matched worker's labels with the host-id labels (its server's hostId) added."""
         hw = dict(self.s.hw, host_source=self.tracker.source)
         workers = [planning.Worker(s.name, s.id, list(s.addresses), s.host, s.host_id)
                    for s in servers]
-        return planning.plan(workers, self._kube_nodes(), hw, self.s.region)
+        p = planning.plan(workers, self._kube_nodes(), hw, self.s.region)
+        if self.s.host_id_labels:
+            for a in p.assignments:
+                if a.node is not None and not a.error and a.worker.host_id:
+                    a.labels.update(dict.fromkeys(self.s.host_id_labels,
+                                                  label_value(a.worker.host_id)))
+        return p
 
     def _relabel(self, servers, moves):
         if not servers:
@@ -90,10 +103,6 @@ class HostLabels:
             self.log.warning("%s", err)
         by_node = {a.node.name: a for a in p.assignments if a.node is not None}
         desired = p.desired()
-        if self.s.host_id_label:
-            for node, a in by_node.items():
-                if a.worker.host_id and node in desired:
-                    desired[node] = dict(desired[node], **{self.s.host_id_label: a.worker.host_id})
         for node, wanted in sorted(desired.items()):
             obj = self.nodes.get(None, node)
             if obj is None:

@@ -89,15 +89,17 @@ class Metrics:
 class Settings:
     """WORKERS: which servers are workers (``controller.workers``). TERMINATION_MARGIN:
     seconds an evicted pod may take beyond its grace period to go (module docstring).
-    REGION: the OpenStack credentials' region (None: unknown; ``labeling.plan.NodeIndex``)."""
+    REGION: the OpenStack credentials' region (None: unknown; ``labeling.plan.NodeIndex``).
+    HOST_ID_LABELS: the label keys kept equal to each worker's Nova hostId beside the
+    host labels (``controller.hostlabels``)."""
 
     def __init__(self, hw, workers, poll_interval=30.0, grace=60.0,
-                 eviction_interval=10.0, dry_run=False, host_id_label=None,
+                 eviction_interval=10.0, dry_run=False, host_id_labels=(),
                  termination_margin=TERMINATION_MARGIN_S, region=None):
         self.hw, self.workers, self.region = hw, workers, region
         self.poll_interval, self.grace = poll_interval, grace
         self.eviction_interval, self.dry_run = eviction_interval, dry_run
-        self.host_id_label = host_id_label
+        self.host_id_labels = tuple(host_id_labels)
         self.termination_margin = termination_margin
 
 

@@ -153,7 +153,7 @@ def test_a_bad_annotation_is_an_event_not_an_eviction(world):
 
 def test_the_host_id_label_follows_the_server_too(world):
     c, poll, nodes, pods, calls, now, _ = world
-    c.s.host_id_label = "topology.openstack.org/host-id"
+    c.s.host_id_labels = ("topology.openstack.org/host-id",)
     poll.states = [State("1", "h1"), State("2", "h2")]
     c.tick()
     assert ("w1", {"CIS-node": "h1", "topology.openstack.org/host-id": "hid-h1"}) \
