@@ -46,30 +46,20 @@ def workers(cloud, control_plane):
     """{node: (server id, host)}: three worker VMs (the metadata the controllers select),
     one per compute host, and a node per VM, labelled with its host as the MgmtDriver
     labels it (its InternalIP the VM's address)."""
-    nova = cloud.nova("admin", version="2.68")
     hosts = sorted(cloud.hosts)[:3]
-    servers = [nova.servers.create("au-w%d-%s" % (i, uuid.uuid4().hex[:4]), image=cloud.image,
-                                   flavor="1", nics=[{"net-id": cloud.network_id}],
-                                   meta=dict([META])) for i in range(3)]
+    names = ["au-w%d-%s" % (i, uuid.uuid4().hex[:4]) for i in range(3)]
     out = {}
-    try:
-        for i, (server, host) in enumerate(zip(servers, hosts)):
-            server = osharness.wait_server(nova, server.id, timeout=90)
-            assert server.status == "ACTIVE", server.to_dict().get("fault")
-            if cloud.server(server.id).get("OS-EXT-SRV-ATTR:host") != host:
-                cloud.live_migrate(server.id, host=host)
-            info = cloud.server(server.id)
-            ip = next(a["addr"] for nets in info["addresses"].values() for a in nets)
-            node = "au-w%d-%s" % (i, uuid.uuid4().hex[:4])
-            control_plane.add_node(node, {"kubernetes.io/hostname": node, "CIS-node": host},
-                                   address=ip)
-            out[node] = (server.id, host)
-        yield out
-    finally:
-        for node in out:
-            control_plane.delete_node(node)
-        for server in servers:
-            nova.servers.delete(server.id)
+    with osharness.servers_on_hosts(cloud, names, hosts, meta=dict([META])) as placed:
+        try:
+            for i, (server_id, host, ip) in enumerate(placed):
+                node = "au-w%d-%s" % (i, uuid.uuid4().hex[:4])
+                control_plane.add_node(node, {"kubernetes.io/hostname": node,
+                                              "CIS-node": host}, address=ip)
+                out[node] = (server_id, host)
+            yield out
+        finally:
+            for node in out:
+                control_plane.delete_node(node)
 
 
 def _env(cloud):

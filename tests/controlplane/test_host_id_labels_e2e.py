@@ -41,31 +41,22 @@ def cloud():
 def nodes(cloud, control_plane):
     """{node name: server id}: three servers, one per compute host, each a node named by
     its providerID."""
-    nova = cloud.nova("admin", version="2.68")
     tag = uuid.uuid4().hex[:4]
     hosts = sorted(cloud.hosts)[:3]
-    made = [nova.servers.create("hid-%s-%d" % (tag, i), image=cloud.image, flavor="1",
-                                nics=[{"net-id": cloud.network_id}]) for i in range(3)]
     out = {}
-    try:
-        for server, host in zip(made, hosts):
-            server = osharness.wait_server(nova, server.id, timeout=90)
-            assert server.status == "ACTIVE", server.to_dict().get("fault")
-            if cloud.server(server.id)[osharness.HOST_ATTR] != host:
-                cloud.live_migrate(server.id, host=host)
-            name = "hid-node-%s-%s" % (tag, host)
-            ip = next(a["addr"] for nets in cloud.server(server.id)["addresses"].values()
-                      for a in nets)
-            control_plane.add_node(name, {"kubernetes.io/hostname": name}, address=ip)
-            out[name] = server.id
-            control_plane.admin.patch("/api/v1/nodes/" + name,
-                                      {"spec": {"providerID": "openstack:///" + server.id}})
-        yield out
-    finally:
-        for name in out:
-            control_plane.delete_node(name)
-        for server in made:
-            nova.servers.delete(server.id)
+    with osharness.servers_on_hosts(cloud, ["hid-%s-%d" % (tag, i) for i in range(3)],
+                                    hosts) as placed:
+        try:
+            for server_id, host, ip in placed:
+                name = "hid-node-%s-%s" % (tag, host)
+                control_plane.add_node(name, {"kubernetes.io/hostname": name}, address=ip)
+                out[name] = server_id
+                control_plane.admin.patch("/api/v1/nodes/" + name,
+                                          {"spec": {"providerID": "openstack:///" + server_id}})
+            yield out
+        finally:
+            for name in out:
+                control_plane.delete_node(name)
 
 
 def _labels(cp, node):

@@ -38,26 +38,12 @@ def cloud():
 def servers(cloud):
     """{role: (server id, host, address)}: a, b, c one per compute host; "spare" is no
     node of the cluster."""
-    nova = cloud.nova("admin", version="2.68")
     hosts = sorted(cloud.hosts)[:3]
     tag = uuid.uuid4().hex[:4]
     roles = ("a", "b", "c", "spare")
-    made = [nova.servers.create("pid-%s-%s" % (r, tag), image=cloud.image, flavor="1",
-                                nics=[{"net-id": cloud.network_id}]) for r in roles]
-    out = {}
-    try:
-        for role, server, host in zip(roles, made, hosts + hosts[:1]):
-            server = osharness.wait_server(nova, server.id, timeout=90)
-            assert server.status == "ACTIVE", server.to_dict().get("fault")
-            if cloud.server(server.id).get("OS-EXT-SRV-ATTR:host") != host:
-                cloud.live_migrate(server.id, host=host)
-            info = cloud.server(server.id)
-            ip = next(a["addr"] for nets in info["addresses"].values() for a in nets)
-            out[role] = (server.id, host, ip)
-        yield out
-    finally:
-        for server in made:
-            nova.servers.delete(server.id)
+    with osharness.servers_on_hosts(cloud, ["pid-%s-%s" % (r, tag) for r in roles],
+                                    hosts + hosts[:1]) as placed:
+        yield dict(zip(roles, placed))
 
 
 @pytest.fixture

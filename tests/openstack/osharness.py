@@ -747,6 +747,33 @@ def wait_server(nova, server_id, timeout=60):
     return wait_for(done, timeout, what="server %s to leave BUILD" % server_id)
 
 
+@contextlib.contextmanager
+def servers_on_hosts(cloud, names, hosts, **create):
+    """Servers NAMES (keyword arguments CREATE for ``servers.create``), the i-th on
+    HOSTS[i] (live-migrated there when Nova put it elsewhere), deleted on the way out.
+    Yields [(server id, host, first address)] in the order of NAMES."""
+    nova = cloud.nova("admin", version="2.68")
+    made = [nova.servers.create(name, image=cloud.image, flavor="1",
+                                nics=[{"net-id": cloud.network_id}], **create)
+            for name in names]
+    try:
+        placed = []
+        for server, host in zip(made, hosts):
+            server = wait_server(nova, server.id, timeout=90)
+            if server.status != "ACTIVE":
+                raise HarnessError("server %s is %s: %s" % (
+                    server.id, server.status, server.to_dict().get("fault")))
+            if cloud.server(server.id).get(HOST_ATTR) != host:
+                cloud.live_migrate(server.id, host=host)
+            info = cloud.server(server.id)
+            address = next(a["addr"] for nets in info["addresses"].values() for a in nets)
+            placed.append((server.id, host, address))
+        yield placed
+    finally:
+        for server in made:
+            nova.servers.delete(server.id)
+
+
 def wait_stack(heat, stack_id, timeout=120):
     """Wait until a stack's status is no longer ``*_IN_PROGRESS``."""
     def done():
