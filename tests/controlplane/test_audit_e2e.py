@@ -62,22 +62,13 @@ def workers(cloud, control_plane):
                 control_plane.delete_node(node)
 
 
-def _env(cloud):
-    creds = cloud.credentials("admin")
-    env = dict(os.environ, OS_AUTH_URL=creds["auth_url"], OS_USERNAME=creds["username"],
-               OS_PASSWORD=creds["password"], OS_PROJECT_NAME=creds["project_name"],
-               OS_USER_DOMAIN_NAME="Default", OS_PROJECT_DOMAIN_NAME="Default")
-    env.pop("OS_CLOUD", None)
-    return env
-
-
 def audit(cloud, cp, *flags):
     """(exit status, stdout, stderr) of `hwaffinity audit --kubeconfig ... --openstack`;
     no exposure fails it (other tests' workloads may be there): only what FLAGS ask."""
     p = subprocess.run(
         [sys.executable, "-m", "tacker_hwaffinity.cli.main", "audit",
          "--kubeconfig", cp.kubeconfig, "--openstack", "--max-loss", "100%"] + list(flags),
-        capture_output=True, text=True, env=_env(cloud), cwd=ROOT, timeout=120)
+        capture_output=True, text=True, env=osharness.cli_env(cloud), cwd=ROOT, timeout=120)
     assert p.returncode in (0, 1), p.stderr
     return p.returncode, p.stdout, p.stderr
 

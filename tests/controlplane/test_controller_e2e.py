@@ -112,11 +112,7 @@ def _reset(cloud, workers):
 @pytest.fixture
 def controller(cloud, control_plane, stack, workers, tmp_path):
     _reset(cloud, workers)
-    creds = cloud.credentials("admin")
-    env = dict(os.environ, OS_AUTH_URL=creds["auth_url"], OS_USERNAME=creds["username"],
-               OS_PASSWORD=creds["password"], OS_PROJECT_NAME=creds["project_name"],
-               OS_USER_DOMAIN_NAME="Default", OS_PROJECT_DOMAIN_NAME="Default")
-    env.pop("OS_CLOUD", None)
+    env = osharness.cli_env(cloud)
     log = open(tmp_path / "controller.log", "wb")
     proc = subprocess.Popen(
         [sys.executable, "-m", "tacker_hwaffinity.cli.main", "controller",
@@ -234,11 +230,7 @@ def test_a_pdb_holds_the_eviction_back_until_it_allows_it(
 def _start(cloud, control_plane, tmp_path, name, *extra, select, auth_url=None, user="admin"):
     """Another controller process (for the tests below), with the OpenStack credentials of
     the harness USER; returns (proc, log path)."""
-    creds = cloud.credentials(user)
-    env = dict(os.environ, OS_AUTH_URL=auth_url or creds["auth_url"],
-               OS_USERNAME=creds["username"], OS_PASSWORD=creds["password"],
-               OS_PROJECT_NAME=creds["project_name"], OS_USER_DOMAIN_NAME="Default",
-               OS_PROJECT_DOMAIN_NAME="Default")
+    env = osharness.cli_env(cloud, user, auth_url)
     path = tmp_path / ("%s.log" % name)
     proc = subprocess.Popen(
         [sys.executable, "-m", "tacker_hwaffinity.cli.main", "controller",

@@ -23,7 +23,6 @@ from tacker_hwaffinity.constants import OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LAB
 
 from . import harness
 from .test_controller_e2e import _kill, _start, osharness
-from .test_provider_id_e2e import _env
 
 pytestmark = [pytest.mark.controlplane, pytest.mark.openstack]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -96,7 +95,7 @@ def _audit(cloud, cp, key):
         [sys.executable, "-m", "tacker_hwaffinity.cli.main", "audit", "--kubeconfig",
          cp.kubeconfig, "--openstack", "--topology-key", key, "--fail-on", "stale-labels",
          "-o", "json"],
-        capture_output=True, text=True, env=_env(cloud), cwd=ROOT, timeout=120)
+        capture_output=True, text=True, env=osharness.cli_env(cloud), cwd=ROOT, timeout=120)
     assert p.returncode in (0, 1), p.stderr
     doc = json.loads(p.stdout)
     return p.returncode, {n["node"]: n["state"] for n in doc["staleLabels"]["nodes"]}, p.stderr

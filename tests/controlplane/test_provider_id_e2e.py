@@ -70,22 +70,12 @@ def nodes(control_plane, servers):
             control_plane.delete_node(name)
 
 
-def _env(cloud):
-    creds = cloud.credentials("admin")
-    env = dict(os.environ, OS_AUTH_URL=creds["auth_url"], OS_USERNAME=creds["username"],
-               OS_PASSWORD=creds["password"], OS_PROJECT_NAME=creds["project_name"],
-               OS_USER_DOMAIN_NAME="Default", OS_PROJECT_DOMAIN_NAME="Default")
-    env.pop("OS_CLOUD", None)
-    env.pop("OS_REGION_NAME", None)
-    return env
-
-
 def _audit(cloud, cp):
     """{node: (state, server id)} of `hwaffinity audit --openstack -o json`."""
     p = subprocess.run(
         [sys.executable, "-m", "tacker_hwaffinity.cli.main", "audit", "--kubeconfig",
          cp.kubeconfig, "--openstack", "--max-loss", "100%", "-o", "json"],
-        capture_output=True, text=True, env=_env(cloud), cwd=ROOT, timeout=120)
+        capture_output=True, text=True, env=osharness.cli_env(cloud), cwd=ROOT, timeout=120)
     assert p.returncode in (0, 1), p.stderr
     doc = json.loads(p.stdout)
     return {n["node"]: (n["state"], n["server"]) for n in doc["staleLabels"]["nodes"]}

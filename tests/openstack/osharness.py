@@ -747,6 +747,20 @@ def wait_server(nova, server_id, timeout=60):
     return wait_for(done, timeout, what="server %s to leave BUILD" % server_id)
 
 
+def cli_env(cloud, user="admin", auth_url=None):
+    """The environment of a command that finds the cloud by OS_* variables, as the
+    harness USER (AUTH_URL instead of the cloud's: a test of a Keystone that is down),
+    with nothing of the caller's own cloud (OS_CLOUD, OS_REGION_NAME)."""
+    creds = cloud.credentials(user)
+    env = dict(os.environ, OS_AUTH_URL=auth_url or creds["auth_url"],
+               OS_USERNAME=creds["username"], OS_PASSWORD=creds["password"],
+               OS_PROJECT_NAME=creds["project_name"], OS_USER_DOMAIN_NAME="Default",
+               OS_PROJECT_DOMAIN_NAME="Default")
+    env.pop("OS_CLOUD", None)
+    env.pop("OS_REGION_NAME", None)
+    return env
+
+
 @contextlib.contextmanager
 def servers_on_hosts(cloud, names, hosts, **create):
     """Servers NAMES (keyword arguments CREATE for ``servers.create``), the i-th on
