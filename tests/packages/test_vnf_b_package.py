@@ -14,6 +14,7 @@
   surge pod for a workload with one replica per host.
 """
 import copy
+import json
 import os
 
 import pytest
@@ -285,3 +286,56 @@ def test_csar_validate_is_clean_on_the_sample_cluster(cnf_built):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "18 of 18 pods placed on 3 distinct CIS-node value(s)" in proc.stdout
+
+
+# The other sample requests of VNF-B's life (run through Tacker by
+# tests/tacker_e2e/test_tacker_cnf.py), each against Tacker's own schema.
+V2_SCHEMAS = {"scale_out_upf.json": "ScaleVnfRequest_V200",
+              "scale_out_smf.json": "ScaleVnfRequest_V200",
+              "heal_pod.json": "HealVnfRequest_V200",
+              "terminate.json": "TerminateVnfRequest_V200"}
+V1_SCHEMAS = {"heal_pod.json": "heal", "terminate.json": "terminate"}
+
+
+def _lcm_request(api, name):
+    with open(os.path.join(os.path.dirname(REQUESTS[api]), name)) as f:
+        return json.load(f)
+
+
+@pytest.mark.parametrize("name", sorted(V2_SCHEMAS))
+def test_v2_lcm_requests_pass_the_tacker_api_schema(name):
+    from tacker.sol_refactored.api import validator
+    from tacker.sol_refactored.api.schemas import vnflcm_v2
+    validator.SolSchemaValidator(getattr(vnflcm_v2, V2_SCHEMAS[name])).validate(
+        _lcm_request("v2", name))
+
+
+@pytest.mark.parametrize("name", sorted(V1_SCHEMAS))
+def test_v1_lcm_requests_pass_the_tacker_api_schema(name):
+    from tacker.api.schemas import vnf_lcm
+    from tacker.api.validation import validators
+    validators._SchemaValidator(getattr(vnf_lcm, V1_SCHEMAS[name])).validate(
+        _lcm_request("v1", name))
+
+
+def test_scale_requests_name_the_vnfds_aspects():
+    """v1 has no schema for a scale request (its controller checks it): the same
+    SOL003 body as v2's, and every aspect a request names is the VNFD's."""
+    aspects = {}
+    for policy in flavour()["topology_template"]["policies"]:
+        for body in policy.values():
+            if body["type"] == "tosca.policies.nfv.ScalingAspects":
+                aspects.update(body["properties"]["aspects"])
+    assert _lcm_request("v1", "scale_out_upf.json") == _lcm_request("v2", "scale_out_upf.json")
+    for name in ("scale_out_upf.json", "scale_out_smf.json"):
+        assert _lcm_request("v2", name)["aspectId"] in aspects
+
+
+def test_tacker_v1_reads_the_flavour_it_instantiates(cnf_package):
+    """v1's instantiate reads the flavour with vnflcm.utils and pops its
+    substitution_mappings.requirements: a flavour without them is a KeyError inside
+    the conductor, and the instantiate never starts (found through Tacker)."""
+    from tacker.vnflcm import utils
+    vnfd = utils._get_flavour_based_vnfd(cnf_package, "simple")
+    assert vnfd["topology_template"]["substitution_mappings"].pop("requirements") == {
+        "virtual_link_external": []}
