@@ -129,3 +129,25 @@ def domains_of(pods, node_domain):
         else:
             pending.append(p["metadata"]["name"])
     return dict(counts), sorted(pending)
+
+
+def workload_of(pod_name):
+    """The workload a controller's pod belongs to (its name up to the first dash)."""
+    return pod_name.split("-", 1)[0]
+
+
+def plan_by_workload(result, namespace):
+    """({workload: {domain: pods}}, {workload: [nodes]}, [pending pods]) of NAMESPACE's
+    pods in a ``hwaffinity plan -o json`` RESULT."""
+    counts = collections.defaultdict(collections.Counter)
+    nodes, pending = collections.defaultdict(list), []
+    for p in result["placements"]:
+        ns, _, name = p["pod"].partition("/")
+        if ns != namespace:
+            continue
+        if p["node"] is None:
+            pending.append(name)
+        else:
+            counts[workload_of(name)][p["domain"]] += 1
+            nodes[workload_of(name)].append(p["node"])
+    return {k: dict(v) for k, v in counts.items()}, nodes, pending

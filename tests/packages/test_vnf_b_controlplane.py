@@ -21,7 +21,6 @@ as policy/v1beta1 by this v1.20 control plane) are checked through the real
 disruption controller: each covers exactly its workload's pods and allows
 one disruption.
 """
-import collections
 import json
 
 import pytest
@@ -47,25 +46,6 @@ def _objects(namespace):
     for d in docs:
         d["metadata"]["namespace"] = namespace
     return sorted(docs, key=lambda d: ORDER[d["kind"]])
-
-
-def _workload_of(pod_name):
-    return pod_name.split("-", 1)[0]
-
-
-def _plan_by_workload(result, namespace):
-    counts = collections.defaultdict(collections.Counter)
-    nodes, pending = collections.defaultdict(list), []
-    for p in result["placements"]:
-        ns, _, name = p["pod"].partition("/")
-        if ns != namespace:
-            continue
-        if p["node"] is None:
-            pending.append(name)
-        else:
-            counts[_workload_of(name)][p["domain"]] += 1
-            nodes[_workload_of(name)].append(p["node"])
-    return {k: dict(v) for k, v in counts.items()}, nodes, pending
 
 
 def _wait_for_an_even_cluster(cp, host_nodes, namespace):
@@ -97,7 +77,7 @@ def test_cnf_spreads_as_planned(control_plane, host_nodes, namespace, tmp_path):
         f.write_text(yaml.safe_dump(obj, sort_keys=False))
         files.append(str(f))
     code, result = run_plan(str(cluster), files)
-    plan_counts, plan_nodes, plan_pending = _plan_by_workload(result, namespace)
+    plan_counts, plan_nodes, plan_pending = w.plan_by_workload(result, namespace)
 
     # The real scheduler.
     for f in files:

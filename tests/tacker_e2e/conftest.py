@@ -105,23 +105,27 @@ def barbican(request, tacker_cloud):
 
 @pytest.fixture(scope="package")
 def packages_client(tacker, tacker_cloud):
+    """The VNF package API."""
+    return _client(tacker_cloud)
+
+
+def _client(tacker_cloud, api_version=None):
     """python-tackerclient (its Python API) as the admin user, through the catalog."""
     from tackerclient.v1_0 import client as tackerclient
-    return tackerclient.Client(session=tacker_cloud.session("admin"))
+    return tackerclient.Client(session=tacker_cloud.session("admin"),
+                               **({"api_version": api_version} if api_version else {}))
 
 
 @pytest.fixture(scope="package")
 def v1_client(tacker, tacker_cloud):
-    """python-tackerclient, VNF LCM v1 (and the VIM, package APIs)."""
-    from tackerclient.v1_0 import client as tackerclient
-    return tackerclient.Client(session=tacker_cloud.session("admin"), api_version="1")
+    """VNF LCM v1 (and the VIM and package APIs)."""
+    return _client(tacker_cloud, "1")
 
 
 @pytest.fixture(scope="package")
 def v2(tacker, tacker_cloud):
-    """python-tackerclient, VNF LCM v2."""
-    from tackerclient.v1_0 import client as tackerclient
-    return tackerclient.Client(session=tacker_cloud.session("admin"), api_version="2")
+    """VNF LCM v2."""
+    return _client(tacker_cloud, "2")
 
 
 @pytest.fixture(scope="package")

@@ -1,12 +1,19 @@
 """The kubelets of the VNF's VMs. The harness's VMs run no OS, so nothing on them
 registers with Kubernetes; ``Kubelets.sync`` does what their kubelets would: every
 ACTIVE server with an address registers once as the node ``vm-<address>`` with that
-address as InternalIP (the real control plane, kept alive by its fake kubelet).
+address as InternalIP (the real control plane, kept alive by its fake kubelet). A
+master VM's node (its Heat name holds the VDU ``masterNode``) carries what kubeadm
+init gives a v1.20 control-plane node: the ``node-role.kubernetes.io/master`` label and
+NoSchedule taint, so workloads go to the workers.
 
 A healed VM keeps its port, so its new server takes its old node back, as a kubelet
 registering under an existing name does. Nodes are never removed here: removing the
 node of a scaled-in worker is the MgmtDriver's job, and that is what the tests check.
 """
+
+
+MASTER_VDU = "masterNode"
+MASTER_ROLE = "node-role.kubernetes.io/master"
 
 
 class Kubelets:
@@ -37,7 +44,12 @@ class Kubelets:
         for server in fresh:
             name = self.node_name(self.address(server))
             if name not in existing:
-                self.cp.add_node(name, address=self.address(server), wait=False)
+                master = MASTER_VDU in server.name
+                self.cp.add_node(name, labels={MASTER_ROLE: ""} if master else None,
+                                 address=self.address(server), wait=False)
+                if master:
+                    self.cp.admin.patch("/api/v1/nodes/" + name, {"spec": {"taints": [
+                        {"key": MASTER_ROLE, "effect": "NoSchedule"}]}})
                 self.created.add(name)
                 added.append(name)
             self.registered.add(server.id)

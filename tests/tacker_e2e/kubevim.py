@@ -29,12 +29,12 @@ def credentials(cp):
     return base64.b64decode(data["token"]).decode(), base64.b64decode(data["ca.crt"]).decode()
 
 
-def register(client, cp, name):
+def register(client, cp, name, is_default=False):
     """The control plane registered through Tacker's ``/v1.0/vims`` (CLIENT: a
     python-tackerclient), as ``openstack vim register`` sends it; the VIM."""
     token, ca = credentials(cp)
     return client.create_vim({"vim": {
-        "type": "kubernetes", "name": name, "is_default": False,
+        "type": "kubernetes", "name": name, "is_default": is_default,
         "auth_url": cp.server,
         "auth_cred": {"bearer_token": token, "ssl_ca_cert": ca},
         "vim_project": {"name": "default"}}})["vim"]

@@ -109,14 +109,20 @@ def operation_of(list_occs, instance_id, operation, known=(), timeout=30):
     raise AssertionError("no operation occurrence for %s after %d s" % (instance_id, timeout))
 
 
+# SOL003's states an occurrence stays in without a request: FAILED_TEMP waits for a retry,
+# a rollback or a fail; the others are final (ROLLED_BACK: an error before the operation
+# started, which Tacker rolls back itself).
+SETTLED = ("FAILED_TEMP", "COMPLETED", "ROLLED_BACK", "FAILED")
+
+
 def wait_operation(show, occ_id, timeout=240, each=lambda: None):
-    """The occurrence (SHOW(occ_id)) once it is FAILED_TEMP or COMPLETED; EACH() runs
+    """The occurrence (SHOW(occ_id)) once it has settled (``SETTLED``); EACH() runs
     every second meanwhile (the VMs' kubelets registering)."""
     deadline, occ = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
         each()
         occ = show(occ_id)
-        if occ["operationState"] in ("FAILED_TEMP", "COMPLETED"):
+        if occ["operationState"] in SETTLED:
             return occ
         time.sleep(1)
     raise AssertionError("operation %s still %s after %d s" % (
