@@ -90,7 +90,9 @@ def _resize(cloud, server_id, flavor="2"):
 
 
 def _audit(cloud, cp, key):
-    """(exit code, {node: state}, stderr) of `hwaffinity audit --openstack` on KEY."""
+    """({node: state}, stderr) of `hwaffinity audit --openstack` on KEY. The cluster is
+    shared with other tests: their nodes have their own states, and may make the exit
+    code 1 (stale labels), so the caller looks at its own nodes only."""
     p = subprocess.run(
         [sys.executable, "-m", "tacker_hwaffinity.cli.main", "audit", "--kubeconfig",
          cp.kubeconfig, "--openstack", "--topology-key", key, "--fail-on", "stale-labels",
@@ -98,7 +100,7 @@ def _audit(cloud, cp, key):
         capture_output=True, text=True, env=osharness.cli_env(cloud), cwd=ROOT, timeout=120)
     assert p.returncode in (0, 1), p.stderr
     doc = json.loads(p.stdout)
-    return p.returncode, {n["node"]: n["state"] for n in doc["staleLabels"]["nodes"]}, p.stderr
+    return {n["node"]: n["state"] for n in doc["staleLabels"]["nodes"]}, p.stderr
 
 
 def test_the_host_id_labels_follow_a_live_migration_an_evacuation_and_a_resize(
@@ -115,8 +117,8 @@ def test_the_host_id_labels_follow_a_live_migration_an_evacuation_and_a_resize(
         assert "hostId kept in %s, %s" % (OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LABEL) \
             in log.read_text()
         for key in KEYS:
-            code, states, err = _audit(cloud, cp, key)
-            assert (code, set(states.values())) == (0, {"ok"}), (key, states, err)
+            states, err = _audit(cloud, cp, key)
+            assert {states.get(n) for n in nodes} == {"ok"}, (key, states, err)
             assert "disagree" not in err
         took = {}
         # live migration: the first VM onto the second's host
@@ -143,8 +145,8 @@ def test_the_host_id_labels_follow_a_live_migration_an_evacuation_and_a_resize(
               "%s the host" % (", ".join("%s %.1f s" % kv for kv in took.items()),
                                "kept" if _nova(cloud, nodes[second])[0] == before else
                                "changed"))
-        code, states, err = _audit(cloud, cp, SCS_HOST_ID_LABEL)
-        assert (code, set(states.values())) == (0, {"ok"}), (states, err)
+        states, err = _audit(cloud, cp, SCS_HOST_ID_LABEL)
+        assert {states.get(n) for n in nodes} == {"ok"}, (states, err)
         assert proc.poll() is None, log.read_text()
     finally:
         _kill(proc)

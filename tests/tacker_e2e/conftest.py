@@ -1,6 +1,7 @@
 """Fixtures for the tests against a real Tacker (marker ``tacker``): one broker, one
 database, one cloud (Nova + Heat), one Tacker, one Barbican (when a test asks for it) and
 the VMs' kubelets for the whole directory; a master per module."""
+import contextlib
 import os
 import shutil
 import sys
@@ -57,50 +58,56 @@ def master(control_plane):
     m.stop()
 
 
-@pytest.fixture(scope="package")
-def tacker(request, tacker_cloud, tacker_broker, tacker_db):
-    run_dir = tempfile.mkdtemp(prefix="hwaffinity-tacker-")
+@contextlib.contextmanager
+def _run_dir(request, name):
+    """A run directory for NAME's state and logs: removed afterwards, kept (and named)
+    when a test failed meanwhile."""
+    run_dir = tempfile.mkdtemp(prefix="hwaffinity-%s-" % name)
     failed_before = request.session.testsfailed
-    server = tackerharness.Tacker(tacker_cloud, tacker_broker.url,
-                                  tacker_db.database("tacker", "tacker", "tacker-pw"), run_dir)
-    try:
-        server.start()
-    except tackerharness.TackerError as e:
-        server.stop()
-        pytest.fail("Tacker did not start (state in %s): %s" % (run_dir, e), pytrace=False)
-    rss = server.rss_bytes()
-    sys.stdout.write("\ntacker: start-up %.1f s (migrations %.1f s); RSS %s; MariaDB %.1f s, "
-                     "%d MiB\n" % (server.startup_seconds, server.migrate_seconds,
-                                   ", ".join("%s %d MiB" % (k, v >> 20)
-                                             for k, v in sorted(rss.items())),
-                                   tacker_db.startup_seconds, tacker_db.rss_bytes() >> 20))
-    yield server
-    server.stop()
+    yield run_dir
     if request.session.testsfailed == failed_before:
         shutil.rmtree(run_dir, ignore_errors=True)
     else:
-        sys.stdout.write("\ntacker state and logs kept in %s\n" % run_dir)
+        sys.stdout.write("\n%s state and logs kept in %s\n" % (name, run_dir))
+
+
+@pytest.fixture(scope="package")
+def tacker(request, tacker_cloud, tacker_broker, tacker_db):
+    with _run_dir(request, "tacker") as run_dir:
+        server = tackerharness.Tacker(tacker_cloud, tacker_broker.url,
+                                      tacker_db.database("tacker", "tacker", "tacker-pw"),
+                                      run_dir)
+        try:
+            server.start()
+        except tackerharness.TackerError as e:
+            server.stop()
+            pytest.fail("Tacker did not start (state in %s): %s" % (run_dir, e),
+                        pytrace=False)
+        rss = server.rss_bytes()
+        sys.stdout.write("\ntacker: start-up %.1f s (migrations %.1f s); RSS %s; MariaDB "
+                         "%.1f s, %d MiB\n" % (
+                             server.startup_seconds, server.migrate_seconds,
+                             ", ".join("%s %d MiB" % (k, v >> 20)
+                                       for k, v in sorted(rss.items())),
+                             tacker_db.startup_seconds, tacker_db.rss_bytes() >> 20))
+        yield server
+        server.stop()
 
 
 @pytest.fixture(scope="package")
 def barbican(request, tacker_cloud):
     """A real Barbican API in the cloud's catalog: the key manager that keeps Tacker's
     Kubernetes VIMs' keys."""
-    run_dir = tempfile.mkdtemp(prefix="hwaffinity-barbican-")
-    failed_before = request.session.testsfailed
-    server = barbicanharness.Barbican(tacker_cloud, run_dir)
-    try:
-        server.start()
-    except osharness.HarnessError as e:
-        pytest.fail("Barbican did not start (log: %s): %s" % (server.server.log_path, e),
-                    pytrace=False)
-    sys.stdout.write("\nbarbican: start-up %.1f s\n" % server.startup_seconds)
-    yield server
-    server.stop()
-    if request.session.testsfailed == failed_before:
-        shutil.rmtree(run_dir, ignore_errors=True)
-    else:
-        sys.stdout.write("\nbarbican state and log kept in %s\n" % run_dir)
+    with _run_dir(request, "barbican") as run_dir:
+        server = barbicanharness.Barbican(tacker_cloud, run_dir)
+        try:
+            server.start()
+        except osharness.HarnessError as e:
+            pytest.fail("Barbican did not start (log: %s): %s" % (server.server.log_path, e),
+                        pytrace=False)
+        sys.stdout.write("\nbarbican: start-up %.1f s\n" % server.startup_seconds)
+        yield server
+        server.stop()
 
 
 @pytest.fixture(scope="package")

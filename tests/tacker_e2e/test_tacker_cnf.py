@@ -175,9 +175,10 @@ def test_instantiate_puts_the_pods_where_plan_said(cluster, vnf_b, kubernetes_vi
     cp = control_plane
     snapshot = tmp_path / "cluster.yaml"
     snapshot.write_text(cp.snapshot_yaml())
-    code, result = run_plan(str(snapshot), manifests(tmp_path))
+    # the plan's exit code also counts other tests' Pending pods of the shared cluster
+    _, result = run_plan(str(snapshot), manifests(tmp_path))
     plan_counts, _, plan_pending = w.plan_by_workload(result, NAMESPACE)
-    assert code == 0 and plan_pending == [], result
+    assert plan_pending == [], result
 
     body = request("instantiate.json")
     body["vimConnectionInfo"]["vim1"]["vimId"] = kubernetes_vim["id"]   # the rest: Tacker's
