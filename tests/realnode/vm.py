@@ -50,6 +50,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import weakref
@@ -254,15 +255,19 @@ class GuestVM:
         atexit.register(self.close)
         try:
             self._prepare_shares()
-            for attempt in range(3):
-                self._launch()
-                if self._wait_launched():
+            for boot in range(2):
+                self._launch_forwarded()
+                self.timings["qemu_started"] = time.monotonic() - t0
+                try:
+                    self._wait_ssh()
                     break
-                if attempt == 2:
-                    raise VMError("QEMU could not bind its host forwards three times:\n"
-                                  + self._qemu_log_tail())
-            self.timings["qemu_started"] = time.monotonic() - t0
-            self._wait_ssh()
+                except VMError:
+                    # QEMU itself killed by a signal before the guest wrote a byte (CI
+                    # once: SIGSEGV in qemu-system-x86_64, empty console): boot once more
+                    if boot or not self._qemu_crashed_silently():
+                        raise
+                    sys.stderr.write("vm: QEMU exited with %s before the guest wrote a "
+                                     "byte; booting again\n" % self.proc.returncode)
             self.timings["boot_to_ssh"] = time.monotonic() - t0
             if self.containerd:
                 self._wait_runtime()
@@ -351,6 +356,24 @@ class GuestVM:
                                          stdout=log, stderr=subprocess.STDOUT, env=env,
                                          start_new_session=True, preexec_fn=_die_with_parent)
         self._state["proc"] = self.proc
+
+    def _launch_forwarded(self):
+        """Launch QEMU, again (3 times at most) while a host forward's port was taken."""
+        for attempt in range(3):
+            self._launch()
+            if self._wait_launched():
+                return
+        raise VMError("QEMU could not bind its host forwards three times:\n"
+                      + self._qemu_log_tail())
+
+    def _qemu_crashed_silently(self):
+        """QEMU ended by a signal, and the guest's console is empty."""
+        code = self.proc.poll() if self.proc is not None else None
+        try:
+            written = os.path.getsize(self.serial_path)
+        except OSError:
+            written = 0
+        return code is not None and code < 0 and not written
 
     def _wait_launched(self):
         """False when QEMU exited at once because a forward port was taken (retry)."""
