@@ -26,10 +26,10 @@ by its id alone:
    kubernetes client 37 of the test venv do not work together; see the test);
 8. terminate VNF-A.
 
-The shared control plane also holds other tests' nodes; they are cordoned for this
-module, so the cluster is VNF-A's nodes alone, as it is for a user (the master's node
-carries kubeadm's NoSchedule taint: ``kubelets.py``). The tests run in this order and
-share the instances; each needs the one before.
+The shared control plane also holds other tests' nodes; they are cordoned and lose
+their host label for this module, so the cluster is VNF-A's nodes alone, as it is for
+a user (the master's node carries kubeadm's NoSchedule taint: ``kubelets.py``). The
+tests run in this order and share the instances; each needs the one before.
 """
 import collections
 import json
@@ -74,10 +74,17 @@ def cluster(v2, vnf_a_onboarded, tacker_cloud, master, kubelets, control_plane):
     vnf_a.id = v2.create_vnf_instance({"vnfdId": pkg["vnfdId"],
                                        "vnfInstanceName": "vnf-a-for-cnf"})["id"]
     cp = control_plane
-    others = [n["metadata"]["name"] for n in cp.admin.get("/api/v1/nodes")["items"]
-              if not n["spec"].get("unschedulable")]
+    # {node: (cordoned, its CIS-node or None)} of the other tests' nodes: cordoned, and
+    # without the host label, since kube-scheduler 1.20's topology spread counts the
+    # domains of cordoned nodes too (amf's maxSkew would leave replicas Pending)
+    others = {n["metadata"]["name"]: (bool(n["spec"].get("unschedulable")),
+                                      (n["metadata"].get("labels") or {}).get(
+                                          DEFAULT_HOST_LABEL))
+              for n in cp.admin.get("/api/v1/nodes")["items"]}
     for name in others:
-        cp.admin.patch("/api/v1/nodes/" + name, {"spec": {"unschedulable": True}})
+        cp.admin.patch("/api/v1/nodes/" + name, {"spec": {"unschedulable": True},
+                                                 "metadata": {"labels": {
+                                                     DEFAULT_HOST_LABEL: None}}})
     try:
         occ = vnf_a.run("INSTANTIATE", v2.instantiate_vnf_instance, vnf_a.id,
                         vnf_a.request("instantiate_podaffinity_v2.json"))
@@ -85,9 +92,10 @@ def cluster(v2, vnf_a_onboarded, tacker_cloud, master, kubelets, control_plane):
         vnf_a.assert_labelled("instantiate_end")
         yield vnf_a
     finally:
-        for name in others:
+        for name, (cordoned, host) in others.items():
             cp.admin.request("PATCH", "/api/v1/nodes/" + name,
-                             {"spec": {"unschedulable": False}},
+                             {"spec": {"unschedulable": cordoned or None},
+                              "metadata": {"labels": {DEFAULT_HOST_LABEL: host}}},
                              content_type="application/merge-patch+json", ok=(200, 404))
         print("VNF-A LCM (s): " + ", ".join("%s %.1f" % kv for kv in vnf_a.seconds.items()))
 
@@ -310,7 +318,7 @@ def test_terminate_leaves_nothing_behind(vnf_b, control_plane):
         retries += 1
     assert occ["operationState"] == "COMPLETED", occ.get("error")
     harness.wait_until(lambda: not left_in(cp, NAMESPACE), 60, what="VNF-B's objects to go")
-    vnf_b.client.delete_vnf_instance(vnf_b.id)
+    lcm.start_operation(vnf_b.client.delete_vnf_instance, vnf_b.id)
 
 
 def left_in(cp, namespace):
@@ -365,7 +373,7 @@ def test_v1_instantiate_scale_heal_terminate(vnf_b_v1, kubernetes_vim, control_p
     assert occ["operationState"] == "COMPLETED", occ.get("error")
     harness.wait_until(lambda: not left_in(cp, NAMESPACE_V1), 60,
                        what="VNF-B's (v1) objects to go")
-    vnf_b_v1.client.delete_vnf_instance(vnf_b_v1.id)
+    lcm.start_operation(vnf_b_v1.client.delete_vnf_instance, vnf_b_v1.id)
 
 
 def test_terminate_vnf_a(cluster, tacker_cloud):
@@ -374,4 +382,4 @@ def test_terminate_vnf_a(cluster, tacker_cloud):
     assert occ["operationState"] == "COMPLETED", occ.get("error")
     assert not [s for s in tacker_cloud.heat("admin").stacks.list()
                 if cluster.id in s.stack_name]
-    cluster.client.delete_vnf_instance(cluster.id)
+    lcm.start_operation(cluster.client.delete_vnf_instance, cluster.id)

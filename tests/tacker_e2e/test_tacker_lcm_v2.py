@@ -149,4 +149,4 @@ def test_terminate_removes_the_stack(vnf, tacker_cloud):
     assert vnf.instance()["instantiationState"] == "NOT_INSTANTIATED"
     heat = tacker_cloud.heat("admin")
     assert not [s for s in heat.stacks.list() if vnf.id in s.stack_name]
-    vnf.client.delete_vnf_instance(vnf.id)
+    lcm.start_operation(vnf.client.delete_vnf_instance, vnf.id)
