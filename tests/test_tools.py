@@ -217,7 +217,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker("openstack")
 '''
 STEPS = ["install-test-packages.sh", "install-node-runtime.sh", "build-vm-image.sh",
-         "build-kube.sh", "build-image.sh", "openstack-venv.sh", "test-python.sh"]
+         "build-kube.sh", "build-image.sh", "openstack-venv.sh", "tacker-kubernetes-client.sh",
+         "test-python.sh"]
 
 
 @pytest.fixture

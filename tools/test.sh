@@ -14,7 +14,9 @@
 #   ssh           Debian's sshd (tools/install-test-packages.sh ssh)
 #   openstack     the OpenStack (Nova, Placement, Heat) venv (tools/openstack-venv.sh,
 #                 from PyPI) and RabbitMQ (tools/install-test-packages.sh broker)
-#   tacker        RabbitMQ and MariaDB (tools/install-test-packages.sh broker db)
+#   tacker        RabbitMQ and MariaDB (tools/install-test-packages.sh broker db) and
+#                 the kubernetes client Tacker's processes import
+#                 (tools/tacker-kubernetes-client.sh, from PyPI)
 #   browser       Debian's Chromium (tools/install-test-packages.sh browser)
 #   controlplane  the Kubernetes binaries (tools/build-kube.sh, from Debian; kubectl
 #                 from the trixie source tools/install-node-runtime.sh adds)
@@ -207,6 +209,10 @@ fi
 if needs openstack; then
     provision "making the OpenStack venv (first run: a few minutes)" openstack \
         bash tools/openstack-venv.sh
+fi
+if needs tacker; then
+    provision "fetching Tacker's kubernetes client" tacker \
+        env PYTHON="${venv}/bin/python" bash tools/tacker-kubernetes-client.sh
 fi
 
 log "running pytest $*"

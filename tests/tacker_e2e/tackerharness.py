@@ -16,9 +16,15 @@ wheel the tests already install, as separate processes, with a real message bus
   service context reads ``user_domain_name`` and ``project_domain_name`` only).
 * ``[v2_vnfm] kubernetes_vim_rsc_wait_timeout`` is ``K8S_WAIT_S``, so a CNF operation
   that cannot complete (a replica left Pending) fails in under a minute.
+* The Tacker processes import the kubernetes client Tacker 16 works with (before 37, whose
+  pydantic models refuse its drivers' objects) from the directory
+  ``tools/tacker-kubernetes-client.sh`` makes, first on their ``PYTHONPATH``: in the
+  field Tacker has a venv of its own, while the test venv needs 37.
 * State (configuration, packages, the glance_store, VIM keys, tooz locks, logs) lives in
-  a per-run directory; every process is stopped by its process group (SIGTERM, then
-  SIGKILL after a few seconds: the conductor's master does not exit on SIGTERM).
+  a per-run directory, also the processes' working directory (where the conductor's
+  heat-translator writes its templates); every process is stopped by its process group
+  (SIGTERM, then SIGKILL after a few seconds: the conductor's master does not exit on
+  SIGTERM).
 """
 import json
 import os
@@ -29,7 +35,7 @@ import sys
 import time
 import urllib.request
 
-from osharness import free_port, kill_group, rss_of, tail_of
+from osharness import REPO, free_port, kill_group, rss_of, tail_of
 
 SERVICE_USER, SERVICE_PASSWORD = "tacker", "secret"
 PIPELINE_DRIVERS = "vnflcm_noop,mgmt-drivers-hwaffinity"
@@ -99,6 +105,20 @@ class TackerError(Exception):
     pass
 
 
+KUBERNETES_CLIENT_SCRIPT = os.path.join(REPO, "tools", "tacker-kubernetes-client.sh")
+
+
+def kubernetes_client_dir(timeout=300):
+    """The directory with Tacker's kubernetes client (made on first use, from PyPI)."""
+    proc = subprocess.run(["bash", KUBERNETES_CLIENT_SCRIPT], capture_output=True, text=True,
+                          timeout=timeout, env=dict(os.environ, PYTHON=sys.executable))
+    lines = proc.stdout.strip().splitlines()
+    if proc.returncode or not lines or not os.path.isdir(lines[-1]):
+        raise TackerError("tools/tacker-kubernetes-client.sh failed (exit %s):\n%s"
+                          % (proc.returncode, proc.stderr[-2000:]))
+    return lines[-1]
+
+
 def _bin(name):
     path = os.path.join(os.path.dirname(sys.executable), name)
     if not os.access(path, os.X_OK):
@@ -108,11 +128,11 @@ def _bin(name):
 
 
 class Process:
-    def __init__(self, name, argv, log_path, env):
+    def __init__(self, name, argv, log_path, env, cwd):
         self.name, self.log_path = name, log_path
         self._log = open(log_path, "wb")
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, env=env,
+                                     stdin=subprocess.DEVNULL, env=env, cwd=cwd,
                                      start_new_session=True)
 
     def alive(self):
@@ -175,10 +195,12 @@ class Tacker:
     def start(self, timeout=90):
         t0 = time.monotonic()
         self._write_conf()
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=os.pathsep.join(
+            [kubernetes_client_dir()] + [p for p in os.environ.get("PYTHONPATH", "").split(
+                os.pathsep) if p]))
         migrate = subprocess.run([_bin("tacker-db-manage"), "--config-file", self.conf,
                                   "upgrade", "head"], capture_output=True, text=True,
-                                 timeout=300, env=env)
+                                 timeout=300, env=env, cwd=self.run_dir)
         if migrate.returncode:
             raise TackerError("tacker-db-manage upgrade head failed:\n%s"
                               % (migrate.stdout + migrate.stderr)[-3000:])
@@ -187,10 +209,10 @@ class Tacker:
         os.makedirs(logs, exist_ok=True)
         self.conductor = Process("tacker-conductor", [
             _bin("tacker-conductor"), "--config-file", self.conf],
-            os.path.join(logs, "tacker-conductor.log"), env)
+            os.path.join(logs, "tacker-conductor.log"), env, self.run_dir)
         self.server = Process("tacker-server", [
             _bin("tacker-server"), "--config-file", self.conf],
-            os.path.join(logs, "tacker-server.log"), env)
+            os.path.join(logs, "tacker-server.log"), env, self.run_dir)
         self._register_service()
         deadline = t0 + timeout
         while True:
