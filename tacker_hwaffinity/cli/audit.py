@@ -56,6 +56,9 @@ def register(sub):
                    help="exit 1 on these findings (repeatable)")
     p.add_argument("--all", action="store_true",
                    help="text: list single-replica workloads too")
+    p.add_argument("-n", "--namespace", action="append", default=[], metavar="NS",
+                   help="report only the workloads of this namespace (repeatable); the "
+                        "judgement still counts every pod, as the scheduler does")
     stale.register_openstack_args(p)
     p.set_defaults(func=run)
 
@@ -124,6 +127,11 @@ def run(args):
                             selector_objs=[o for k in SELECTOR_KINDS for o in by[k]])
         if args.kubeconfig is None:     # after the objects' own errors, which say more
             check_nodes(by["Node"], args.cluster)
+        if args.namespace:
+            report.workloads = [w for w in report.workloads if w.namespace in args.namespace]
+            empty = set(args.namespace) - {p["metadata"].get("namespace") for p in by["Pod"]}
+            report.warnings.extend("--namespace %s: no pod of the cluster is in it" % ns
+                                   for ns in sorted(empty))
         times.done("audit")
     report.warnings.extend(hostkey.disagreements(by["Node"]))
     if args.topology_key == hostkey.AUTO and key != DEFAULT_HOST_LABEL:

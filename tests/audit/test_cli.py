@@ -100,3 +100,31 @@ def test_readme_example_is_the_real_output(capsys, monkeypatch):
     rc = main(argv[1:])
     assert capsys.readouterr().out == shown
     assert rc == 1
+
+
+def _two_namespaces(tmp_path):
+    """s in ns a (apart on two hosts), t in ns b (both on h1, no intent); t's pods'
+    anti-affinity-free neighbours still count for s's judgement."""
+    return _write(tmp_path, [node("w1", "h1"), node("w2", "h2")] + [
+        pod("s-%d" % i, n, {"app": "s"}, ("StatefulSet", "s"), ns="a", affinity=anti("s"))
+        for i, n in enumerate(["w1", "w2"])] + [
+        pod("t-%d" % i, "w1", {"app": "t"}, ("StatefulSet", "t"), ns="b") for i in range(2)])
+
+
+def test_namespace_reports_only_that_namespaces_workloads(tmp_path, capsys):
+    path = _two_namespaces(tmp_path)
+    assert main(["audit", "--cluster", path, "-o", "json", "--max-loss", "50%"]) == 1
+    assert {w["name"] for w in json.loads(capsys.readouterr().out)["workloads"]} == {"s", "t"}
+    assert main(["audit", "--cluster", path, "-o", "json", "--max-loss", "50%",
+                 "-n", "a"]) == 0             # t's loss is not this namespace's finding
+    assert [w["name"] for w in json.loads(capsys.readouterr().out)["workloads"]] == ["s"]
+    assert main(["audit", "--cluster", path, "--namespace", "b", "--namespace", "a"]) == 0
+    text = capsys.readouterr().out
+    assert "StatefulSet a/s" in text and "StatefulSet b/t" in text
+
+
+def test_a_namespace_without_pods_is_a_warning(tmp_path, capsys):
+    assert main(["audit", "--cluster", _two_namespaces(tmp_path), "-n", "shop"]) == 0
+    captured = capsys.readouterr()
+    assert "--namespace shop: no pod of the cluster is in it" in captured.err
+    assert "StatefulSet" not in captured.out
