@@ -23,7 +23,10 @@ Each node checked gets a state:
 * ``ambiguous``: several servers have its address: not judged.
 
 Nodes without the label and without a server are not workers the labels manage and
-are left out. ``check_nodes`` is pure; ``check`` reads the credentials and Nova.
+are left out, and so are control-plane nodes without the label that no pod may land on
+(kubeadm's ``node-role.kubernetes.io/control-plane`` or ``master`` taint, NoSchedule or
+NoExecute): the masters of a cluster whose workers the MgmtDriver labels.
+``check_nodes`` is pure; ``check`` reads the credentials and Nova.
 """
 import typing
 
@@ -37,6 +40,8 @@ from tacker_hwaffinity.labeling.sanitize import label_value
 HOST_ID_KEYS = (OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LABEL)    # hold Nova's hostId
 MOVING = ("MIGRATING", "RESIZE", "VERIFY_RESIZE", "REVERT_RESIZE", "REBUILD", "BUILD")
 STATES = ("stale", "unknown", "moving", "ambiguous", "ok")   # worst first
+CONTROL_PLANE_TAINTS = ("node-role.kubernetes.io/control-plane",
+                        "node-role.kubernetes.io/master")
 
 
 class NodeCheck(typing.NamedTuple):
@@ -132,6 +137,19 @@ def nodes_from_objects(objects):
         raise InputError(str(e), obj="Node", field="metadata.name") from None
 
 
+def tainted_masters(objects):
+    """Names of the Node objects a control-plane taint keeps pods off (see the module)."""
+    out = set()
+    for obj in objects:
+        spec = obj.get("spec") if isinstance(obj, dict) else None
+        taints = spec.get("taints") if isinstance(spec, dict) else None
+        if isinstance(taints, list) and any(
+                isinstance(t, dict) and t.get("key") in CONTROL_PLANE_TAINTS
+                and t.get("effect") in ("NoSchedule", "NoExecute") for t in taints):
+            out.add(obj["metadata"]["name"])
+    return out
+
+
 def source_for(key, host_source="auto"):
     """host_source as labeling.plan takes it: the host-id keys always hold hostIds."""
     if host_source == "auto" and key in HOST_ID_KEYS:
@@ -151,15 +169,19 @@ def servers_of(nodes, servers, region=None):
     return matched
 
 
-def check_nodes(nodes, servers, key, host_source="auto", scope=None, region=None):
+def check_nodes(nodes, servers, key, host_source="auto", scope=None, region=None,
+                masters=frozenset()):
     """StaleReport of NODES ([labeling.plan.KubeNode]) against SERVERS
-    ([openstack.servers.ServerState]); REGION: the credentials' region."""
+    ([openstack.servers.ServerState]); REGION: the credentials' region; MASTERS: the
+    names of the nodes ``tainted_masters`` found."""
     matched = servers_of(nodes, servers, region)
     settled = [s[0] for s in matched.values() if len(s) == 1]
     source = choose_source(settled, source_for(key, host_source))
     checks = []
     for n in nodes:
         label, found = n.labels.get(key), matched[n.name]
+        if label is None and n.name in masters:
+            continue
         if not found:
             if label is not None:
                 checks.append(NodeCheck(n.name, "unknown", label, None, provider=(
@@ -233,4 +255,5 @@ def check(args, node_objects, key, openstack=None):
         raise InputError("Nova not reached: %s" % e, field="--os-cloud") from None
     scope = "all-projects" if poll.all_tenants else "project"
     return check_nodes(nodes_from_objects(node_objects), servers, key,
-                       args.host_source, scope, getattr(openstack, "region_name", None))
+                       args.host_source, scope, getattr(openstack, "region_name", None),
+                       tainted_masters(node_objects))

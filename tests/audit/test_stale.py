@@ -117,3 +117,22 @@ def test_nova_failing_is_one_line_of_bad_input():
         stale.check(_args(), [_node("n1", "10.0.0.1", "h1")], "CIS-node", openstack=nova)
     assert str(e.value) == ("field --os-cloud: Nova: Nova: Keystone refused the VIM "
                             "credentials")
+
+
+def test_an_unlabelled_master_that_no_pod_may_land_on_is_not_judged():
+    """The MgmtDriver labels workers only: a kubeadm master (tainted) with its VM known is
+    not "stale"; untainted, or labelled, it is judged as any node."""
+    taint = [{"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}]
+    objs = [node("m1", {}, ip="10.0.0.1", taints=taint),
+            node("m2", {}, ip="10.0.0.2", taints=[
+                {"key": "node-role.kubernetes.io/control-plane", "effect": "NoExecute"}]),
+            node("m3", {}, ip="10.0.0.3", taints=[
+                {"key": "node-role.kubernetes.io/master", "effect": "PreferNoSchedule"}]),
+            node("m4", {"CIS-node": "h1"}, ip="10.0.0.4", taints=taint),
+            node("w", {}, ip="10.0.0.5")]
+    servers = [_server(s, "10.0.0.%d" % i, "h%d" % i) for i, s in enumerate("abcde", 1)]
+    report = stale.check_nodes(stale.nodes_from_objects(objs), servers, "CIS-node",
+                               masters=stale.tainted_masters(objs))
+    assert [(c.node, c.state) for c in report.checks] == [
+        ("m3", "stale"), ("m4", "stale"), ("w", "stale")]
+    assert stale.tainted_masters(objs) == {"m1", "m2", "m4"}
