@@ -27,6 +27,15 @@ Live migration and evacuation go through Nova's own API; the fake driver
 (:class:`HarnessFakeDriver`) completes a live migration at once unless the
 harness holds it (then Nova's force-complete or abort ends it).
 
+Nova's functional-test base runs no periodic task. One matters to placement:
+after a live migration the source compute reports the moved instance to the
+scheduler as still its own (``_post_live_migration`` sends the source's
+``update_instance_info``), and only nova-compute's periodic
+``_sync_scheduler_instance_info`` (``[DEFAULT] scheduler_instance_sync_interval``,
+120 s by default) corrects it; until then an anti-affinity group's new member
+cannot go to the host the VM left ("No valid host"). The harness runs that
+periodic every ``SCHEDULER_SYNC_S`` (:func:`_sync_scheduler_views`).
+
 When ready it prints one line ``READY {json}`` on stdout; the JSON has
 ``port``, ``auth_url``, ``compute_url``, ``image_url``, ``network_url``,
 ``hosts``, ``images`` ({name: id}: ``cirros`` and VNF-A's
@@ -430,6 +439,26 @@ def _publish_notifications(url):
     LOG.info("versioned notifications go to %s too", url.split("@")[-1])
 
 
+SCHEDULER_SYNC_S = 5
+
+
+def _sync_scheduler_views(cloud):
+    """nova-compute's periodic ``_sync_scheduler_instance_info``, on every running
+    compute, every SCHEDULER_SYNC_S (see the module's docstring)."""
+    while True:
+        eventlet.sleep(SCHEDULER_SYNC_S)
+        ctxt = nova_context.get_admin_context()
+        for host, service in list(cloud.computes.items()):
+            if getattr(service, "harness_stopped", False):
+                continue
+            try:
+                with nova_context.target_cell(ctxt, cloud.host_mappings[host].cell_mapping) \
+                        as cctxt:
+                    service.manager._sync_scheduler_instance_info(cctxt)
+            except Exception:   # a periodic task: log it, run again
+                LOG.exception("scheduler instance sync of %s failed", host)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--computes", type=int, default=3)
@@ -442,6 +471,7 @@ def main(argv=None):
 
     cloud = Cloud(args.computes)
     cloud.setUp()
+    eventlet.spawn_n(_sync_scheduler_views, cloud)
     if args.notifications_url:
         _publish_notifications(args.notifications_url)
 
