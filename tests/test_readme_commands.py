@@ -1,25 +1,27 @@
 """Every command the README shows runs as shown (doc/testing.md, "The README's commands").
 
-Convention: in a ```console block (and a plain ``` block), a line starting with `$ ` is a
-command (a line ending in a backslash continues it) and the lines after it, up to the next
-command, are output the README shows: each of them (but `...`) must be a line of the real
-output. In a ```sh or ```bash block every line that is not a comment is a command. A block
-right after `<!-- needs: REASON -->` holds commands that need what no test run has (a
-cluster, a registry, a cloud, an installation); they are listed below, each with its
-reason, and the list must match the README both ways. The two Quick start commands are
-what CI runs: they must be in the README word for word, and are not run here.
+Convention (tests/doccommands.py reads it): in a ```console block (and a plain ```
+block), a line starting with `$ ` is a command (a line ending in a backslash continues it)
+and the lines after it, up to the next command, are output the README shows: each of them
+(but `...`) must be a line of the real output. In a ```sh or ```bash block every line that
+is not a comment is a command. A block right after `<!-- needs: REASON -->` holds commands
+that need what no test run has (a cluster, a registry, a cloud, an installation); they are
+listed below, each with its reason, and the list must match the README both ways. The
+two Quick start commands are what CI runs: they must be in the README word for word, and
+are not run here.
 
 The others run in a fresh copy of the checkout, in README order, through bash (globs and
 quoting as a user's shell does them), with this Python's `hwaffinity` first on PATH, and
 must exit 0 (or the status listed in EXIT_STATUS).
 """
 import os
-import re
 import shutil
 import subprocess
 import sys
 
 import pytest
+
+from doccommands import commands, shows
 
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -75,81 +77,6 @@ NEEDS = {
 }
 # Commands whose documented exit status is not 0.
 EXIT_STATUS = {"hwaffinity audit --cluster samples/audit/cluster.yaml --max-loss 40%": 1}
-
-_FENCE = re.compile(r"^```(\w*)\s*$")
-_NEEDS = re.compile(r"^<!-- needs: ([a-z-]+) -->$")
-
-
-class Command:
-    def __init__(self, text, lang, needs, line):
-        self.text, self.lang, self.needs, self.line = text, lang, needs, line
-        self.output = []
-
-    def __repr__(self):
-        return "README.md:%d: %s" % (self.line, self.text)
-
-
-def commands(text):
-    """[Command] of a README's TEXT, in order (see the module's docstring)."""
-    out = []
-    lines = text.split("\n")
-    i, needs = 0, None
-    while i < len(lines):
-        m = _NEEDS.match(lines[i].strip())
-        if m:
-            needs = m.group(1)
-            i += 1
-            continue
-        fence = _FENCE.match(lines[i])
-        if not fence:
-            if lines[i].strip():
-                needs = None                # a marker belongs to the very next block
-            i += 1
-            continue
-        lang, i = fence.group(1), i + 1
-        start = i
-        while i < len(lines) and not lines[i].startswith("```"):
-            i += 1
-        block, i = lines[start:i], i + 1
-        _parse_block(block, lang, needs, start + 1, out)
-        needs = None
-    return out
-
-
-def _parse_block(block, lang, needs, first_line, out):
-    if lang not in ("console", "sh", "bash", ""):
-        return
-    j, current = 0, None
-    while j < len(block):
-        line, number = block[j], first_line + j
-        prompted = line.startswith("$ ")
-        if lang in ("sh", "bash"):
-            is_command = bool(line.strip()) and not line.lstrip().startswith("#")
-        else:
-            is_command = prompted
-        if not is_command:
-            if current is not None and line.strip():
-                current.output.append(line.rstrip())
-            j += 1
-            continue
-        text = [line[2:] if prompted else line]
-        while text[-1].endswith("\\") and j + 1 < len(block):
-            j += 1
-            text.append(block[j])
-        current = Command("\n".join(text), lang, needs, number)
-        out.append(current)
-        j += 1
-
-
-def shows(shown, printed):
-    """Whether SHOWN (the README's lines of a command's output) is PRINTED (its non-blank
-    lines, stdout then stderr), line for line, where a line "..." stands for any number of
-    printed lines: the README leaves lines out only where it says so."""
-    if not shown:
-        return not printed
-    if shown[0] == "...":
-        return any(shows(shown[1:], printed[i:]) for i in range(len(printed) + 1))
-    return bool(printed) and shown[0] == printed[0] and shows(shown[1:], printed[1:])
 
 
 def test_shown_output_must_be_the_printed_output_in_order():
