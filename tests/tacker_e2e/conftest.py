@@ -10,6 +10,7 @@ import tempfile
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "openstack"))
 sys.path.insert(0, HERE)
 
@@ -148,12 +149,24 @@ def cnf_zip(tmp_path_factory):
 
 
 @pytest.fixture(scope="package")
-def vnf_a_onboarded(packages_client, vnf_a_zip):
-    """VNF-A onboarded once (Tacker refuses a second package with the same vnfdId):
-    (final state, package, seconds it took)."""
-    import time
+def guide(tacker_cloud, tmp_path_factory):
+    """doc/user-guide.md's commands, which the tests run at their steps (``guide.py``):
+    in one working directory holding the checkout's ``csar/`` and ``samples/``, with the
+    cloud admin's ``OS_*`` variables (the story adds ``KUBECONFIG`` once the cluster is
+    there) and this venv's commands (``openstack``, ``hwaffinity``) first on PATH."""
+    from .guide import Guide
+    workdir = tmp_path_factory.mktemp("user-guide")
+    for name in ("csar", "samples"):
+        os.symlink(os.path.join(ROOT, name), os.path.join(str(workdir), name))
+    env = osharness.cli_env(tacker_cloud)
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
+    return Guide(str(workdir), env)
 
-    from .packages import onboard
-    t0 = time.monotonic()
-    state, pkg = onboard(packages_client, vnf_a_zip)
-    return state, pkg, time.monotonic() - t0
+
+@pytest.fixture(scope="package")
+def vnf_a_onboarded(packages_client, guide):
+    """VNF-A onboarded once, as the user guide does it (Tacker refuses a second package
+    with the same vnfdId): (final state, package, seconds it took)."""
+    values = guide.run("onboard-vnf-a")
+    pkg = packages_client.show_vnf_package(values["VNF_A_PACKAGE"])
+    return pkg["onboardingState"], pkg, guide.seconds["onboard-vnf-a"]

@@ -4,7 +4,7 @@ import base64
 
 from controlplane import harness
 
-VIM_ACCOUNT = "tacker-vim"
+VIM_ACCOUNT = "tacker-vim-test"   # the user guide makes "tacker-vim"
 
 
 def credentials(cp):

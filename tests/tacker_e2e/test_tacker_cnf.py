@@ -1,29 +1,35 @@
 """The seed's story through a real Tacker: VNF-B (the CNF) on the cluster VNF-A built,
 through Tacker's Kubernetes infra drivers, v2 then v1.
 
-VNF-A is instantiated through v2 (BaseHOT flavour): three workers on three compute
-hosts, each node labelled ``CIS-node=<host>`` by our MgmtDriver. The cluster is
-registered as a Kubernetes VIM the way a user does (``/v1.0/vims``, what ``openstack
-vim register`` sends: the API server's endpoint, a ServiceAccount token and its CA;
-Tacker keeps the VIM's key in Barbican). Then VNF-B, onboarded from ``csar/cnf``, goes
-through its life with the sample requests (``samples/requests/cnf``), naming that VIM
-by its id alone:
+Where doc/user-guide.md shows a step, the step is the guide's commands (``openstack``,
+``kubectl``, ``hwaffinity``), run as shown and their outputs checked against the page
+(``guide.py``); the rest goes through python-tackerclient's API. VNF-A is onboarded and
+instantiated through v2 (BaseHOT flavour): three workers on three compute hosts, each
+node labelled ``CIS-node=<host>`` by our MgmtDriver. The cluster is registered as a
+Kubernetes VIM the way a user does (``openstack vim register``: the API server's
+endpoint, a ServiceAccount token and its CA; Tacker keeps the VIM's key in Barbican).
+Then VNF-B, onboarded from ``csar/cnf``, goes through its life with the sample requests
+(``samples/requests/cnf``), naming that VIM by its id alone:
 
 1. v2 instantiate: per workload, the pods land on the compute hosts exactly as
    ``hwaffinity plan`` predicted from a snapshot taken before; VNF-A heals a worker
    (the new server on the free host): the upf replica it carried follows its node;
-2. scale upf out beyond the hosts: the fourth replica stays Pending (required
+2. with the controller running (``--stack``, as its Deployment runs): a worker
+   live-migrated to the free host is relabelled, its upf replica stays, the audit and the
+   gauges agree; a live migration onto another worker's host is refused by Nova (VNF-A's
+   hard anti-affinity group), and nothing changes;
+3. scale upf out beyond the hosts: the fourth replica stays Pending (required
    anti-affinity), and Tacker reports FAILED_TEMP with its timeout error;
-3. VNF-A scales out: a fourth worker on the fourth host, labelled; the Pending
+4. VNF-A scales out: a fourth worker on the fourth host, labelled; the Pending
    replica lands there, and a retry of VNF-B's scale completes;
-4. scale smf out (preferred anti-affinity): the new replicas go to the hosts without
+5. scale smf out (preferred anti-affinity): the new replicas go to the hosts without
    one (the heal's drain left smf on two hosts; nothing rebalances), evenly;
-5. heal one upf pod: its replacement lands on the host it left (the only free one);
-6. terminate: nothing is left;
-7. v1 (``vimType: kubernetes``), the same package: instantiate, scale upf out to the
+6. heal one upf pod: its replacement lands on the host it left (the only free one);
+7. terminate: nothing is left;
+8. v1 (``vimType: kubernetes``), the same package: instantiate, scale upf out to the
    fourth host, heal a pod, terminate (Tacker runs with the kubernetes client before
    37: ``tackerharness.py``);
-8. terminate VNF-A.
+9. terminate VNF-A.
 
 The shared control plane also holds other tests' nodes; they are cordoned and lose
 their host label for this module, so the cluster is VNF-A's nodes alone, as it is for
@@ -33,24 +39,29 @@ tests run in this order and share the instances; each needs the one before.
 import collections
 import json
 import os
+import subprocess
 
 import pytest
 import yaml
 
 from controlplane import harness
 from controlplane import workloads as w
+from controlplane.test_audit_e2e import _stale_nodes, _wait_gauges, audit
+from controlplane.test_controller_e2e import _kill, _start, label
 from controlplane.test_plan_vs_scheduler import run_plan
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 
-from . import kubevim, lcm
-from .packages import ROOT, onboard
-from .vnf import Vnf
+from osharness import HarnessError
+
+from . import lcm
+from .packages import ROOT
+from .vnf import HOST, Vnf
 
 pytestmark = [pytest.mark.tacker, pytest.mark.openstack, pytest.mark.controlplane,
               pytest.mark.ssh]
 
 CNF_REQUESTS = os.path.join(ROOT, "samples", "requests", "cnf")
-NAMESPACE, NAMESPACE_V1 = "cnf-v2", "cnf-v1"
+NAMESPACE, NAMESPACE_V1 = "cnf", "cnf-v1"    # v2: the sample request's
 
 
 def request(name, api="v2", **changes):
@@ -62,16 +73,21 @@ def request(name, api="v2", **changes):
 
 
 @pytest.fixture(scope="module")
-def cluster(v2, vnf_a_onboarded, tacker_cloud, master, kubelets, control_plane):
-    """VNF-A, instantiated: {node: host} of its three workers; the other nodes of the
-    control plane cordoned meanwhile."""
+def cluster(v2, vnf_a_onboarded, guide, tacker_cloud, master, kubelets, control_plane):
+    """VNF-A, instantiated as the user guide does it, with the sample requests holding
+    the harness's values (``instantiate-vnf-a.json``, and ``vnf-a-params.json`` for the
+    scale); the other nodes of the control plane cordoned meanwhile."""
     state, pkg, _ = vnf_a_onboarded
     assert state == "ONBOARDED", pkg
     lcm.ensure_keypair(tacker_cloud)
     master.start()
     vnf_a = Vnf(v2, 2, tacker_cloud, master, kubelets)
-    vnf_a.id = v2.create_vnf_instance({"vnfdId": pkg["vnfdId"],
-                                       "vnfInstanceName": "vnf-a-for-cnf"})["id"]
+    for name, body in (("instantiate-vnf-a.json",
+                        vnf_a.request("instantiate_podaffinity_v2.json")),
+                       ("vnf-a-params.json", {"additionalParams": vnf_a.request(
+                           "scale_out_workers.json")["additionalParams"]})):
+        with open(os.path.join(guide.workdir, name), "w") as f:
+            json.dump(body, f, indent=2)
     cp = control_plane
     # {node: (cordoned, its CIS-node or None)} of the other tests' nodes: cordoned, and
     # without the host label, since kube-scheduler 1.20's topology spread counts the
@@ -85,10 +101,11 @@ def cluster(v2, vnf_a_onboarded, tacker_cloud, master, kubelets, control_plane):
                                                  "metadata": {"labels": {
                                                      DEFAULT_HOST_LABEL: None}}})
     try:
-        occ = vnf_a.run("INSTANTIATE", v2.instantiate_vnf_instance, vnf_a.id,
-                        vnf_a.request("instantiate_podaffinity_v2.json"))
-        assert occ["operationState"] == "COMPLETED", occ.get("error")
+        vnf_a.id = guide.run("instantiate-vnf-a", each=kubelets.sync)["VNF_A"]
+        vnf_a.seconds["instantiate"] = guide.seconds["instantiate-vnf-a"]
         vnf_a.assert_labelled("instantiate_end")
+        guide.env["KUBECONFIG"] = cp.kubeconfig
+        guide.run("labels")
         yield vnf_a
     finally:
         for name, (cordoned, host) in others.items():
@@ -100,44 +117,49 @@ def cluster(v2, vnf_a_onboarded, tacker_cloud, master, kubelets, control_plane):
 
 
 @pytest.fixture(scope="module")
-def kubernetes_vim(v1_client, control_plane, barbican):
-    """The cluster registered as the default Kubernetes VIM (its key in Barbican): v1
-    creates no VNF instance without a default VIM ("Default VIM is not defined")."""
-    vim = kubevim.register(v1_client, control_plane, "hwaffinity-k8s-cluster",
-                           is_default=True)
+def kubernetes_vim(cluster, guide, v1_client, barbican):
+    """The cluster registered as the default Kubernetes VIM (its key in Barbican), as the
+    user guide does it: v1 creates no VNF instance without a default VIM ("Default VIM
+    is not defined"). The VIM's ServiceAccount goes with it."""
+    account = guide.write("tacker-vim-account.yaml")
+    guide.run("vim-credentials")
+    guide.write("vim-config.yaml")
+    vim = v1_client.show_vim(guide.run("register-vim")["VIM"])["vim"]
     yield vim
     v1_client.delete_vim(vim["id"])
+    # (the token controller deletes the Secret with its ServiceAccount)
+    subprocess.run(["kubectl", "delete", "--ignore-not-found", "-f", account], env=guide.env,
+                   check=True, capture_output=True, timeout=60)
 
 
 @pytest.fixture(scope="module")
-def vnf_b_package(packages_client, cnf_zip):
-    state, pkg = onboard(packages_client, cnf_zip)
-    assert state == "ONBOARDED", pkg
+def vnf_b_package(packages_client, guide):
+    pkg = packages_client.show_vnf_package(guide.run("onboard-vnf-b")["VNF_B_PACKAGE"])
+    assert pkg["onboardingState"] == "ONBOARDED", pkg
     return pkg
 
 
-def _instance(client, version, package, name, namespace, cp, tacker_cloud, master,
-              kubelets):
-    """A VNF-B instance through API VERSION, into NAMESPACE (made now: Tacker does not
-    make it); its operations' times printed at the end."""
-    cp.create_namespace(namespace)
-    life = Vnf(client, version, tacker_cloud, master, kubelets)
-    life.id = client.create_vnf_instance({"vnfdId": package["vnfdId"],
-                                          "vnfInstanceName": name})["id"]
-    yield life
-    print("%s LCM (s): %s" % (name, ", ".join("%s %.1f" % kv for kv in life.seconds.items())))
-
-
 @pytest.fixture(scope="module")
-def vnf_b(v2, vnf_b_package, tacker_cloud, master, kubelets, control_plane):
-    yield from _instance(v2, 2, vnf_b_package, "vnf-b", NAMESPACE, control_plane,
-                         tacker_cloud, master, kubelets)
+def vnf_b(v2, guide, vnf_b_package, tacker_cloud, master, kubelets):
+    """VNF-B through v2, as the user guide makes it (its id once instantiated); its
+    operations' times printed at the end."""
+    life = Vnf(v2, 2, tacker_cloud, master, kubelets)
+    yield life
+    life.seconds.update((step, guide.seconds[step]) for step in (
+        "instantiate-vnf-b", "scale-upf-fails", "retry-scale-upf", "heal-pod",
+        "terminate-vnf-b") if step in guide.seconds)
+    print("vnf-b LCM (s): " + ", ".join("%s %.1f" % kv for kv in life.seconds.items()))
 
 
 @pytest.fixture(scope="module")
 def vnf_b_v1(v1_client, vnf_b_package, tacker_cloud, master, kubelets, control_plane):
-    yield from _instance(v1_client, 1, vnf_b_package, "vnf-b-v1", NAMESPACE_V1,
-                         control_plane, tacker_cloud, master, kubelets)
+    """VNF-B through v1, into NAMESPACE_V1 (made now: Tacker does not make it)."""
+    control_plane.create_namespace(NAMESPACE_V1)
+    life = Vnf(v1_client, 1, tacker_cloud, master, kubelets)
+    life.id = v1_client.create_vnf_instance({"vnfdId": vnf_b_package["vnfdId"],
+                                             "vnfInstanceName": "vnf-b-v1"})["id"]
+    yield life
+    print("vnf-b-v1 LCM (s): " + ", ".join("%s %.1f" % kv for kv in life.seconds.items()))
 
 
 def host_of_nodes(cp):
@@ -177,7 +199,7 @@ def manifests(tmp_path):
     return files
 
 
-def test_instantiate_puts_the_pods_where_plan_said(cluster, vnf_b, kubernetes_vim,
+def test_instantiate_puts_the_pods_where_plan_said(cluster, vnf_b, kubernetes_vim, guide,
                                                   control_plane, tmp_path):
     cp = control_plane
     snapshot = tmp_path / "cluster.yaml"
@@ -187,11 +209,7 @@ def test_instantiate_puts_the_pods_where_plan_said(cluster, vnf_b, kubernetes_vi
     plan_counts, _, plan_pending = w.plan_by_workload(result, NAMESPACE)
     assert plan_pending == [], result
 
-    body = request("instantiate.json")
-    body["vimConnectionInfo"]["vim1"]["vimId"] = kubernetes_vim["id"]   # the rest: Tacker's
-    body["additionalParams"]["namespace"] = NAMESPACE
-    occ = vnf_b.run("INSTANTIATE", vnf_b.client.instantiate_vnf_instance, vnf_b.id, body)
-    assert occ["operationState"] == "COMPLETED", occ.get("error")
+    vnf_b.id = guide.run("instantiate-vnf-b")["VNF_B"]
 
     hosts = sorted(set(host_of_nodes(cp).values()))
     assert len(hosts) == 3
@@ -205,9 +223,10 @@ def test_instantiate_puts_the_pods_where_plan_said(cluster, vnf_b, kubernetes_vi
     vnfcs = vnf_b.instance()["instantiatedVnfInfo"]["vnfcResourceInfo"]
     assert collections.Counter(v["vduId"] for v in vnfcs) == {
         "upf": 3, "udr": 3, "smf": 6, "amf": 6}
+    guide.run("placement")
 
 
-def test_heal_of_a_worker_keeps_the_spread(cluster, vnf_b, control_plane):
+def test_heal_of_a_worker_keeps_the_spread(cluster, vnf_b, guide, kubelets, control_plane):
     """VNF-A heals a worker: the MgmtDriver drains its node (its upf replica goes
     Pending: the other workers' hosts have one), Heat creates the new server before it
     deletes the old one, so the server group puts it on the free fourth host; its node
@@ -215,19 +234,82 @@ def test_heal_of_a_worker_keeps_the_spread(cluster, vnf_b, control_plane):
     host again. (With a worker on every host, the heal is Nova's "No valid host".)"""
     cp = control_plane
     before = cluster.workers()
-    body = cluster.request("heal_worker.json")
-    body["vnfcInstanceId"] = [sorted(before)[0]]
-    occ = cluster.run("HEAL", cluster.client.heal_vnf_instance, cluster.id, body)
-    assert occ["operationState"] == "COMPLETED", occ.get("error")
+    assert guide.run("heal-worker", each=kubelets.sync)["WORKER_VNFC"] == sorted(before)[0]
+    cluster.seconds["heal"] = guide.seconds["heal-worker"]
     assert len(cluster.assert_labelled("heal_end")) == 3
     counts, pending, _ = placement(cp, "upf", 3)
     assert pending == [] and len(counts) == 3 and set(counts.values()) == {1}, counts
 
 
-def test_scale_out_beyond_the_hosts_fails_with_the_replica_pending(vnf_b, control_plane):
+def _upf_gauge(gauges, metric):
+    return gauges.get((metric, (("kind", "Deployment"), ("name", "upf"),
+                                ("namespace", NAMESPACE))))
+
+
+def _upf_in(doc):
+    (upf,) = [x for x in doc["workloads"]
+              if (x["namespace"], x["kind"], x["name"]) == (NAMESPACE, "Deployment", "upf")]
+    return upf
+
+
+def test_with_the_controller_labels_follow_a_live_migration_and_nova_refuses_a_colocation(
+        cluster, vnf_b, guide, tacker_cloud, control_plane, tmp_path):
+    """The controller runs as its Deployment would, on VNF-A's workers (``--stack``,
+    ``--aspect workerNode``). A worker live-migrated to the free host: its node is
+    relabelled, its upf replica stays (one a host still), the audit finds no stale label
+    and the gauges say upf's intent is met. A live migration onto another worker's host
+    is refused by Nova itself (VNF-A's hard anti-affinity group: the scheduler's filter,
+    and the destination's late check even for a forced move): the worker stays, and
+    nothing is relabelled or evicted. (Co-location, on a soft group, and the
+    RequiredDuringExecution eviction it triggers: tests/controlplane/test_audit_e2e.py.)"""
     cp = control_plane
-    occ = vnf_b.run("SCALE", vnf_b.client.scale_vnf_instance, vnf_b.id,
-                    request("scale_out_upf.json"), label="upf scale out (fails)")
+    nova = tacker_cloud.nova("admin", version="latest")
+    workers = {cluster.node_name(s): s for s in cluster.workers().values()}
+    hosts = {n: getattr(nova.servers.get(s), HOST) for n, s in workers.items()}
+    (free,) = set(tacker_cloud.hosts) - set(hosts.values())
+    stack = guide.run("vnf-a-stack")["STACK"]
+    assert [st.id for st in tacker_cloud.heat("admin").stacks.list()
+            if cluster.id in st.stack_name] == [stack]
+    proc, log = _start(tacker_cloud, cp, tmp_path, "story", "--lease-name", "story",
+                       select=["--stack", stack, "--aspect", "workerNode"])
+    try:
+        _wait_gauges(log, "the controller's gauges", lambda g: _upf_gauge(
+            g, "hwaffinity_workload_intent_met") == 1)
+        _, _, pods = placement(cp, "upf", 3)
+        moving = sorted(workers)[0]
+        (replica,) = [p["metadata"]["name"] for p in pods if p["spec"]["nodeName"] == moving]
+
+        guide.values.update(WORKER_SERVER=workers[moving], FREE_HOST=free, WORKER_NODE=moving)
+        guide.run("live-migration")
+        harness.wait_until(lambda: label(cp, moving) == free, 30,
+                           what="node %s relabelled %s" % (moving, free))
+        g = _wait_gauges(log, "the gauges after the move", lambda g: _upf_gauge(
+            g, "hwaffinity_workload_intent_met") == 1 and g.get(
+            ("hwaffinity_node_label_stale", (("node", moving),))) == 0)
+        assert _upf_gauge(g, "hwaffinity_workload_replicas_on_busiest_host") == 1
+        counts, pending, pods = placement(cp, "upf", 3)
+        assert pending == [] and set(counts.values()) == {1} and free in counts, counts
+        assert replica in [p["metadata"]["name"] for p in pods]       # nothing evicted
+        status, out, _ = audit(tacker_cloud, cp, "-o", "json", "--fail-on", "stale-labels")
+        doc = json.loads(out)
+        assert status == 0 and not set(_stale_nodes(doc)) & set(workers), doc["staleLabels"]
+        assert (_upf_in(doc)["worstLoss"], _upf_in(doc)["intentMet"]) == (1, True)
+        guide.run("after-migration")
+
+        onto = hosts[sorted(workers)[1]]
+        with pytest.raises(HarnessError, match="it stays on %s" % free):
+            tacker_cloud.live_migrate(workers[moving], host=onto)
+        assert getattr(nova.servers.get(workers[moving]), HOST) == free
+        assert label(cp, moving) == free
+        assert "moved from host" in log.read_text() and proc.poll() is None
+    finally:
+        _kill(proc)
+
+
+def test_scale_out_beyond_the_hosts_fails_with_the_replica_pending(vnf_b, guide,
+                                                                  control_plane):
+    cp = control_plane
+    occ = vnf_b.client.show_vnf_lcm_op_occs(guide.run("scale-upf-fails")["SCALE_OP"])
     assert occ["operationState"] == "FAILED_TEMP", occ
     assert occ["error"]["status"] == 422, occ["error"]
     assert occ["error"]["detail"] == ("Kubernetes operation did not complete within the "
@@ -237,22 +319,17 @@ def test_scale_out_beyond_the_hosts_fails_with_the_replica_pending(vnf_b, contro
     why = [e["message"] for e in cp.events(NAMESPACE, reason="FailedScheduling",
                                            name=pending[0])]
     assert any("didn't match pod anti-affinity rules" in m for m in why), why
-    vnf_b.failed_scale = occ["id"]
 
 
 def test_a_fourth_worker_takes_the_pending_replica_and_the_retry_completes(
-        cluster, vnf_b, control_plane):
+        cluster, vnf_b, guide, kubelets, control_plane):
     cp = control_plane
-    occ = cluster.run("SCALE", cluster.client.scale_vnf_instance, cluster.id,
-                      cluster.request("scale_out_workers.json"), label="scale out")
-    assert occ["operationState"] == "COMPLETED", occ.get("error")
+    guide.run("scale-vnf-a", each=kubelets.sync)
+    cluster.seconds["scale out"] = guide.seconds["scale-vnf-a"]
     assert len(cluster.assert_labelled("scale_end")) == 4
     counts, pending, _ = placement(cp, "upf", 4)
     assert pending == [] and len(counts) == 4 and set(counts.values()) == {1}, counts
-
-    lcm.start_operation(vnf_b.client.retry_vnf_instance, vnf_b.failed_scale)
-    occ = vnf_b.wait(vnf_b.failed_scale, "upf scale out retry")
-    assert occ["operationState"] == "COMPLETED", occ.get("error")
+    guide.run("retry-scale-upf")
 
 
 def test_scale_out_with_preferred_anti_affinity_fills_the_least_loaded_host(
@@ -274,36 +351,27 @@ def test_scale_out_with_preferred_anti_affinity_fills_the_least_loaded_host(
     assert sum(filled) == 3 and max(filled) - min(filled) <= 1, (before, after)
 
 
-def test_heal_of_a_pod_puts_its_replacement_on_the_host_it_left(vnf_b, control_plane):
+def test_heal_of_a_pod_puts_its_replacement_on_the_host_it_left(vnf_b, guide,
+                                                                control_plane):
     cp = control_plane
-    info = vnf_b.instance()["instantiatedVnfInfo"]
-    vnfc = next(v for v in info["vnfcInfo"] if v["vduId"] == "upf")
-    pod = vnfc["vnfcResourceInfoId"]
-    _, _, pods = placement(cp, "upf", 4)
     nodes = host_of_nodes(cp)
-    host = next(nodes[p["spec"]["nodeName"]] for p in pods if p["metadata"]["name"] == pod)
-    occ = vnf_b.run("HEAL", vnf_b.client.heal_vnf_instance, vnf_b.id,
-                    request("heal_pod.json", vnfcInstanceId=[vnfc["id"]]))
-    assert occ["operationState"] == "COMPLETED", occ.get("error")
+    _, _, pods = placement(cp, "upf", 4)
+    before = {p["metadata"]["name"]: nodes[p["spec"]["nodeName"]] for p in pods}
+    guide.run("heal-pod")
     counts, pending, pods = placement(cp, "upf", 4)
     assert pending == [] and set(counts.values()) == {1}, counts
-    assert pod not in [p["metadata"]["name"] for p in pods]
-    (replacement,) = [p for p in pods
-                      if p["metadata"]["name"] not in {v["vnfcResourceInfoId"]
-                                                       for v in info["vnfcInfo"]}]
-    assert nodes[replacement["spec"]["nodeName"]] == host
+    after = {p["metadata"]["name"]: nodes[p["spec"]["nodeName"]] for p in pods}
+    (gone,), (replacement,) = set(before) - set(after), set(after) - set(before)
+    assert after[replacement] == before[gone]
 
 
-def test_terminate_leaves_nothing_behind(vnf_b, control_plane):
-    cp = control_plane
-    occ = vnf_b.run("TERMINATE", vnf_b.client.terminate_vnf_instance, vnf_b.id,
-                    request("terminate.json"))
+def test_terminate_leaves_nothing_behind(vnf_b, guide, control_plane):
     # with the kubernetes client 37 in Tacker's Python, this is FAILED_TEMP once per
     # Service on a cluster before 1.23 (doc/packages.md); 36, as the harness runs, reads
     # the Status kube-apiserver answers a Service's DELETE with
-    assert occ["operationState"] == "COMPLETED", occ.get("error")
-    harness.wait_until(lambda: not left_in(cp, NAMESPACE), 60, what="VNF-B's objects to go")
-    lcm.start_operation(vnf_b.client.delete_vnf_instance, vnf_b.id)
+    guide.run("terminate-vnf-b")
+    harness.wait_until(lambda: not left_in(control_plane, NAMESPACE), 60,
+                       what="VNF-B's objects to go")
 
 
 def left_in(cp, namespace):
@@ -357,10 +425,7 @@ def test_v1_instantiate_scale_heal_terminate(cluster, vnf_b_v1, kubernetes_vim,
     lcm.start_operation(vnf_b_v1.client.delete_vnf_instance, vnf_b_v1.id)
 
 
-def test_terminate_vnf_a(cluster, tacker_cloud):
-    occ = cluster.run("TERMINATE", cluster.client.terminate_vnf_instance, cluster.id,
-                      {"terminationType": "FORCEFUL"})
-    assert occ["operationState"] == "COMPLETED", occ.get("error")
+def test_terminate_vnf_a(cluster, guide, tacker_cloud):
+    guide.run("terminate-vnf-a")
     assert not [s for s in tacker_cloud.heat("admin").stacks.list()
                 if cluster.id in s.stack_name]
-    lcm.start_operation(cluster.client.delete_vnf_instance, cluster.id)
