@@ -2,8 +2,12 @@
 credential flags)."""
 import argparse
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from tacker_hwaffinity.audit import stale
 from tacker_hwaffinity.openstack.servers import ServerState
+from tests import fuzzing
 from tests.builders import node
 
 
@@ -136,3 +140,25 @@ def test_an_unlabelled_master_that_no_pod_may_land_on_is_not_judged():
     assert [(c.node, c.state) for c in report.checks] == [
         ("m3", "stale"), ("m4", "stale"), ("w", "stale")]
     assert stale.tainted_masters(objs) == {"m1", "m2", "m4"}
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=40),
+                     lambda c: st.lists(c, max_size=5) | st.dictionaries(st.text(max_size=40),
+                                                                       c, max_size=5),
+                     max_leaves=20)
+_TAINT = st.fixed_dictionaries({}, optional={
+    "key": st.sampled_from(stale.CONTROL_PLANE_TAINTS) | _JSON,
+    "effect": st.sampled_from(("NoSchedule", "NoExecute", "PreferNoSchedule")) | _JSON})
+
+
+_SPEC = st.one_of(_JSON, st.fixed_dictionaries({}, optional={
+    "taints": st.one_of(_JSON, st.lists(st.one_of(_TAINT, _JSON), max_size=5))}))
+_NODE = st.fixed_dictionaries({"metadata": st.fixed_dictionaries({
+    "name": st.text(min_size=1, max_size=20)})}, optional={"spec": _SPEC})
+
+
+@given(st.lists(_NODE, max_size=5))
+def test_fuzz_tainted_masters_reads_any_node_spec(objs):
+    """A snapshot's node specs are the user's: any shape gives a set of names."""
+    assert fuzzing.bounded(stale.tainted_masters, objs) <= {o["metadata"]["name"]
+                                                            for o in objs}
