@@ -59,6 +59,46 @@ def master(control_plane):
     m.stop()
 
 
+LOG_LINES = 25
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """A failed test's report ends with the last lines of every harness server it used:
+    CI keeps no run directory, and a hang in one server is a timeout in another."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    for name, path in _harness_logs(item.funcargs):
+        report.sections.append(("%s log (last %d lines of %s)" % (name, LOG_LINES, path),
+                                osharness.tail_of(path, LOG_LINES)))
+    tacker = item.funcargs.get("tacker")
+    if tacker is not None and call.excinfo is not None and _timed_out(call.excinfo):
+        # what Tacker is doing while the client gave up: every greenthread's stack
+        for name, process in tacker.processes():
+            report.sections.append(("%s stacks (Guru Meditation Report)" % name,
+                                    tackerharness.stacks_only(process.stacks())))
+
+
+def _timed_out(excinfo):
+    return "timeout" in excinfo.typename.lower() or "timed out" in str(excinfo.value)
+
+
+def _harness_logs(funcargs):
+    """[(name, log path)] of the harness servers among a test's fixture values."""
+    logs = []
+    cloud = funcargs.get("tacker_cloud")
+    if cloud is not None:
+        logs += [(s.name, s.log_path) for s in (cloud.cloud, cloud.heat_server) if s]
+    if funcargs.get("barbican") is not None:
+        server = funcargs["barbican"].server
+        logs.append((server.name, server.log_path))
+    if funcargs.get("tacker") is not None:
+        logs += sorted(funcargs["tacker"].logs().items())
+    return logs
+
+
 @contextlib.contextmanager
 def _run_dir(request, name):
     """A run directory for NAME's state and logs: removed afterwards, kept (and named)

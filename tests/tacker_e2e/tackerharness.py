@@ -127,6 +127,22 @@ def _bin(name):
     return path
 
 
+# The header of the section a Guru Meditation Report prints last.
+GMR_LAST_SECTION = "Configuration"
+
+
+def stacks_only(report):
+    """REPORT (a Guru Meditation Report) without its configuration section, which is
+    long and not about stacks ("(no report)" for none)."""
+    if not report:
+        return "(no report)"
+    lines = report.splitlines()
+    for i, line in enumerate(lines):
+        if line.strip("= ") == GMR_LAST_SECTION and i:
+            return "\n".join(lines[:i - 1])
+    return report
+
+
 class Process:
     def __init__(self, name, argv, log_path, env, cwd):
         self.name, self.log_path = name, log_path
@@ -152,6 +168,25 @@ class Process:
 
     def tail(self, lines=40):
         return tail_of(self.log_path, lines)
+
+    def stacks(self, timeout=10.0):
+        """The Guru Meditation Report Tacker's commands print on SIGUSR2 (oslo.reports):
+        every thread's and greenthread's stack, for a test that timed out. "" when the
+        process is gone or prints nothing within TIMEOUT seconds."""
+        if not self.alive():
+            return ""
+        start = os.path.getsize(self.log_path)
+        os.kill(self.proc.pid, signal.SIGUSR2)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with open(self.log_path, "rb") as f:
+                f.seek(start)
+                report = f.read().decode("utf-8", "replace")
+            # the report's last section is the configuration, after the greenthreads
+            if GMR_LAST_SECTION in report:
+                return report
+            time.sleep(0.2)   # polling the log for the report's end, with a deadline
+        return ""
 
     def stop(self, grace=3.0):
         kill_group(self.proc, grace)
@@ -266,6 +301,10 @@ class Tacker:
 
     def logs(self):
         return {p.name: p.log_path for p in (self.server, self.conductor) if p}
+
+    def processes(self):
+        """[(name, Process)] of the running server and conductor."""
+        return [(p.name, p) for p in (self.server, self.conductor) if p is not None]
 
     def stop(self):
         for p in (self.server, self.conductor):
