@@ -17,7 +17,8 @@ One eventlet WSGI server on ``127.0.0.1:<port>`` serves:
 
 * ``/identity`` a minimal fake Keystone v3 (``fakekeystone.py``);
 * ``/compute`` the Nova API (``/compute/v2.1``);
-* ``/image`` a tiny read-only fake Glance v2 backed by Nova's GlanceFixture;
+* ``/image`` a small fake Glance v2 (``fakeglance.py``) over Nova's GlanceFixture:
+  an image uploaded there is one Nova boots;
 * ``/networking`` a fake Neutron v2.0 (``fakeneutron.py``) whose state is
   the very ``NeutronFixture`` instance Nova's own neutron calls use;
 * ``/_harness`` test switches (:class:`Control`, no token): hold live
@@ -74,6 +75,7 @@ from nova.tests.functional import integrated_helpers  # noqa: E402
 from nova.virt import fake as fake_virt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import fakeglance  # noqa: E402
 import fakekeystone  # noqa: E402
 import fakeneutron  # noqa: E402
 
@@ -296,87 +298,6 @@ class Control:
         return "404 Not Found", {"error": "unknown harness path %s" % path}
 
 
-# -- fake Glance ------------------------------------------------------------
-def _iso(value):
-    if hasattr(value, "strftime"):
-        return value.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return value
-
-
-def _glance_v2(image, base):
-    out = {k: _iso(v) for k, v in image.items()
-           if k not in ("properties", "deleted", "deleted_at", "is_public", "location")}
-    for k, v in (image.get("properties") or {}).items():
-        out.setdefault(k, v)
-    out.setdefault("visibility", "public")
-    out.setdefault("tags", [])
-    out.setdefault("owner", None)
-    out["self"] = "/v2/images/%s" % image["id"]
-    out["file"] = "/v2/images/%s/file" % image["id"]
-    out["schema"] = "/v2/schemas/image"
-    return out
-
-
-IMAGE_SCHEMA = {
-    "name": "image",
-    "additionalProperties": {"type": "string"},
-    "properties": {
-        "id": {"type": "string"}, "name": {"type": ["null", "string"]},
-        "status": {"type": "string"}, "visibility": {"type": "string"},
-        "tags": {"type": "array", "items": {"type": "string"}},
-        "size": {"type": ["null", "integer"]}, "min_ram": {"type": "integer"},
-        "min_disk": {"type": "integer"}, "protected": {"type": "boolean"},
-        "container_format": {"type": ["null", "string"]},
-        "disk_format": {"type": ["null", "string"]},
-        "created_at": {"type": "string"}, "updated_at": {"type": "string"},
-        "owner": {"type": ["null", "string"]}, "self": {"type": "string"},
-        "file": {"type": "string"}, "schema": {"type": "string"},
-    },
-    "links": [{"href": "{self}", "rel": "self"}, {"href": "{file}", "rel": "enclosure"},
-              {"href": "{schema}", "rel": "describedby"}],
-}
-
-
-class FakeGlance:
-    def __init__(self, glance_fixture):
-        self.fixture = glance_fixture
-
-    def __call__(self, environ, start_response):
-        from urllib.parse import parse_qs
-        path = environ.get("PATH_INFO", "").rstrip("/")
-        base = "http://%s%s" % (environ.get("HTTP_HOST", ""), environ.get("SCRIPT_NAME", ""))
-        status, body = "404 Not Found", {"message": "not found"}
-        if environ["REQUEST_METHOD"] == "GET":
-            if path in ("", "/versions"):
-                status = "300 Multiple Choices" if path == "" else "200 OK"
-                body = {"versions": [{"id": "v2.16", "status": "CURRENT",
-                                      "links": [{"rel": "self", "href": base + "/v2/"}]}]}
-            elif path == "/v2/schemas/image":
-                status, body = "200 OK", IMAGE_SCHEMA
-            elif path == "/v2/schemas/images":
-                status, body = "200 OK", {"name": "images", "properties": {
-                    "images": {"type": "array", "items": IMAGE_SCHEMA}}}
-            elif path == "/v2/images":
-                query = parse_qs(environ.get("QUERY_STRING", ""))
-                images = [_glance_v2(i, base) for i in self.fixture.images.values()]
-                if "name" in query:
-                    names = set(query["name"])
-                    images = [i for i in images if i.get("name") in names]
-                if "id" in query:
-                    ids = set(query["id"])
-                    images = [i for i in images if i["id"] in ids]
-                status, body = "200 OK", {"images": images, "schema": "/v2/schemas/images",
-                                          "first": "/v2/images"}
-            elif path.startswith("/v2/images/"):
-                image = self.fixture.images.get(path.rsplit("/", 1)[1])
-                if image is not None:
-                    status, body = "200 OK", _glance_v2(image, base)
-        data = json.dumps(body).encode()
-        start_response(status, [("Content-Type", "application/json"),
-                                ("Content-Length", str(len(data)))])
-        return [data]
-
-
 class Dispatcher:
     """Route by path prefix; the prefix moves from PATH_INFO to SCRIPT_NAME."""
 
@@ -500,7 +421,7 @@ def main(argv=None):
     app = Dispatcher([
         ("/identity", keystone),
         ("/compute", cloud.api_fixture.app()),
-        ("/image", FakeGlance(cloud.glance)),
+        ("/image", fakeglance.make_app(cloud.glance)),
         ("/networking", neutron_app),
         ("/_harness", Control(cloud)),
     ])
