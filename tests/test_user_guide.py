@@ -33,7 +33,9 @@ def _page():
 # Reviewed: the commands of the guide the story cannot run, and why (the harness does the
 # same its own way: tools/tacker-kubernetes-client.sh, the editable install).
 NEEDS = {"pip install 'dist/tacker_hwaffinity-0.1.0-py3-none-any.whl[tacker]' "
-         "'kubernetes>=36,<37'": "install"}
+         "'kubernetes>=36,<37'": "install",
+         "curl -LO https://cloud-images.ubuntu.com/releases/noble/release/"
+         "ubuntu-24.04-server-cloudimg-amd64.img": "download"}
 
 
 def test_every_command_of_the_guide_is_run_by_a_step_of_the_story():

@@ -3,7 +3,9 @@
 1. Every file of SRC_DIR goes in, except hidden names (``.*``),
    ``__pycache__``/``*.pyc`` and images (``Files/images/`` or an image
    extension Tacker knows), which are left out unless given with
-   ``images``: those go to ``Files/images/<name>``.
+   ``images``: those go to ``Files/images/<name>``, and the VDUs whose
+   ``tosca.artifacts.nfv.SwImage`` artifact is one of them get its SHA-512 as
+   their ``sw_image_data`` checksum (rule in :mod:`sw_images`).
 2. The installed driver files go wherever a VNFD's ``mgmt-drivers-hwaffinity``
    artifact points (rule in :mod:`drivers`), byte for byte.
 3. The ETSI SOL001 type files a Definitions file imports and the source
@@ -24,7 +26,7 @@ import stat
 import yaml
 
 from tacker_hwaffinity import etsi_types
-from tacker_hwaffinity.csar import drivers, meta, zipio
+from tacker_hwaffinity.csar import drivers, meta, sw_images, zipio
 from tacker_hwaffinity.errors import InputError
 
 IMAGES_DIR = "Files/images/"
@@ -276,6 +278,7 @@ def build(src, target, images=(), etsi_dir=None):
         name = IMAGES_DIR + os.path.basename(image)
         files[name] = Member(os.path.realpath(image))
         given.add(name)
+    sw_images.set_checksums(files, defs, given, Member, notes)
     header = _header(old, defs, files)
     blocks = [header] + _artifact_blocks(files, given, old, notes)
     files[meta.PATH] = Member(meta.render(blocks).encode("utf-8"))

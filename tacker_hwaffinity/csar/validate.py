@@ -3,7 +3,8 @@
 In order: archive member names; TOSCA.meta and every hash block (ours and
 Tacker's verdict); Tacker's upload (``csar_utils.load_csar_data``); every
 deployment flavour parsed (and, for a VNF, translated); every Vnflcm hook's
-driver registered and byte-identical to the installed one; for a CNF (YAML
+driver registered and byte-identical to the installed one; every image a
+VDU boots from carried, with its SHA-512 as the VDU's checksum; for a CNF (YAML
 under ``Files/kubernetes/``) every manifest against the Kubernetes models
 and, given a cluster snapshot, the placement ``hwaffinity plan`` predicts.
 """
@@ -12,7 +13,8 @@ import os
 import tempfile
 
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
-from tacker_hwaffinity.csar import integrity, manifests, placement, tacker_checks, vnfd, zipio
+from tacker_hwaffinity.csar import (integrity, manifests, placement, sw_images, tacker_checks,
+                                    vnfd, zipio)
 from tacker_hwaffinity.csar.problems import Problem, from_error
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.yamlio import parse_documents
@@ -161,6 +163,7 @@ def validate(zip_path, plan_inputs=None, topology_key=DEFAULT_HOST_LABEL,
         if offline:
             vnfd.flavours(root, not files, problems, checks)
         vnfd.hooks(root, defs, names, problems, notes, checks)
+        sw_images.check(root, defs, names, problems, notes, checks)
     if objects and plan_inputs is not None:
         snapshot, profile, plan_notes = plan_inputs
         found, more, summary = placement.check(objects, snapshot, profile, topology_key)

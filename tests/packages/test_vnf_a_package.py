@@ -205,10 +205,17 @@ def test_v1_and_v2_flavours_describe_the_same_cluster():
         _without_vnf_and_description(flavour("podaffinity_v2"))
 
 
-def test_tosca_flavour_differs_only_in_its_single_master():
+def test_tosca_flavour_differs_only_in_its_single_master_and_carried_image():
     full, tosca = flavour("podaffinity"), flavour("podaffinity_tosca")
     nodes_full = full["topology_template"]["node_templates"]
     nodes_tosca = tosca["topology_template"]["node_templates"]
+    # and in the image its VDUs boot from, which the package carries (the BaseHOT
+    # flavours name the one Glance has)
+    image = {"sw_image": {"type": "tosca.artifacts.nfv.SwImage",
+                          "file": "../Files/images/ubuntu-24.04-server-cloudimg-amd64.img"}}
+    for vdu in ("masterNode", "workerNode"):
+        assert nodes_tosca[vdu].pop("artifacts") == image
+        assert "artifacts" not in nodes_full[vdu]
     assert nodes_tosca["workerNode"] == nodes_full["workerNode"]
     assert nodes_tosca["masterNode"]["properties"]["vdu_profile"] == {
         "min_number_of_instances": 1, "max_number_of_instances": 1}

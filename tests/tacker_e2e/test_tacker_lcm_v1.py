@@ -8,14 +8,19 @@ file, creates the stack from the BaseHOT and our UserData class, and calls the h
    our driver inside the conductor; the master comes up; Tacker's retry completes and
    every worker's node carries ``CIS-node=<its compute host>``, with the report in the
    instance's ``metadata``;
-2. another instance: instantiate, then scale out; the new worker's node is labelled.
+2. another instance: instantiate, then scale out; the new worker's node is labelled;
+3. the TOSCA flavour (no BaseHOT): the translator's server group spreads the workers, the
+   VMs boot from the image the package carries (uploaded by Tacker, checked against the
+   VDUs' checksum), and terminate removes the stack and the image.
 
 The tests run in this order and share the master (down until the first test starts it)."""
 import json
+import os
 
 import pytest
 
 from . import lcm
+from .guide import IMAGE
 from .vnf import Vnf
 
 pytestmark = [pytest.mark.tacker, pytest.mark.openstack, pytest.mark.controlplane,
@@ -90,3 +95,44 @@ def test_instantiate_then_scale_out_labels_the_new_worker(new_vnf, master):
     assert occ["operationState"] == "COMPLETED", occ.get("error")
     assert len(vnf.workers()) == len(before) + 1
     assert len(vnf.assert_labelled("scale_end")) == 4    # one per compute host
+
+
+def test_the_tosca_flavour_boots_from_the_packages_image_and_spreads_its_workers(
+        new_vnf, master, tacker_cloud, guide):
+    """VNF-A's TOSCA flavour, no BaseHOT: heat-translator with our extension makes the
+    server group, and the VMs boot from the image the package carries (the guide's
+    ``csar build --image``), which Tacker uploads to Glance and checks against the VDUs'
+    checksum. Terminate removes the stack and the image."""
+    import hashlib
+
+    from openstack import connection
+    master.start()                                       # up (already, after the tests above)
+    vnf = new_vnf("vnf-a-v1-tosca")
+    occ = vnf.run("INSTANTIATE", vnf.client.instantiate_vnf_instance, vnf.id,
+                  vnf.request("instantiate_podaffinity_tosca.json"), label="tosca instantiate")
+    assert occ["operationState"] == "COMPLETED", occ.get("error")
+    hosts = vnf.assert_labelled("instantiate_end")
+    assert len(hosts) == 3
+
+    nova = tacker_cloud.nova("admin", version="latest")
+    servers = set(vnf.workers().values())
+    groups = [g for g in nova.server_groups.list(all_projects=True)
+              if servers <= set(g.members)]
+    # the translator's group (the Heat resource named after the VNFD's policy, which
+    # Heat names <stack>-<resource>-<suffix>) put them on distinct hosts
+    assert [(g.name.split("-srvgroup_worker-")[0], g.policy) for g in groups] == [
+        ("vnf-a-v1-tosca", "anti-affinity")], [g.name for g in groups]
+    images = {nova.servers.get(s).image["id"] for s in servers}
+    assert len(images) == 1 and not images & set(tacker_cloud.info["images"].values()), images
+    sdk = connection.Connection(session=tacker_cloud.session("admin"))
+    image = sdk.image.get_image(images.pop())
+    with open(os.path.join(guide.workdir, IMAGE), "rb") as f:
+        assert image.hash_value == hashlib.sha512(f.read()).hexdigest()
+    assert (image.name, image.disk_format, image.min_disk) == (
+        "ubuntu-24.04-server-cloudimg-amd64", "qcow2", 10)
+
+    occ = vnf.run("TERMINATE", vnf.client.terminate_vnf_instance, vnf.id,
+                  {"terminationType": "FORCEFUL"}, label="tosca terminate")
+    assert occ["operationState"] == "COMPLETED", occ.get("error")
+    assert sdk.image.find_image(image.id) is None
+    assert not servers & {s.id for s in nova.servers.list()}
