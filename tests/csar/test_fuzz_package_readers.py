@@ -1,10 +1,11 @@
 """The package readers over random and mutated input: TOSCA.meta, the zip reader
-(central directory, extraction, streamed hashes) and the VNFD loader give a result
-or an InputError, within the bounds below (tests/fuzzing.py).
+(central directory, extraction, streamed hashes), the VNFD loader and the reader of
+image VDUs give a result or an InputError, within the bounds below (tests/fuzzing.py).
 
 Bounds: TOSCA.meta 50 ms and 16 MiB (the default); a zip 200 ms and 16 MiB (it
 writes files, under limits lowered to 1 MiB a member); a VNFD package 200 ms and
-16 MiB (it reads two YAML files and walks their imports)."""
+16 MiB (it reads two YAML files and walks their imports); the reader of the VDUs that
+boot from a carried image, and validate's check of them, 50 ms each."""
 import hashlib
 import io
 import os
@@ -14,7 +15,7 @@ import zipfile
 import fuzzing
 from hypothesis import example, given, strategies as st
 
-from tacker_hwaffinity.csar import meta, zipio
+from tacker_hwaffinity.csar import meta, sw_images, zipio
 from tacker_hwaffinity.translator import loader
 
 VALID_META = ("TOSCA-Meta-File-Version: 1.0\nCSAR-Version: 1.1\nCreated-By: x\n"
@@ -132,3 +133,25 @@ def test_fuzz_vnfd_reader(text):
                   errors="surrogatepass") as f:
             f.write(text)
         fuzzing.bounded(_load, os.path.join(folder, "pkg"), seconds=0.2)
+
+
+_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=12))
+_TREES = st.recursive(_SCALARS, lambda kids: st.one_of(
+    st.lists(kids, max_size=4), st.dictionaries(st.text(max_size=8), kids, max_size=4)),
+    max_leaves=30)
+
+
+def _vdu(artifact, sw_image_data):
+    return {"topology_template": {"node_templates": {"vdu": {
+        "artifacts": {"sw_image": artifact}, "properties": {"sw_image_data": sw_image_data}}}}}
+
+
+@given(st.one_of(_TREES, st.builds(_vdu, st.one_of(_TREES, st.fixed_dictionaries({
+    "type": st.just(sw_images.SW_IMAGE), "file": st.text(max_size=40)})), _TREES)))
+def test_fuzz_the_image_vdus_reader(data):
+    """Whatever a Definitions file parses to, the VDUs that boot from a carried image are
+    read as a list, and validate's check of them gives problems and notes, nothing else."""
+    with tempfile.TemporaryDirectory() as root:
+        fuzzing.bounded(sw_images.image_vdus, "Definitions/df.yaml", data, seconds=0.05)
+        fuzzing.bounded(sw_images.check, root, {"Definitions/df.yaml": data}, [], [], [], [],
+                        seconds=0.05)
