@@ -59,3 +59,37 @@ def test_without_a_token_only_version_discovery_answers(openstack_cloud):
     base = openstack_cloud.info["image_url"]
     assert requests.get(base + "/versions", timeout=10).status_code == 200
     assert requests.get(base + "/v2/images", timeout=10).status_code == 401
+
+
+def test_heat_refuses_an_image_name_two_images_share(openstack_heat, image_file):
+    """Why VNF-A's TOSCA flavour uploads its image under a name of its own
+    (doc/packages.md): Heat's ``glance.image`` constraint, which the BaseHOT flavours'
+    image-by-name goes through, refuses a name that matches two images."""
+    import uuid
+
+    from heatclient import exc as heat_exc
+    from openstack import connection
+    sdk = connection.Connection(session=openstack_heat.session("admin"))
+    heat = openstack_heat.heat("admin")
+    name = "shared-" + uuid.uuid4().hex[:8]
+    template = {"heat_template_version": "2018-08-31", "resources": {}, "parameters": {
+        "image": {"type": "string", "constraints": [{"custom_constraint": "glance.image"}]}}}
+
+    def create_stack():
+        return heat.stacks.create(stack_name="img-" + uuid.uuid4().hex[:8], template=template,
+                                  parameters={"image": name})["stack"]["id"]
+
+    made = []
+    try:
+        for _ in range(2):
+            made.append(sdk.image.create_image(name, allow_duplicates=True,
+                                               filename=str(image_file), disk_format="qcow2",
+                                               container_format="bare"))
+            if len(made) == 1:
+                heat.stacks.delete(create_stack())          # one image: accepted
+        with pytest.raises(heat_exc.HTTPBadRequest) as refused:
+            create_stack()
+        assert "No images unique match found for {'name': '%s'}" % name in str(refused.value)
+    finally:
+        for image in made:
+            sdk.image.delete_image(image.id)

@@ -216,6 +216,11 @@ def test_tosca_flavour_differs_only_in_its_single_master_and_carried_image():
     for vdu in ("masterNode", "workerNode"):
         assert nodes_tosca[vdu].pop("artifacts") == image
         assert "artifacts" not in nodes_full[vdu]
+        # Tacker uploads it under sw_image_data.name: a name the BaseHOT flavours look up
+        # would then match two images while a TOSCA instance lives, and Heat refuses that
+        sw_tosca = nodes_tosca[vdu]["properties"]["sw_image_data"]
+        sw_full = nodes_full[vdu]["properties"]["sw_image_data"]
+        assert sw_tosca.pop("name") == sw_full.pop("name") + "-podaffinity_tosca"
     assert nodes_tosca["workerNode"] == nodes_full["workerNode"]
     assert nodes_tosca["masterNode"]["properties"]["vdu_profile"] == {
         "min_number_of_instances": 1, "max_number_of_instances": 1}

@@ -129,7 +129,7 @@ def test_the_tosca_flavour_boots_from_the_packages_image_and_spreads_its_workers
     with open(os.path.join(guide.workdir, IMAGE), "rb") as f:
         assert image.hash_value == hashlib.sha512(f.read()).hexdigest()
     assert (image.name, image.disk_format, image.min_disk) == (
-        "ubuntu-24.04-server-cloudimg-amd64", "qcow2", 10)
+        "ubuntu-24.04-server-cloudimg-amd64-podaffinity_tosca", "qcow2", 10)
 
     occ = vnf.run("TERMINATE", vnf.client.terminate_vnf_instance, vnf.id,
                   {"terminationType": "FORCEFUL"}, label="tosca terminate")
