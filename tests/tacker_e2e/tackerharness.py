@@ -299,12 +299,12 @@ class Tacker:
     def rss_bytes(self):
         return {p.name: p.rss_bytes() for p in (self.server, self.conductor) if p}
 
-    def logs(self):
-        return {p.name: p.log_path for p in (self.server, self.conductor) if p}
-
     def processes(self):
-        """[(name, Process)] of the running server and conductor."""
+        """[(name, Process)] of the started server and conductor."""
         return [(p.name, p) for p in (self.server, self.conductor) if p is not None]
+
+    def logs(self):
+        return {name: p.log_path for name, p in self.processes()}
 
     def stop(self):
         for p in (self.server, self.conductor):
