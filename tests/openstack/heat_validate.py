@@ -9,8 +9,13 @@ JSON document on stdin, one on stdout::
              "files":       {"worker.yaml": "<text>" | {...}, ...},   optional
              "environment": "<env YAML text>" | {...},               optional
              "parameters":  {"name": value, ...}}                    optional
-    stdout: {"results": [{"valid": bool, "errors": ["...", ...]}, ...],
+    stdout: {"results": [{"valid": bool, "errors": ["...", ...],
+                          "server_groups": {"<resource>": ["<policy>", ...], ...}}, ...],
              "seconds": float}
+
+``server_groups``: the policies each ``OS::Nova::ServerGroup`` of the top template
+resolves to with the bundle's parameters (conditions and intrinsic functions applied),
+for a valid bundle.
 
 Each bundle goes through exactly what ``stack create`` validates:
 
@@ -98,27 +103,30 @@ class Validator(common.HeatTestCase):
             if bundle.get("parameters"):
                 env["parameters"] = dict(env.get("parameters") or {}, **bundle["parameters"])
         except Exception as exc:  # noqa: BLE001 - a bad bundle is an error, too
-            return [_describe(exc)]
+            return [_describe(exc)], {}
 
         ctx = utils.dummy_context()
         try:
             result = self.engine.validate_template(ctx, template, params=env, files=files,
                                                    show_nested=True)
         except oslo_messaging.ExpectedException as exc:
-            return [_describe(exc.exc_info[1])]
+            return [_describe(exc.exc_info[1])], {}
         except Exception as exc:  # noqa: BLE001
-            return [_describe(exc)]
+            return [_describe(exc)], {}
         if isinstance(result, dict) and "Error" in result:
-            return [result["Error"]]
+            return [result["Error"]], {}
         if not isinstance(result, dict):  # a webob error response
-            return [str(getattr(result, "explanation", result))]
+            return [str(getattr(result, "explanation", result))], {}
 
         try:
             stack = utils.parse_stack(template, params=env, files=files)
             stack.validate()
+            groups = {name: list(res.properties["policies"] or [])
+                      for name, res in stack.items()
+                      if res.type() == "OS::Nova::ServerGroup"}
         except Exception as exc:  # noqa: BLE001
-            return [_describe(exc)]
-        return []
+            return [_describe(exc)], {}
+        return [], groups
 
 
 def _parse_template(template):
@@ -144,8 +152,8 @@ def main():
     validator.setUp()
     results = []
     for bundle in bundles:
-        errors = validator.validate(bundle)
-        results.append({"valid": not errors, "errors": errors})
+        errors, groups = validator.validate(bundle)
+        results.append({"valid": not errors, "errors": errors, "server_groups": groups})
     json.dump({"results": results, "seconds": round(time.monotonic() - _T0, 2)},
               sys.stdout)
     sys.stdout.write("\n")
