@@ -33,6 +33,18 @@ def _v2_level_2(package):
     return st.v2_bundle(package, body)
 
 
+def _v2_worker_policy(package, policy):
+    """The v2 sample with nfv.VDU.workerNode.server_group_policy POLICY (None: the key
+    left out, as a request without it: Tacker's DefaultUserData then sends it null)."""
+    body = copy.deepcopy(st.sample(st.V2_SAMPLE))
+    worker = body["additionalParams"]["nfv"]["VDU"]["workerNode"]
+    if policy is None:
+        del worker["server_group_policy"]
+    else:
+        worker["server_group_policy"] = policy
+    return st.v2_bundle(package, body)
+
+
 def _v1_without_keypair(package):
     body = copy.deepcopy(st.sample(st.V1_SAMPLE))
     del body["additionalParams"]["keypair"]
@@ -64,27 +76,49 @@ def results(k8s_package):
         "podaffinity without keypair": _v1_without_keypair(k8s_package),
         "podaffinity_v2": st.v2_bundle(k8s_package, st.sample(st.V2_SAMPLE)),
         "podaffinity_v2 level 2": _v2_level_2(k8s_package),
+        "podaffinity_v2 without worker policy": _v2_worker_policy(k8s_package, None),
+        "podaffinity_v2 soft workers": _v2_worker_policy(k8s_package, "soft-anti-affinity"),
+        "podaffinity_v2 unknown worker policy": _v2_worker_policy(k8s_package,
+                                                                  "soft-antiaffinity"),
         "podaffinity_tosca": st.tosca_bundle(k8s_package),
         "control undeclared group parameter": _control_undeclared_group_parameter(k8s_package),
         "control unknown group": _control_unknown_group(k8s_package),
     }
     names = list(bundles)
-    return dict(zip(names, osharness.validate_heat_many([bundles[n] for n in names],
-                                                        python=python)))
+    return dict(zip(names, osharness.heat_results_many([bundles[n] for n in names],
+                                                       python=python)))
 
 
 @pytest.mark.parametrize("case", ["podaffinity", "podaffinity without keypair",
                                   "podaffinity_v2", "podaffinity_v2 level 2",
-                                  "podaffinity_tosca"])
+                                  "podaffinity_v2 without worker policy",
+                                  "podaffinity_v2 soft workers", "podaffinity_tosca"])
 def test_heat_accepts_the_stack(case, results):
-    assert results[case] == []
+    assert results[case]["errors"] == []
+
+
+@pytest.mark.parametrize("case, workers", [
+    ("podaffinity", "anti-affinity"), ("podaffinity_v2", "anti-affinity"),
+    ("podaffinity_v2 without worker policy", "anti-affinity"),
+    ("podaffinity_v2 soft workers", "soft-anti-affinity")])
+def test_the_workers_group_policy(case, workers, results):
+    """The v2 flavour's workers' group takes nfv.VDU.workerNode.server_group_policy,
+    anti-affinity when the request leaves it out; the masters' is always anti-affinity."""
+    assert results[case]["server_groups"] == {"srvgroup_master": ["anti-affinity"],
+                                              "srvgroup_worker": [workers]}
+
+
+def test_heat_names_an_unknown_worker_policy(results):
+    (error,) = results["podaffinity_v2 unknown worker policy"]["errors"]
+    assert "srvgroup_worker" in error and '["soft-antiaffinity"] is not an allowed value' \
+        in error, error
 
 
 def test_heat_checks_the_nested_group_parameter(results):
-    (error,) = results["control undeclared group parameter"]
+    (error,) = results["control undeclared group parameter"]["errors"]
     assert "srvgroup_worker" in error
 
 
 def test_heat_checks_the_group_reference(results):
-    (error,) = results["control unknown group"]
+    (error,) = results["control unknown group"]["errors"]
     assert "srvgroup_workers" in error

@@ -261,8 +261,10 @@ def test_basehot_server_groups_are_named_after_the_rules(flavour_id):
     top, nested = basehot(flavour_id)
     groups = {n: r for n, r in top["resources"].items() if r["type"] == "OS::Nova::ServerGroup"}
     assert set(groups) == set(RULES)
-    for g in groups.values():
-        assert g["properties"] == {"policies": ["anti-affinity"]}
+    for name, g in groups.items():
+        if (flavour_id, name) != ("podaffinity_v2", "srvgroup_worker"):
+            assert g["properties"] == {"policies": ["anti-affinity"]}
+        # (v2's workers: the request may choose; test_vnf_a_heat.py resolves it)
     servers = _nested_servers(nested)
     assert set(servers) == set(RULES.values())
     for rule, vdu in RULES.items():

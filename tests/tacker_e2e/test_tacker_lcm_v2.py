@@ -5,7 +5,8 @@ the package, which labels the real control plane's nodes over SSH.
 
 1. instantiate while the master is down: FAILED_TEMP with our one-line, secret-free
    reason; the master comes up; Tacker's retry completes; every worker's node carries
-   ``CIS-node=<its compute host>`` and the instance's metadata holds the report;
+   ``CIS-node=<its compute host>`` and the instance's metadata holds the report; the
+   request sets no ``server_group_policy``: the workers' group is ``anti-affinity``;
 2. scale out: the new worker's node is labelled (four workers, four hosts);
 3. scale in: the removed worker's node is drained and deleted;
 4. heal a worker: its node is drained, then uncordoned and labelled with its new host;
@@ -70,8 +71,10 @@ def vnf(v2, vnf_a_onboarded, subscriber, tacker_cloud, master, kubelets):
 
 def test_instantiate_fails_while_the_master_is_down_and_a_retry_completes(vnf, tacker_cloud):
     v2 = vnf.client
-    occ = vnf.run("INSTANTIATE", v2.instantiate_vnf_instance, vnf.id,
-                  vnf.request("instantiate_podaffinity_v2.json"))
+    body = vnf.request("instantiate_podaffinity_v2.json")
+    # a request that leaves the workers' group policy out: the BaseHOT's anti-affinity
+    del body["additionalParams"]["nfv"]["VDU"]["workerNode"]["server_group_policy"]
+    occ = vnf.run("INSTANTIATE", v2.instantiate_vnf_instance, vnf.id, body)
     assert occ["operationState"] == "FAILED_TEMP", occ
     detail = json.dumps(occ["error"])
     assert "instantiate_end: no master answered over SSH" in detail, detail
@@ -89,6 +92,7 @@ def test_instantiate_fails_while_the_master_is_down_and_a_retry_completes(vnf, t
     assert occ["operationState"] == "COMPLETED", occ.get("error")
     hosts = vnf.assert_labelled("instantiate_end")
     assert len(hosts) == 3
+    assert vnf.worker_group().policy == "anti-affinity"
     assert vnf.wait_notified(occ["id"], "COMPLETED")[-2:] == ["PROCESSING", "COMPLETED"]
 
 

@@ -70,6 +70,14 @@ class Vnf:
         return {i["id"]: servers[i["vnfcResourceInfoId"]] for i in info["vnfcInfo"]
                 if i["vnfcResourceInfoId"] in servers}
 
+    def worker_group(self):
+        """The Nova server group of the workers (compute API 2.64: one ``policy``)."""
+        nova = self.cloud.nova("admin", version="2.64")
+        servers = set(self.workers().values())
+        (group,) = [g for g in nova.server_groups.list(all_projects=True)
+                    if servers & set(g.members)]
+        return group
+
     def report(self):
         """Our report in the instance's metadata (v1 keeps it as a JSON string)."""
         report = self.instance()["metadata"]["hwaffinity"]
