@@ -4,10 +4,11 @@ through Tacker's Kubernetes infra drivers, v2 then v1.
 Where doc/user-guide.md shows a step, the step is the guide's commands (``openstack``,
 ``kubectl``, ``hwaffinity``), run as shown and their outputs checked against the page
 (``guide.py``); the rest goes through python-tackerclient's API. VNF-A is onboarded and
-instantiated through v2 (BaseHOT flavour): three workers on three compute hosts, each
-node labelled ``CIS-node=<host>`` by our MgmtDriver. The cluster is registered as a
-Kubernetes VIM the way a user does (``openstack vim register``: the API server's
-endpoint, a ServiceAccount token and its CA; Tacker keeps the VIM's key in Barbican).
+instantiated through v2 (BaseHOT flavour, the workers' group soft-anti-affinity):
+three workers on three compute hosts, each node labelled ``CIS-node=<host>`` by our
+MgmtDriver. The cluster is registered as a Kubernetes VIM the way a user does
+(``openstack vim register``: the API server's endpoint, a ServiceAccount token and its
+CA; Tacker keeps the VIM's key in Barbican).
 Then VNF-B, onboarded from ``csar/cnf``, goes through its life with the sample requests
 (``samples/requests/cnf``), naming that VIM by its id alone:
 
@@ -16,8 +17,11 @@ Then VNF-B, onboarded from ``csar/cnf``, goes through its life with the sample r
    (the new server on the free host): the upf replica it carried follows its node;
 2. with the controller running (``--stack``, as its Deployment runs): a worker
    live-migrated to the free host is relabelled, its upf replica stays, the audit and the
-   gauges agree; a live migration onto another worker's host is refused by Nova (VNF-A's
-   hard anti-affinity group), and nothing changes;
+   gauges agree; live-migrated onto another worker's host (VNF-A's workers are in a
+   soft-anti-affinity group, as the guide chooses), it is relabelled, the audit and the
+   gauges see udr's two replicas there, and the controller evicts the co-located upf
+   replica (RequiredDuringExecution), Pending until the worker is migrated back to a
+   free host, where it lands;
 3. scale upf out beyond the hosts: the fourth replica stays Pending (required
    anti-affinity), and Tacker reports FAILED_TEMP with its timeout error;
 4. VNF-A scales out: a fourth worker on the fourth host, labelled; the Pending
@@ -51,8 +55,6 @@ from controlplane.test_controller_e2e import _kill, _start, label
 from controlplane.test_plan_vs_scheduler import run_plan
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 
-from osharness import HarnessError
-
 from . import lcm
 from .packages import ROOT
 from .vnf import HOST, Vnf
@@ -61,6 +63,7 @@ pytestmark = [pytest.mark.tacker, pytest.mark.openstack, pytest.mark.controlplan
               pytest.mark.ssh]
 
 CNF_REQUESTS = os.path.join(ROOT, "samples", "requests", "cnf")
+SOFT = "soft-anti-affinity"
 NAMESPACE, NAMESPACE_V1 = "cnf", "cnf-v1"    # v2: the sample request's
 
 
@@ -82,8 +85,11 @@ def cluster(v2, vnf_a_onboarded, guide, tacker_cloud, master, kubelets, control_
     lcm.ensure_keypair(tacker_cloud)
     master.start()
     vnf_a = Vnf(v2, 2, tacker_cloud, master, kubelets)
-    for name, body in (("instantiate-vnf-a.json",
-                        vnf_a.request("instantiate_podaffinity_v2.json")),
+    instantiate = vnf_a.request("instantiate_podaffinity_v2.json")
+    # the guide's choice: workers that may share a host when one is moved (section 9)
+    instantiate["additionalParams"]["nfv"]["VDU"]["workerNode"]["server_group_policy"] = \
+        SOFT
+    for name, body in (("instantiate-vnf-a.json", instantiate),
                        ("vnf-a-params.json", {"additionalParams": vnf_a.request(
                            "scale_out_workers.json")["additionalParams"]})):
         with open(os.path.join(guide.workdir, name), "w") as f:
@@ -104,6 +110,7 @@ def cluster(v2, vnf_a_onboarded, guide, tacker_cloud, master, kubelets, control_
         vnf_a.id = guide.run("instantiate-vnf-a", each=kubelets.sync)["VNF_A"]
         vnf_a.seconds["instantiate"] = guide.seconds["instantiate-vnf-a"]
         vnf_a.assert_labelled("instantiate_end")
+        assert vnf_a.worker_group().policy == SOFT
         guide.env["KUBECONFIG"] = cp.kubeconfig
         guide.run("labels")
         yield vnf_a
@@ -241,27 +248,33 @@ def test_heal_of_a_worker_keeps_the_spread(cluster, vnf_b, guide, kubelets, cont
     assert pending == [] and len(counts) == 3 and set(counts.values()) == {1}, counts
 
 
-def _upf_gauge(gauges, metric):
-    return gauges.get((metric, (("kind", "Deployment"), ("name", "upf"),
-                                ("namespace", NAMESPACE))))
+def _gauge(gauges, metric, name, kind="Deployment"):
+    return gauges.get((metric, (("kind", kind), ("name", name), ("namespace", NAMESPACE))))
 
 
-def _upf_in(doc):
-    (upf,) = [x for x in doc["workloads"]
-              if (x["namespace"], x["kind"], x["name"]) == (NAMESPACE, "Deployment", "upf")]
-    return upf
+def _workload_in(doc, name, kind="Deployment"):
+    (found,) = [x for x in doc["workloads"]
+                if (x["namespace"], x["kind"], x["name"]) == (NAMESPACE, kind, name)]
+    return found
 
 
-def test_with_the_controller_labels_follow_a_live_migration_and_nova_refuses_a_colocation(
+def test_with_the_controller_labels_follow_live_migrations_and_a_colocated_replica_moves(
         cluster, vnf_b, guide, tacker_cloud, control_plane, tmp_path):
     """The controller runs as its Deployment would, on VNF-A's workers (``--stack``,
-    ``--aspect workerNode``). A worker live-migrated to the free host: its node is
-    relabelled, its upf replica stays (one a host still), the audit finds no stale label
-    and the gauges say upf's intent is met. A live migration onto another worker's host
-    is refused by Nova itself (VNF-A's hard anti-affinity group: the scheduler's filter,
-    and the destination's late check even for a forced move): the worker stays, and
-    nothing is relabelled or evicted. (Co-location, on a soft group, and the
-    RequiredDuringExecution eviction it triggers: tests/controlplane/test_audit_e2e.py.)"""
+    ``--aspect workerNode``).
+
+    1. A worker live-migrated to the free host: its node is relabelled, its upf replica
+       stays (one a host still), the audit finds no stale label, the gauges say upf's
+       intent is met.
+    2. The same worker live-migrated onto another worker's host (the workers' group is
+       soft-anti-affinity, so Nova lets it): its node is relabelled with that host. upf
+       carries its required anti-affinity as RequiredDuringExecution too: the controller
+       evicts the moved node's upf replica, whose replacement waits Pending (both
+       labelled hosts have one). udr declares the required term only: its two replicas
+       on that host stay, and the audit and the gauges report its intent violated.
+    3. The worker live-migrated back to a free host: relabelled; the Pending upf replica
+       lands there, and the audit and the gauges say every intent is met again.
+    """
     cp = control_plane
     nova = tacker_cloud.nova("admin", version="latest")
     workers = {cluster.node_name(s): s for s in cluster.workers().values()}
@@ -273,35 +286,77 @@ def test_with_the_controller_labels_follow_a_live_migration_and_nova_refuses_a_c
     proc, log = _start(tacker_cloud, cp, tmp_path, "story", "--lease-name", "story",
                        select=["--stack", stack, "--aspect", "workerNode"])
     try:
-        _wait_gauges(log, "the controller's gauges", lambda g: _upf_gauge(
-            g, "hwaffinity_workload_intent_met") == 1)
+        _wait_gauges(log, "the controller's gauges", lambda g: _gauge(
+            g, "hwaffinity_workload_intent_met", "upf") == 1)
         _, _, pods = placement(cp, "upf", 3)
-        moving = sorted(workers)[0]
+        moving, onto_node, third = sorted(workers)
         (replica,) = [p["metadata"]["name"] for p in pods if p["spec"]["nodeName"] == moving]
 
+        # 1. to the free host
         guide.values.update(WORKER_SERVER=workers[moving], FREE_HOST=free, WORKER_NODE=moving)
         guide.run("live-migration")
         harness.wait_until(lambda: label(cp, moving) == free, 30,
                            what="node %s relabelled %s" % (moving, free))
-        g = _wait_gauges(log, "the gauges after the move", lambda g: _upf_gauge(
-            g, "hwaffinity_workload_intent_met") == 1 and g.get(
+        g = _wait_gauges(log, "the gauges after the move", lambda g: _gauge(
+            g, "hwaffinity_workload_intent_met", "upf") == 1 and g.get(
             ("hwaffinity_node_label_stale", (("node", moving),))) == 0)
-        assert _upf_gauge(g, "hwaffinity_workload_replicas_on_busiest_host") == 1
+        assert _gauge(g, "hwaffinity_workload_replicas_on_busiest_host", "upf") == 1
         counts, pending, pods = placement(cp, "upf", 3)
         assert pending == [] and set(counts.values()) == {1} and free in counts, counts
         assert replica in [p["metadata"]["name"] for p in pods]       # nothing evicted
         status, out, _ = audit(tacker_cloud, cp, "-o", "json", "--fail-on", "stale-labels")
         doc = json.loads(out)
         assert status == 0 and not set(_stale_nodes(doc)) & set(workers), doc["staleLabels"]
-        assert (_upf_in(doc)["worstLoss"], _upf_in(doc)["intentMet"]) == (1, True)
+        assert (_workload_in(doc, "upf")["worstLoss"], _workload_in(doc, "upf")["intentMet"]) \
+            == (1, True)
         guide.run("after-migration")
 
-        onto = hosts[sorted(workers)[1]]
-        with pytest.raises(HarnessError, match="it stays on %s" % free):
-            tacker_cloud.live_migrate(workers[moving], host=onto)
-        assert getattr(nova.servers.get(workers[moving]), HOST) == free
-        assert label(cp, moving) == free
-        assert "moved from host" in log.read_text() and proc.poll() is None
+        # 2. onto another worker's host
+        onto = hosts[onto_node]
+        guide.values.update(WORKER_HOST=onto, ONTO_NODE=onto_node)
+        guide.run("colocate")
+        harness.wait_until(lambda: label(cp, moving) == onto, 30,
+                           what="node %s relabelled %s" % (moving, onto))
+        counts, pending, pods = placement(cp, "upf", 3, pending=1)
+        assert counts == {onto: 1, hosts[third]: 1}, counts
+        assert replica not in [p["metadata"]["name"] for p in pods]
+        (evicted,) = cp.events(NAMESPACE, reason="EvictedDuringExecution")
+        assert evicted["involvedObject"]["name"] == replica, evicted
+        why = [e["message"] for e in cp.events(NAMESPACE, reason="FailedScheduling",
+                                               name=pending[0])]
+        assert any("didn't match pod anti-affinity rules" in m for m in why), why
+        udr, _, _ = placement(cp, "udr", 3)
+        assert udr == {onto: 2, hosts[third]: 1}, udr
+        g = _wait_gauges(log, "the gauges with two workers on one host", lambda g: _gauge(
+            g, "hwaffinity_workload_intent_met", "udr", "StatefulSet") == 0)
+        assert _gauge(g, "hwaffinity_workload_replicas_on_busiest_host", "udr",
+                      "StatefulSet") == 2
+        assert _gauge(g, "hwaffinity_workload_intent_met", "upf") == 1
+        status, out, _ = audit(tacker_cloud, cp, "-o", "json", "--fail-on", "intent-unmet")
+        doc = json.loads(out)
+        assert status == 1 and not _stale_nodes(doc), doc["staleLabels"]
+        assert (_workload_in(doc, "udr", "StatefulSet")["worstLoss"],
+                _workload_in(doc, "udr", "StatefulSet")["intentMet"]) == (2, False)
+        guide.run("after-colocation")
+
+        # 3. back to a free host
+        back = sorted(set(tacker_cloud.hosts) - {onto, hosts[third]})[0]
+        guide.values.update(BACK_HOST=back)
+        guide.run("migrate-back")
+        harness.wait_until(lambda: label(cp, moving) == back, 30,
+                           what="node %s relabelled %s" % (moving, back))
+        counts, pending, _ = placement(cp, "upf", 3)
+        assert pending == [] and set(counts.values()) == {1} and back in counts, counts
+        _wait_gauges(log, "every intent met again", lambda g: all(
+            _gauge(g, "hwaffinity_workload_intent_met", *w) == 1
+            for w in (("upf",), ("udr", "StatefulSet"))))
+        status, out, _ = audit(tacker_cloud, cp, "-o", "json", "--fail-on", "stale-labels")
+        doc = json.loads(out)
+        assert status == 0 and not _stale_nodes(doc), doc["staleLabels"]
+        assert [_workload_in(doc, *w)["intentMet"] for w in (
+            ("upf",), ("udr", "StatefulSet"), ("amf",))] == [True] * 3
+        guide.run("after-migrate-back")
+        assert proc.poll() is None
     finally:
         _kill(proc)
 
