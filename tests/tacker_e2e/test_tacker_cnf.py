@@ -320,18 +320,22 @@ def test_with_the_controller_labels_follow_live_migrations_and_a_colocated_repli
         counts, pending, pods = placement(cp, "upf", 3, pending=1)
         assert counts == {onto: 1, hosts[third]: 1}, counts
         assert replica not in [p["metadata"]["name"] for p in pods]
-        (evicted,) = cp.events(NAMESPACE, reason="EvictedDuringExecution")
+        # (the replacement can be there before the controller's Event and the scheduler's)
+        (evicted,) = harness.wait_until(lambda: cp.events(
+            NAMESPACE, reason="EvictedDuringExecution"), 30, what="the eviction's Event")
         assert evicted["involvedObject"]["name"] == replica, evicted
-        why = [e["message"] for e in cp.events(NAMESPACE, reason="FailedScheduling",
-                                               name=pending[0])]
-        assert any("didn't match pod anti-affinity rules" in m for m in why), why
+        harness.wait_until(lambda: any(
+            "didn't match pod anti-affinity rules" in e["message"] for e in cp.events(
+                NAMESPACE, reason="FailedScheduling", name=pending[0])), 30,
+            what="the Pending replica's FailedScheduling Event (anti-affinity)")
         udr, _, _ = placement(cp, "udr", 3)
         assert udr == {onto: 2, hosts[third]: 1}, udr
+        # (udr's is unmet from the relabel on, upf's again once its replica is evicted)
         g = _wait_gauges(log, "the gauges with two workers on one host", lambda g: _gauge(
-            g, "hwaffinity_workload_intent_met", "udr", "StatefulSet") == 0)
+            g, "hwaffinity_workload_intent_met", "udr", "StatefulSet") == 0 and _gauge(
+            g, "hwaffinity_workload_intent_met", "upf") == 1)
         assert _gauge(g, "hwaffinity_workload_replicas_on_busiest_host", "udr",
                       "StatefulSet") == 2
-        assert _gauge(g, "hwaffinity_workload_intent_met", "upf") == 1
         status, out, _ = audit(tacker_cloud, cp, "-o", "json", "--fail-on", "intent-unmet")
         doc = json.loads(out)
         assert status == 1 and not _stale_nodes(doc), doc["staleLabels"]
