@@ -519,14 +519,17 @@ class OpenStackCloud:
         progress (dicts with ``id``, ``status``, ``source_compute``...)."""
         return self.compute("GET", "/servers/%s/migrations" % server_id)["migrations"]
 
-    def live_migrate(self, server_id, host=None, wait=True, timeout=60):
-        """``os-migrateLive`` (``host`` None: the scheduler picks). With WAIT,
+    def live_migrate(self, server_id, host=None, wait=True, timeout=60, force=False):
+        """``os-migrateLive`` (``host`` None: the scheduler picks; FORCE: to HOST
+        without the scheduler, at compute API 2.67, the last that takes it). With WAIT,
         returns the new host once the server is there with no task; raises
         HarnessError if the migration fails (e.g. to its own host: HTTP 202,
         then migration ``error``). Without WAIT, returns None at once."""
-        return self._move(server_id, {"os-migrateLive": {"host": host,
-                                                         "block_migration": "auto"}},
-                          "live migration", wait, timeout)
+        body = {"host": host, "block_migration": "auto"}
+        if force:
+            body["force"] = True
+        return self._move(server_id, {"os-migrateLive": body}, "live migration", wait,
+                          timeout, version="2.67" if force else MOVE_VERSION)
 
     def hold_migrations(self, hold=True):
         """Keep live migrations in progress (server MIGRATING, migration
@@ -584,10 +587,10 @@ class OpenStackCloud:
         return self._move(server_id, {"evacuate": {"host": host} if host else {}},
                           "evacuation", wait, timeout)
 
-    def _move(self, server_id, action, what, wait, timeout):
+    def _move(self, server_id, action, what, wait, timeout, version=MOVE_VERSION):
         before = self._migration_ids(server_id)
         source = self.server(server_id)[HOST_ATTR]
-        self.compute("POST", "/servers/%s/action" % server_id, action)
+        self.compute("POST", "/servers/%s/action" % server_id, action, version=version)
         return self._wait_moved(server_id, source, before, timeout, what) if wait else None
 
     def _migrations(self, server_id):

@@ -29,11 +29,11 @@ def _adapter(cloud, user="admin"):
     return OpenStack(auth.session(access))
 
 
-def _boot(cloud, name, host=None, user="admin"):
+def _boot(cloud, name, host=None, user="admin", **create):
     """A server with a port on the tenant network; HOST forces the host
-    (admin only, ``nova:<host>``)."""
+    (admin only, ``nova:<host>``); CREATE: more arguments of the create."""
     nova = cloud.nova(user, version="2.68")
-    kwargs = {"availability_zone": "nova:%s" % host} if host else {}
+    kwargs = dict(create, availability_zone="nova:%s" % host) if host else create
     server = nova.servers.create(name, image=cloud.image, flavor="1",
                                  nics=[{"net-id": cloud.network_id}], **kwargs)
     server = osharness.wait_server(nova, server.id, timeout=90)
@@ -200,6 +200,30 @@ def test_full_page_follows_next_link(cloud, workers):
     assert sorted(paged.poll()) == sorted(everything)
     # n servers in pages of 2: ceil(n/2) pages, plus an empty one when n is even
     assert paged.pages == len(everything) // 2 + 1
+
+
+def test_a_hard_group_keeps_its_members_apart_through_a_live_migration(cloud):
+    """A live migration onto the host of another member of an anti-affinity group fails,
+    and the server stays where it was: through the scheduler (its filter: the migration
+    ends in error, the server ACTIVE), and forced past it (compute API 2.67): the
+    destination checks the group again, and Nova puts the server in ERROR, on its host.
+    What a soft-anti-affinity group lets happen instead: tests/tacker_e2e/test_tacker_cnf.py."""
+    nova = cloud.nova("admin", version="2.64")
+    group = nova.server_groups.create(name="hard-apart", policy="anti-affinity")
+    first, second = (_boot(cloud, name, host, scheduler_hints={"group": group.id})
+                     for name, host in (("g0", "compute2"), ("g1", "compute3")))
+    try:
+        with pytest.raises(osharness.HarnessError, match="it stays on compute3"):
+            cloud.live_migrate(second, host="compute2")
+        assert cloud.server(second)["status"] == "ACTIVE"
+        with pytest.raises(osharness.HarnessError, match="server in ERROR: .*Anti-affinity "
+                           "instance group policy was violated"):
+            cloud.live_migrate(second, host="compute2", force=True)
+        assert cloud.server(second)[osharness.HOST_ATTR] == "compute3"
+    finally:
+        for server_id in (first, second):
+            _delete(cloud, server_id)
+        nova.server_groups.delete(group.id)
 
 
 # -- capture (python tests/openstack/test_os_migration.py --capture) -------
