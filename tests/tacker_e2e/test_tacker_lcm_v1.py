@@ -116,12 +116,11 @@ def test_the_tosca_flavour_boots_from_the_packages_image_and_spreads_its_workers
 
     nova = tacker_cloud.nova("admin", version="latest")
     servers = set(vnf.workers().values())
-    groups = [g for g in nova.server_groups.list(all_projects=True)
-              if servers <= set(g.members)]
     # the translator's group (the Heat resource named after the VNFD's policy, which
     # Heat names <stack>-<resource>-<suffix>) put them on distinct hosts
-    assert [(g.name.split("-srvgroup_worker-")[0], g.policy) for g in groups] == [
-        ("vnf-a-v1-tosca", "anti-affinity")], [g.name for g in groups]
+    group = vnf.worker_group()
+    assert (group.name.split("-srvgroup_worker-")[0], group.policy) == (
+        "vnf-a-v1-tosca", "anti-affinity"), group.name
     images = {nova.servers.get(s).image["id"] for s in servers}
     assert len(images) == 1 and not images & set(tacker_cloud.info["images"].values()), images
     sdk = connection.Connection(session=tacker_cloud.session("admin"))

@@ -71,11 +71,12 @@ class Vnf:
                 if i["vnfcResourceInfoId"] in servers}
 
     def worker_group(self):
-        """The Nova server group of the workers (compute API 2.64: one ``policy``)."""
+        """The one Nova server group all the workers are members of (compute API 2.64:
+        one ``policy``)."""
         nova = self.cloud.nova("admin", version="2.64")
         servers = set(self.workers().values())
         (group,) = [g for g in nova.server_groups.list(all_projects=True)
-                    if servers & set(g.members)]
+                    if servers <= set(g.members)]
         return group
 
     def report(self):
