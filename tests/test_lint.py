@@ -11,6 +11,6 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def test_ruff_finds_nothing():
     done = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "--no-cache", "tacker_hwaffinity", "tests",
-         "benchmarks"],
+         "benchmarks", "deploy"],
         cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -94,7 +94,8 @@ BASE_REF="${BASE_NAME}:${BASE_KEY}"
 
 # What the image is made of, relative to the repository root, one a line.
 inputs() {
-    printf '%s\n' tools/build-image.sh deploy/Dockerfile .dockerignore setup.py pyproject.toml README.md
+    printf '%s\n' tools/build-image.sh deploy/Dockerfile deploy/runtime_root.py .dockerignore \
+        setup.py pyproject.toml README.md
     find tacker_hwaffinity -type f ! -path '*/__pycache__/*' ! -name '*.pyc' | LC_ALL=C sort
 }
 KEY="$(cd "${root}" && inputs | xargs -d '\n' sha256sum | sha256sum | cut -c1-12)"
