@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build (once) the QEMU guest image that the real-node tests boot
 # (tests/realnode/vm.py): a Debian trixie system with systemd on cgroup v2,
-# containerd 1.7 (NRI capable), runc, sshd and python3 with this project's
+# containerd 1.7 (NRI capable) and, unpacked beside it, containerd 2.x from Debian's
+# next suite, runc, sshd and python3 with this project's
 # runtime dependencies, so that real containers run under the CRI the way a
 # current Kubernetes node runs them, and the node agent can run in the guest.
 #
@@ -47,7 +48,7 @@ CACHE_ROOT="${HWAFFINITY_CACHE:-${HOME}/.cache/tacker-hwaffinity}"
 RECIPE_KEY="$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-12)"
 OUT="${CACHE_ROOT}/vm-${RECIPE_KEY}"
 SUITE="trixie"
-HOST_PACKAGES=(qemu-system-x86 qemu-utils debootstrap e2fsprogs python3-venv)
+HOST_PACKAGES=(qemu-system-x86 qemu-utils debootstrap e2fsprogs python3-venv curl xz-utils)
 # python3-* : the project's install_requires (PyYAML, numpy, kubernetes,
 # prometheus_client, h11), so `python3 -m tacker_hwaffinity...` runs from the share.
 # python3-cffi-backend is named because debootstrap does not resolve virtual
@@ -60,6 +61,12 @@ GUEST_PACKAGES=(systemd-sysv udev dbus iproute2 kmod procps util-linux linux-ima
 # the _content_type argument the project's patches need. 36.0.0 is the oldest client the
 # project supports (pyproject.toml) and the last one without pydantic (compiled) to install.
 GUEST_WHEELS=(kubernetes==36.0.0 durationpy==0.11)
+# containerd 2.x beside the suite's 1.7: Debian's package from this suite (forky: 2.1),
+# unpacked (dpkg-deb -x) under CONTAINERD2_DIR, not installed: the guest script starts
+# one runtime or the other (tests/realnode/guest/setup.sh, RUNTIME=containerd2). It needs
+# only libc6 (>= 2.34) and a runc, which trixie has.
+CONTAINERD2_SUITE="forky"
+CONTAINERD2_DIR="/opt/containerd2"
 # Downloaded .debs are kept here, so that a recipe change rebuilds without
 # downloading everything again (remove it to reclaim the space).
 DEB_CACHE="${CACHE_ROOT}/debootstrap-debs-${SUITE}"
@@ -146,6 +153,33 @@ done
 # modules again at every agent start (seconds under TCG)
 in_root python3 -m compileall -q "${site}" > /dev/null
 log "wheels ${GUEST_WHEELS[*]} in ${site}"
+
+# --- containerd 2.x from CONTAINERD2_SUITE, its SHA-256 checked against the index -----
+arch="$(dpkg --print-architecture)"
+curl -fsS --retry 3 --max-time 300 -o "${work}/Packages.xz" \
+    "${MIRROR}/dists/${CONTAINERD2_SUITE}/main/binary-${arch}/Packages.xz"
+read -r deb_path deb_sha deb_version < <(xz -dc "${work}/Packages.xz" | awk '
+    BEGIN { RS = ""; FS = "\n" }
+    /(^|\n)Package: containerd\n/ {
+        for (i = 1; i <= NF; i++) {
+            if ($i ~ /^Filename: /) path = substr($i, 11)
+            if ($i ~ /^SHA256: /) sha = substr($i, 9)
+            if ($i ~ /^Version: /) version = substr($i, 10)
+        }
+        print path, sha, version
+    }')
+[ -n "${deb_path:-}" ] || die "no containerd in ${CONTAINERD2_SUITE}'s index"
+deb="${DEB_CACHE}/$(basename "${deb_path}")"
+if ! echo "${deb_sha}  ${deb}" | sha256sum -c --status 2>/dev/null; then
+    curl -fsS --retry 3 --max-time 600 -o "${deb}.part" "${MIRROR}/${deb_path}"
+    echo "${deb_sha}  ${deb}.part" | sha256sum -c --status \
+        || die "${deb_path}: SHA-256 does not match ${CONTAINERD2_SUITE}'s index"
+    mv "${deb}.part" "${deb}"
+fi
+dpkg-deb -x "${deb}" "${rootfs}${CONTAINERD2_DIR}"
+in_root "${CONTAINERD2_DIR}/usr/bin/containerd" --version > /dev/null \
+    || die "containerd ${deb_version} from ${CONTAINERD2_SUITE} does not run in ${SUITE}"
+log "containerd ${deb_version} (${CONTAINERD2_SUITE}) in ${CONTAINERD2_DIR}"
 
 # --- identity, console, file systems -------------------------------------------------
 printf 'hwaffinity-vm\n' > "${rootfs}/etc/hostname"
@@ -299,6 +333,7 @@ mkfs.ext4 -q -F -L hwaffinity-root -E root_owner=0:0 -d "${rootfs}" "${work}/out
 {
     printf 'recipe %s\nsuite %s\nkernel %s\nbuilt %s\n' "${RECIPE_KEY}" "${SUITE}" "${kver}" "$(date -u +%FT%TZ)"
     printf '%s\n' "${versions}"
+    printf 'containerd2 %s (%s, %s)\n' "${deb_version}" "${CONTAINERD2_SUITE}" "${CONTAINERD2_DIR}"
     printf 'rootfs_files_mib %s\nrootfs_image_mib %s\n' "${used_mib}" "${size_mib}"
 } > "${work}/out/manifest.tmp"
 mv "${work}/out/manifest.tmp" "${work}/out/manifest"

@@ -1,5 +1,8 @@
 """The agent in NRI mode on a current node: the test VM (cgroup v2, systemd 257, kernel 6.12,
-containerd 1.7 with NRI and the systemd cgroup driver), 4 CPUs in 2 NUMA nodes (0-1, 2-3).
+the systemd cgroup driver), 4 CPUs in 2 NUMA nodes (0-1, 2-3), on each of two runtimes:
+trixie's containerd 1.7 (NRI enabled by its configuration) and Debian's containerd 2.x
+(forky's package, NRI on by default; tests/realnode/guest/setup.sh). Every test runs on
+both, the guest switching runtimes between them (``GuestVM.use_runtime``).
 
 The agent runs in the guest from the source share (``hwaffinity agent --mode auto``, a
 systemd unit); the tests drive the guest's containerd through its CRI as the kubelet
@@ -29,11 +32,19 @@ def rule(kind, target, weight=5):
                        "operator: Equals, values: [%s]}\n  weight: %d" % (target, weight)}
 
 
-@pytest.fixture(scope="module")
-def node(guest_vm, guest_images):  # noqa: F811  (the imported fixtures)
+# runtime -> what the agent's start line says of it (NRI's runtime name and version)
+RUNTIMES = {"containerd": "configured by containerd 1.7",
+            "containerd2": "configured by containerd 2."}
+
+
+@pytest.fixture(scope="module", params=sorted(RUNTIMES))
+def node(request, guest_vm, guest_images):  # noqa: F811  (the imported fixtures)
+    guest_vm.use_runtime(request.param)
     runtime = VMRuntime(guest_vm, guest_images)
+    runtime.name = request.param
     yield runtime
     runtime.close()
+    guest_vm.use_runtime("containerd")          # the other modules' runtime
 
 
 @pytest.fixture(scope="module")
@@ -70,11 +81,11 @@ def numa_node(cpus):
     return found.pop()
 
 
-def test_mode_and_topology_in_the_start_line(agent):
+def test_mode_and_topology_in_the_start_line(node, agent):
     text = agent.text()
     assert "2 sockets, 2 NUMA nodes, 4 CPUs" in text, text
     assert "mode nri (the runtime's NRI socket /var/run/nri/nri.sock exists)" in text
-    assert "configured by containerd 1.7" in text
+    assert RUNTIMES[node.name] in text, text
 
 
 def test_affinity_anti_affinity_exclusive_cpus_and_the_shared_pool(node, agent, pods):

@@ -1,4 +1,4 @@
-"""A throwaway QEMU guest on cgroup v2 + systemd with containerd 1.7 (NRI on), for real-node tests.
+"""A throwaway QEMU guest (cgroup v2, systemd, containerd 1.7 or 2.x with NRI) for real-node tests.
 
 This host runs cgroup v1 and its ``/dev/kvm`` is a nested paravirtual
 hypervisor a stock kernel cannot use, so the guest runs under QEMU's TCG
@@ -25,7 +25,11 @@ Per boot, in a private temporary directory:
 ``tests/realnode/guest/setup.sh`` does the guest side: phase ``boot`` (keys,
 before sshd) and phase ``runtime`` (containerd with ``SystemdCgroup = true``,
 NRI enabled on ``/var/run/nri/nri.sock``, ``sandbox_image`` a local pause image,
-socat from TCP ``CRI_PORT`` to the CRI socket, ``ctr images import``).
+socat from TCP ``CRI_PORT`` to the CRI socket, ``ctr images import``). The runtime is
+trixie's containerd 1.7 (``RUNTIMES``: ``containerd``) unless ``runtime="containerd2"``
+asks for Debian's containerd 2.x, which the image carries unpacked beside it;
+:meth:`GuestVM.use_runtime` switches a running guest from one to the other (the pods
+must be gone: the images are imported again, into the other runtime's own root).
 
 Usage::
 
@@ -70,6 +74,7 @@ GUEST_SRC = GUEST_BASE + "/src"      # the project checkout (read-only)
 GUEST_CTL = GUEST_BASE + "/ctl"      # harness -> guest (read-only)
 GUEST_OUT = GUEST_BASE + "/out"      # guest -> host (writable)
 CRI_GUEST_PORT = 7010
+RUNTIMES = ("containerd", "containerd2")
 
 BOOT_TIMEOUT = 180          # boot to SSH: 32-55 s under TCG on 2 busy host cores
 RUNTIME_TIMEOUT = 180       # containerd up, images imported: 8-12 s after SSH
@@ -198,9 +203,12 @@ class GuestVM:
                  sandbox_image="localhost/hwaffinity-pause:1", nri_request_timeout="2s",
                  nri_registration_timeout="5s", cpus=4, memory_mib=2048,
                  boot_timeout=BOOT_TIMEOUT, runtime_timeout=RUNTIME_TIMEOUT, append="",
-                 image=None, keep_tmp=False, tcg_thread="multi"):
+                 image=None, keep_tmp=False, tcg_thread="multi", runtime="containerd"):
         if cpus % 2 or memory_mib % 2:
             raise ValueError("cpus and memory_mib must split evenly over 2 NUMA nodes")
+        if runtime not in RUNTIMES:
+            raise ValueError("runtime must be one of %s, not %r" % (RUNTIMES, runtime))
+        self.runtime = runtime
         self.src = os.path.abspath(src)
         self.guest_ports = dict(forwards or {})
         for reserved in ("ssh", "cri"):
@@ -301,7 +309,7 @@ class GuestVM:
                "CRI_PORT": str(CRI_GUEST_PORT), "SANDBOX_IMAGE": self.sandbox_image,
                "NRI_REQUEST_TIMEOUT": self.nri_request_timeout,
                "NRI_REGISTRATION_TIMEOUT": self.nri_registration_timeout,
-               "IMAGES": " ".join(names)}
+               "IMAGES": " ".join(names), "RUNTIME": self.runtime}
         files["setup.env"] = "".join("%s=%s\n" % (k, shlex.quote(v)) for k, v in env.items())
         for name, text in files.items():
             path = os.path.join(ctl, name)
@@ -534,6 +542,25 @@ class GuestVM:
     def get(self, path, timeout=60):
         """The text of PATH in the guest."""
         return self.check("cat %s" % shlex.quote(path), timeout=timeout)
+
+    def use_runtime(self, runtime):
+        """Stop the guest's containerd and start RUNTIME (one of ``RUNTIMES``) in its place,
+        on the same CRI socket and forward, with the images imported; VMError if it does
+        not come up. A no-op when RUNTIME already runs."""
+        if runtime not in RUNTIMES:
+            raise ValueError("runtime must be one of %s, not %r" % (RUNTIMES, runtime))
+        if runtime == self.runtime:
+            return
+        rc, out, err = self.run("sh %s/setup.sh switch %s" % (GUEST_CTL, runtime),
+                                timeout=self.runtime_timeout)
+        if rc != 0:
+            raise VMError("switching the guest to %s: setup.sh exited %d\n--- out/runtime.log"
+                          " ---\n%s" % (runtime, rc, _tail(self._read_out("runtime.log"))))
+        self.runtime = runtime
+
+    def runtime_version(self):
+        """The running containerd's version, as its ``ctr version`` reports the server."""
+        return self._read_out("containerd.version").strip()
 
     def host_port(self, name):
         """The 127.0.0.1 port forwarded to guest port ``forwards[name]`` (or ssh, cri)."""

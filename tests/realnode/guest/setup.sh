@@ -13,10 +13,19 @@
 #                      its CRI socket to TCP CRI_PORT (socat), imports the OCI
 #                      tarballs listed in IMAGES; writes out/runtime.rc (0 = ready)
 #                      and out/runtime.log
+#   setup.sh switch R  stops the running containerd and the forward, then runs
+#                      phase "runtime" with RUNTIME=R (what a node upgrade does)
 #
 # setup.env (shell assignments written by the harness):
 #   CONTAINERD=1|0  NRI=1|0  CRI_PORT  SANDBOX_IMAGE
 #   NRI_REQUEST_TIMEOUT  NRI_REGISTRATION_TIMEOUT  IMAGES (file names in ctl/)
+#   RUNTIME=containerd   trixie's containerd 1.7 (the package's unit, config v2)
+#   RUNTIME=containerd2  Debian's containerd 2.x unpacked in /opt/containerd2 by
+#                        tools/build-vm-image.sh: its own unit (the package's, with
+#                        the binaries' path), config v3 that sets only what a kubelet
+#                        node needs and leaves NRI to its defaults (on in 2.x)
+#   Both serve the CRI on /run/containerd/containerd.sock, with roots of their own
+#   (a 1.7 root is not for 2.x to migrate, nor the other way).
 set -eu
 
 base=/mnt/hwaffinity
@@ -29,10 +38,18 @@ SANDBOX_IMAGE=localhost/hwaffinity-pause:1
 NRI_REQUEST_TIMEOUT=2s
 NRI_REGISTRATION_TIMEOUT=5s
 IMAGES=
+RUNTIME=containerd
 if [ -f "$ctl/setup.env" ]; then
     # shellcheck disable=SC1091  # written by the harness at each boot
     . "$ctl/setup.env"
 fi
+RUNTIME=${RUNTIME_SWITCH:-$RUNTIME}
+CONTAINERD2=/opt/containerd2/usr/bin
+case "$RUNTIME" in
+    containerd) CTR=ctr ;;
+    containerd2) CTR=$CONTAINERD2/ctr ;;
+    *) echo "setup.sh: unknown RUNTIME $RUNTIME" >&2; exit 2 ;;
+esac
 
 log() { echo "[setup $(date +%T)] $*"; }
 
@@ -98,13 +115,68 @@ state = "/run/containerd"
 EOF
 }
 
-phase_runtime() {
+# containerd 2.x's configuration (version 3): the kubelet's cgroup driver and the pause
+# image; NRI as the package ships it, but where the test asks otherwise.
+containerd2_config() {
+    cat <<EOF
+# Written by tests/realnode/guest/setup.sh at boot.
+version = 3
+root = "/var/lib/containerd2"
+state = "/run/containerd2"
+
+[grpc]
+  address = "/run/containerd/containerd.sock"
+
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "$SANDBOX_IMAGE"
+
+[plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+  SystemdCgroup = true
+EOF
+    if [ "$NRI" != 1 ] || [ "$NRI_REQUEST_TIMEOUT" != 2s ] \
+            || [ "$NRI_REGISTRATION_TIMEOUT" != 5s ]; then
+        nri_disable=true
+        [ "$NRI" = 1 ] && nri_disable=false
+        cat <<EOF
+
+[plugins.'io.containerd.nri.v1.nri']
+  disable = $nri_disable
+  plugin_registration_timeout = "$NRI_REGISTRATION_TIMEOUT"
+  plugin_request_timeout = "$NRI_REQUEST_TIMEOUT"
+EOF
+    fi
+}
+
+# The package's own unit for containerd 2.x, pointed at the unpacked binaries.
+containerd2_unit() {
+    sed -e "s|^ExecStart=.*|ExecStart=$CONTAINERD2/containerd --config /etc/containerd/config2.toml|" \
+        -e "s|^\\[Service\\]|[Service]\\nEnvironment=PATH=$CONTAINERD2:/usr/sbin:/usr/bin:/sbin:/bin|" \
+        /opt/containerd2/usr/lib/systemd/system/containerd.service
+}
+
+start_containerd() {
     mkdir -p /etc/containerd
-    containerd_config > /etc/containerd/config.toml
-    cp /etc/containerd/config.toml "$out/containerd.toml"
-    log "starting containerd"
-    systemctl start containerd.service
-    wait_for "containerd socket" 60 ctr version
+    if [ "$RUNTIME" = containerd2 ]; then
+        containerd2_config > /etc/containerd/config2.toml
+        cp /etc/containerd/config2.toml "$out/containerd.toml"
+        containerd2_unit > /run/systemd/system/containerd2.service
+        cp /run/systemd/system/containerd2.service "$out/containerd2.service"
+        systemctl daemon-reload
+        log "starting containerd 2 (containerd2.service)"
+        systemctl start containerd2.service
+    else
+        containerd_config > /etc/containerd/config.toml
+        cp /etc/containerd/config.toml "$out/containerd.toml"
+        log "starting containerd"
+        systemctl start containerd.service
+    fi
+}
+
+phase_runtime() {
+    start_containerd
+    wait_for "containerd socket" 60 "$CTR" version
     if [ "$NRI" = 1 ]; then
         wait_for "NRI socket /var/run/nri/nri.sock" 30 test -S /var/run/nri/nri.sock
     fi
@@ -114,10 +186,10 @@ phase_runtime() {
         socat "TCP-LISTEN:$CRI_PORT,fork,reuseaddr" UNIX-CONNECT:/run/containerd/containerd.sock
     for image in $IMAGES; do
         log "importing $image"
-        ctr -n k8s.io images import "$ctl/$image"
+        "$CTR" -n k8s.io images import "$ctl/$image"
     done
-    ctr -n k8s.io images list -q > "$out/images.txt"
-    containerd --version > "$out/containerd.version"
+    "$CTR" -n k8s.io images list -q > "$out/images.txt"
+    "$CTR" version | sed -n 's/^ *Version: *//p' | tail -n 1 > "$out/containerd.version"
     log "runtime ready"
 }
 
@@ -136,8 +208,15 @@ case "${1:-}" in
     runtime-steps)
         phase_runtime
         ;;
+    switch)
+        [ -n "${2:-}" ] || { echo "usage: setup.sh switch containerd|containerd2" >&2; exit 2; }
+        systemctl stop hwaffinity-cri-forward.service containerd.service \
+            containerd2.service 2> /dev/null || true
+        rm -f /var/run/nri/nri.sock
+        RUNTIME_SWITCH=$2 sh "$0" runtime
+        ;;
     *)
-        echo "usage: setup.sh boot|runtime" >&2
+        echo "usage: setup.sh boot|runtime|switch RUNTIME" >&2
         exit 2
         ;;
 esac
