@@ -6,7 +6,12 @@
    engine), the rest in Deployments of 10 (through ReplicaSets), each with a
    PodDisruptionBudget. Prints wall time, the CLI's phase times (``HWAFFINITY_TIMING``)
    and the child's peak RSS. The issue's bar: under 5 s for 5,000 nodes, 30,000 pods.
-2. ``--live``: on the test control plane (tests/controlplane/harness.py), the wall
+2. The controller's ``--rebalance`` plan (``audit.rebalance.plan``, in process) on the
+   same snapshot, with one replica of each of the first 50 StatefulSets moved beside
+   another (as live migrations would leave them): the time one Nova poll's run takes with
+   at most 1 and at most 10 evictions, with its audit and beyond it (the controller plans
+   on the audit its exposure gauges made), and how many it plans (``--runs`` each; ranges).
+3. ``--live``: on the test control plane (tests/controlplane/harness.py), the wall
    time of ``audit --kubeconfig`` beside ``plan --kubeconfig`` of the same cluster
    (``--runs`` each, interleaved; ranges and medians).
 
@@ -22,6 +27,7 @@ import time
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir)
 LIMIT_S = 5.0
+MOVED = 50                  # StatefulSets whose anti-affinity --rebalance finds broken
 
 
 def snapshot(n_nodes, n_pods):
@@ -109,6 +115,42 @@ def whole(n_nodes, n_pods, runs):
     return max(walls) <= LIMIT_S
 
 
+def rebalance_run(n_nodes, n_pods, runs):
+    sys.path.insert(0, ROOT)
+    from tacker_hwaffinity.audit import core, rebalance
+    from tacker_hwaffinity.scheduling.profile import Profile
+    items = snapshot(n_nodes, n_pods)["items"]
+    pods = {o["metadata"]["name"]: o for o in items if o["kind"] == "Pod"}
+    for i in range(MOVED):      # replica 1 of the first StatefulSets beside replica 0
+        first, second = pods.get("sts-%d-0" % i), pods.get("sts-%d-1" % i)
+        if first is None or second is None:
+            break
+        n = int(first["spec"]["nodeName"].rsplit("-", 1)[1])
+        second["spec"]["nodeName"] = "node-%d" % (n - n % 4 + (n + 1) % 4)
+    kinds = {}
+    for o in items:
+        kinds.setdefault(o["kind"], []).append(o)
+    owners = [o for k in ("StatefulSet", "Deployment", "ReplicaSet") for o in kinds.get(k, ())]
+    framework = Profile().framework()
+    cluster = dict(owners=owners, pdbs=kinds.get("PodDisruptionBudget", ()),
+                   namespace_objs=kinds.get("Namespace", ()))
+    for limit in (1, 10):
+        walls, beyond, planned = [], [], 0
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            report = core.audit(kinds["Node"], kinds["Pod"], "CIS-node", **cluster)
+            t1 = time.perf_counter()
+            got = rebalance.plan(kinds["Node"], kinds["Pod"], "CIS-node", framework,
+                                 limit=limit, report=report, **cluster)
+            walls.append(time.perf_counter() - t0)
+            beyond.append(time.perf_counter() - t1)
+            planned = len(got.evictions)
+        print("rebalance plan: %d nodes, %d pods, at most %d eviction(s), %d planned: "
+              "%.2f-%.2f s with its audit, %.0f-%.0f ms beyond the exposure gauges' audit "
+              "(%d runs)" % (n_nodes, n_pods, limit, planned, min(walls), max(walls),
+                             1000 * min(beyond), 1000 * max(beyond), runs))
+
+
 def live(runs):
     sys.path.insert(0, os.path.join(ROOT, "tests", "controlplane"))
     import harness
@@ -148,6 +190,7 @@ def main(argv=None):
     ap.add_argument("--live", action="store_true")
     args = ap.parse_args(argv)
     ok = whole(args.nodes, args.pods, args.runs)
+    rebalance_run(args.nodes, args.pods, args.runs)
     if args.live:
         ok = live(args.runs) and ok
     return 0 if ok else 1

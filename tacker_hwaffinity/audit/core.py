@@ -69,10 +69,13 @@ class Report:
     whose evaluation raised, left out (one object's problem, never the report's);
     ``warnings``: likely input mistakes (``cli/warnings.py`` prints them)."""
 
-    def __init__(self, key, workloads, hosts, notes, failures=(), warnings=()):
+    def __init__(self, key, workloads, hosts, notes, failures=(), warnings=(), engine=None):
         self.key, self.workloads, self.hosts, self.notes = key, workloads, hosts, notes
         self.failures = list(failures)
         self.warnings = list(warnings)
+        # (ClusterState, {pod key: (engine pod, node index)}) the intents were judged on,
+        # every running pod bound; None when no workload declares one (audit.rebalance)
+        self.engine = engine
 
     def to_json(self):
         return {"version": VERSION, "topologyKey": self.key,
@@ -131,8 +134,8 @@ def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
             failures.append(("workload %s" % "/".join(map(str, k)), e))
             del found[k]
     _budgets(found.values(), pdbs, host_of)
-    _intents(found, _relabelled(node_objs, key, host_override), namespace_objs,
-             selector_objs, key, notes)
+    engine = _intents(found, relabelled(node_objs, key, host_override), namespace_objs,
+                      selector_objs, key, notes)
     for w in found.values():
         w.unprotected = max(w.desired, w.running) >= 2 and not w.intent and not w.unjudged
     # worst first; single-replica workloads (always lose everything) after the rest
@@ -144,7 +147,7 @@ def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
     notes.extend("%s left out: it could not be evaluated (%s: %.200s)"
                  % (what, type(e).__name__, e) for what, e in failures)
     return Report(key, ordered, hosts, notes, failures,
-                  key_warnings(node_objs, key) if host_override is None else ())
+                  key_warnings(node_objs, key) if host_override is None else (), engine)
 
 
 def key_warnings(node_objs, key):
@@ -183,7 +186,7 @@ def _pod_name(obj):
     return "%s/%s" % (meta.get("namespace"), meta.get("name"))
 
 
-def _relabelled(node_objs, key, host_override):
+def relabelled(node_objs, key, host_override):
     """NODE_OBJS with KEY set to HOST_OVERRIDE's host where it names one (shallow
     copies): the intent is judged on the hosts the replicas are counted on."""
     if not host_override:
@@ -233,9 +236,11 @@ def _budgets(workloads, pdb_objs, host_of):
 
 
 def _intents(found, node_objs, namespace_objs, selector_objs, key, notes):
+    """Judge the intents of the workloads FOUND that declare one; (state, engine pods)
+    of the snapshot they were judged on (``Report.engine``), None when none does."""
     todo = [w for w in found.values() if w.pods and intentmod.mentions(w.pods[0], key)]
     if not todo:
-        return
+        return None
     bad = {}    # pod key -> InputError: its term annotations are malformed
 
     def bad_annotations(obj, e):
@@ -277,3 +282,4 @@ def _intents(found, node_objs, namespace_objs, selector_objs, key, notes):
                                    "reasons": reasons})
         w.intent_met = not violations
         w.violations = violations
+    return state, engine
