@@ -99,8 +99,18 @@ def register(sub):
                    help="export the exposure gauges of at most N workloads (the worst; "
                         "four series each), counting the others in "
                         "hwaffinity_exposure_workloads_dropped")
+    p.add_argument("--rebalance", action="store_true",
+                   help="after each Nova poll, evict the fewest replicas that restore "
+                        "their own anti-affinity or topology spread on the host key, "
+                        "only where the scheduler would place the replacement so that it "
+                        "holds, never past a PodDisruptionBudget (descheduler's Events "
+                        "and metric); try it with --dry-run first")
+    p.add_argument("--rebalance-max-evictions", type=int, default=1, metavar="N",
+                   help="with --rebalance: at most N evictions a Nova poll")
     p.add_argument("--dry-run", action="store_true",
-                   help="report (logs, gauges); relabel and evict nothing")
+                   help="report (logs, gauges); relabel and evict nothing (with "
+                        "--rebalance the API server decides each eviction without doing "
+                        "it)")
     p.add_argument("--log-level", default="INFO", choices=("DEBUG", "INFO", "WARNING"),
                    help="the least severe log record written (stderr, one line each)")
     p.set_defaults(func=run)
@@ -187,6 +197,9 @@ def config(args):
     if args.exposure_max_workloads < 0:
         raise InputError("must be 0 or more, got %d" % args.exposure_max_workloads,
                          field="--exposure-max-workloads")
+    if args.rebalance_max_evictions < 1:
+        raise InputError("must be 1 or more, got %d" % args.rebalance_max_evictions,
+                         field="--rebalance-max-evictions")
     if not args.termination_margin >= 0:
         raise InputError("must be 0 or more seconds, got %r" % args.termination_margin,
                          field="--termination-margin")
@@ -196,6 +209,7 @@ def config(args):
         poll_interval=args.poll_interval, grace=args.grace,
         eviction_interval=args.eviction_interval, termination_margin=args.termination_margin,
         dry_run=args.dry_run, host_id_labels=id_keys, nova_scope=args.nova_scope,
+        rebalance=args.rebalance_max_evictions if args.rebalance else 0,
         # read here, not as the flag's default: --help must not print the URL's password
         notifications_url=args.notifications_url or os.environ.get("NOVA_NOTIFICATIONS_URL"),
         exposure_max_workloads=args.exposure_max_workloads, os_cloud=args.os_cloud,

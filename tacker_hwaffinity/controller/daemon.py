@@ -54,6 +54,8 @@ class ControllerConfig:
     eviction_interval: float
     termination_margin: float
     dry_run: bool
+    rebalance: int
+    """Rebalancing evictions a Nova poll may make (0: no rebalancing)."""
     host_id_labels: typing.Tuple[str, ...]
     """Label keys kept equal to each worker's Nova hostId (empty: none)."""
     nova_scope: str                             # auto, all-projects or project
@@ -150,10 +152,15 @@ class ControllerDaemon:
         exposure = Exposure(ExposureMetrics(registry),
                             (config.hw["label_keys"] or [DEFAULT_HOST_LABEL])[0],
                             config.exposure_max_workloads, log=log, owners=owners, pdbs=pdbs)
+        rebalance = None
+        if config.rebalance:
+            from tacker_hwaffinity.controller.rebalance import RebalanceMetrics
+            rebalance = (exposure.key, config.rebalance, owners, pdbs,
+                         RebalanceMetrics(registry))
         controller = runner.Controller(conn, poll, settings, nodes, pods,
                                        runner.Metrics(registry), log=log,
                                        namespaces=namespaces, leading=elector.confirm,
-                                       exposure=exposure)
+                                       exposure=exposure, rebalance=rebalance)
         caches = (nodes, pods, namespaces)
         for name, worker in (("node-watch", nodes), ("pod-watch", pods),
                              ("namespace-watch", namespaces), ("leader", elector)):
@@ -174,7 +181,9 @@ class ControllerDaemon:
                                         "; hostId kept in %s" % ", ".join(
                                             config.host_id_labels)
                                         if config.host_id_labels else "",
-                                        ", dry run" if config.dry_run else "",
+                                        (", rebalancing at most %d eviction(s) a poll"
+                                         % config.rebalance if config.rebalance else "")
+                                        + (", dry run" if config.dry_run else ""),
                                         self.address.host, port),
                 "controller %s: OpenStack user %s, project %s; Nova polls list %s "
                 "(--nova-scope %s)" % (lease.identity, access["username"],

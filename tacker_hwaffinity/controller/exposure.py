@@ -102,17 +102,20 @@ class Exposure:
         self.exported = set()       # workload keys with series
         self.nodes_exported = set()
         self.capped = False         # said once per crossing
+        self.report = None          # the last computation's audit Report (None: failed)
 
     def update(self, node_objs, pod_objs, nova_hosts, stale, namespace_objs=()):
         """NOVA_HOSTS: {node: label value Nova's host gives it}; STALE: {node: bool} for
         the worker nodes. Returns the exported audit workloads (audit.core.Exposure)."""
         t0 = time.monotonic()
+        self.report = None
         owner_objs = [o for cache in self.owners for o in cache.list()]
         report = audit.audit(
             node_objs, pod_objs, self.key, owners=owner_objs if self.owners else None,
             pdbs=self.pdbs.list() if self.pdbs is not None else (),
             host_override=nova_hosts, namespace_objs=namespace_objs,
             selector_objs=[o for o in owner_objs if o.get("kind") in SELECTOR_KINDS])
+        self.report = report
         failures = list(report.failures)
         chosen = [w for w in report.workloads if exported(w)]
         dropped = max(0, len(chosen) - self.max_workloads)

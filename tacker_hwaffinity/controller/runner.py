@@ -22,7 +22,10 @@ Every replica keeps the node and pod caches (``kube.informer``); only the leader
 3. after a poll (not every tick; also in a dry run), sets the exposure gauges
    (``controller.exposure``: ``hwaffinity audit``'s figures) on the hosts Nova reports:
    per workload, what one host failing takes, and per worker node whether its host
-   label is stale.
+   label is stale;
+4. with ``--rebalance``, after a poll: evicts the fewest replicas that restore the
+   workloads' own anti-affinity or topology spread on the host key, only where the
+   replacement has a place that keeps it (``controller.rebalance``).
 
 An evicted pod is waited for (the next eviction waits until it has left the cache) at
 most its grace period (``deletionGracePeriodSeconds``, else the pod's
@@ -110,7 +113,8 @@ class Controller:
     (None: no gauges)."""
 
     def __init__(self, conn, poll, settings, nodes, pods, metrics, log=None,
-                 clock=time.monotonic, namespaces=None, leading=None, exposure=None):
+                 clock=time.monotonic, namespaces=None, leading=None, exposure=None,
+                 rebalance=None):
         self.s, self.metrics, self.clock = settings, metrics, clock
         self.nodes, self.pods, self.namespaces = nodes, pods, namespaces
         self.exposure = exposure
@@ -121,6 +125,13 @@ class Controller:
         parts = (metrics, self.term, self.events, self.failed, self.log)
         self.hosts = HostLabels(conn, poll, settings, nodes, *parts)
         self.enforcement = Enforcement(conn, settings, nodes, pods, *parts, clock)
+        # REBALANCE: (key, limit, owners, pdbs, RebalanceMetrics) for controller.rebalance
+        self.rebalancer = None
+        if rebalance is not None:
+            from tacker_hwaffinity.controller.rebalance import Rebalancer
+            key, limit, owners, pdbs, rmetrics = rebalance
+            self.rebalancer = Rebalancer(conn, settings, key, limit, owners, pdbs, rmetrics,
+                                         self.term, self.events, self.log)
         self.next_poll = 0.0
         self.lock = threading.Lock()        # one tick at a time
 
@@ -136,7 +147,7 @@ class Controller:
                     self.hosts.poll()
                 self.enforcement.enforce(self._namespace_objs(), self.hosts.moved_nodes)
                 if polled:
-                    self._export()
+                    self._after_poll()
             except NotLeading as e:
                 self.hosts.resync = True    # a relabel may have been cut short: redo all
                 self.next_poll = 0.0
@@ -173,15 +184,35 @@ class Controller:
     def _namespace_objs(self):
         return self.namespaces.list() if self.namespaces is not None else ()
 
-    def _export(self):
-        """Set the exposure gauges on Nova's hosts (no side effect: also in a dry run);
-        a failure is logged and counted, and the tick goes on."""
-        if self.exposure is None or self.term.stale:
+    def _after_poll(self):
+        """The exposure gauges, then rebalancing, on one listing of the caches and on
+        Nova's hosts; rebalancing plans on the audit the gauges were set from."""
+        if self.term.stale or (self.exposure is None and self.rebalancer is None):
+            return
+        node_objs, pod_objs, namespace_objs = (self.nodes.list(), self.pods.list(),
+                                               self._namespace_objs())
+        key = (self.exposure or self.rebalancer).key
+        nova_hosts, stale = self.hosts.nova_hosts(key)
+        report = self._export(node_objs, pod_objs, namespace_objs, nova_hosts, stale)
+        if self.rebalancer is None:
             return
         try:
-            nova_hosts, stale = self.hosts.nova_hosts(self.exposure.key)
-            self.exposure.update(self.nodes.list(), self.pods.list(), nova_hosts, stale,
-                                 self._namespace_objs())
+            self.rebalancer.run(node_objs, pod_objs, namespace_objs, nova_hosts, report)
+        except NotLeading:
+            raise
+        except Exception as e:
+            self.metrics.object_errors.labels("rebalance", type(e).__name__).inc()
+            self.log.warning("rebalance not done: %s", e, exc_info=True)
+
+    def _export(self, node_objs, pod_objs, namespace_objs, nova_hosts, stale):
+        """Set the exposure gauges (no side effect: also in a dry run); their audit
+        Report, or None (no gauges, or a failure: logged and counted, the tick goes on)."""
+        if self.exposure is None:
+            return None
+        try:
+            self.exposure.update(node_objs, pod_objs, nova_hosts, stale, namespace_objs)
         except Exception as e:
             self.metrics.object_errors.labels("exposure", type(e).__name__).inc()
             self.log.warning("exposure gauges not updated: %s", e, exc_info=True)
+            return None
+        return self.exposure.report

@@ -9,6 +9,7 @@ hwaffinity.io/required-during-execution). Live-migrating one worker's VM onto th
 host must relabel its node within two poll intervals, evict exactly the replica on the
 node that moved, and the real scheduler places its replacement on the third host.
 """
+import json
 import os
 import re
 import signal
@@ -133,14 +134,17 @@ def controller(cloud, control_plane, stack, workers, tmp_path):
     log.close()
 
 
-def _deployment(namespace, names):
+def _deployment(namespace, names, rde=True):
+    """Deployment ``rde``: two replicas kept on different hosts by required anti-affinity
+    on CIS-node, on the nodes NAMES only; RDE: the same term while running, in the
+    hwaffinity.io/required-during-execution annotation."""
     only_ours = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
         {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "In",
                                "values": names}]}]}}
     apart = {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"topologyKey": "CIS-node", "labelSelector": {"matchLabels": {"app": "rde"}}}]}
-    template = {"metadata": {"labels": {"app": "rde"},
-                             "annotations": {"hwaffinity.io/required-during-execution": RULE}},
+    annotations = {"hwaffinity.io/required-during-execution": RULE} if rde else {}
+    template = {"metadata": {"labels": {"app": "rde"}, "annotations": annotations},
                 "spec": {"affinity": {"nodeAffinity": only_ours, "podAntiAffinity": apart},
                          "terminationGracePeriodSeconds": 0,
                          "containers": [{"name": "c", "image": "x"}]}}
@@ -225,6 +229,120 @@ def test_a_pdb_holds_the_eviction_back_until_it_allows_it(
     cp.admin.delete("/apis/policy/v1beta1/namespaces/%s/poddisruptionbudgets/rde" % namespace)
     harness.wait_until(lambda: victim not in _placed(cp, namespace), 60,
                        what="the eviction once the PDB is gone")
+
+
+def _rebalancing(cloud, cp, stack, workers, tmp_path, name):
+    """A `--rebalance` controller NAME (its own Lease) that has labelled every worker:
+    (process, log path)."""
+    proc, log = _start(cloud, cp, tmp_path, name, "--rebalance", "--lease-name", "e2e-" + name,
+                       select=_selection(stack))
+    for node, (_, host) in workers.items():
+        harness.wait_until(lambda n=node, h=host: label(cp, n) == h, 60,
+                           what="node %s labelled %s" % (node, host))
+    return proc, log
+
+
+def _colocate(cloud, cp, workers, namespace):
+    """Two replicas running on two workers, then the first worker's VM live-migrated onto
+    the second's host; (before {pod: node}, moved node, staying node, free node), once
+    the moved node carries its new host label."""
+    names = sorted(workers)
+    harness.wait_until(lambda: len(_placed(cp, namespace)) == 2, 60, what="two replicas")
+    before = _placed(cp, namespace)
+    moved, staying = sorted(before.values())
+    free = (set(names) - set(before.values())).pop()
+    host = label(cp, staying)
+    cloud.live_migrate(workers[moved][0], host=host)
+    harness.wait_until(lambda: label(cp, moved) == host, 4 * POLL + 10,
+                       what="node %s relabelled %s" % (moved, host))
+    return before, moved, staying, free
+
+
+def _intent_met(cloud, cp, namespace):
+    """intentMet of Deployment rde in `hwaffinity audit --openstack -o json`."""
+    p = subprocess.run(
+        [sys.executable, "-m", "tacker_hwaffinity.cli.main", "audit", "--kubeconfig",
+         cp.kubeconfig, "--openstack", "--max-loss", "100%", "-o", "json", "-n", namespace],
+        capture_output=True, text=True, env=osharness.cli_env(cloud), cwd=ROOT, timeout=120)
+    assert p.returncode in (0, 1), p.stderr
+    (w,) = [w for w in json.loads(p.stdout)["workloads"] if w["name"] == "rde"]
+    return w["intentMet"]
+
+
+def test_rebalance_moves_one_replica_of_a_plain_anti_affine_deployment(
+        cloud, control_plane, stack, workers, namespace, tmp_path):
+    """--rebalance: the Deployment declares only the standard required anti-affinity (no
+    RequiredDuringExecution annotation); a live migration co-locates its replicas; the
+    labels follow, one replica is evicted with descheduler's Event, its replacement lands
+    on the free host, and `hwaffinity audit` finds the intent met again."""
+    cp = control_plane
+    _reset(cloud, workers)
+    proc, log = _rebalancing(cloud, cp, stack, workers, tmp_path, "rebalance")
+    try:
+        cp.admin.create("/apis/apps/v1/namespaces/%s/deployments" % namespace,
+                        _deployment(namespace, sorted(workers), rde=False))
+        before, moved, staying, free = _colocate(cloud, cp, workers, namespace)
+        harness.wait_until(lambda: free in _placed(cp, namespace).values(), 60,
+                           what="a replica moved to the free node %s" % free)
+        after = _placed(cp, namespace)
+        assert len(after) == 2 and len(set(before) & set(after)) == 1    # exactly one moved
+        (victim,) = set(before) - set(after)
+        events = harness.wait_until(lambda: cp.events(
+            namespace, "RemovePodsViolatingInterPodAntiAffinity", victim), 30,
+            what="the eviction's Event")
+        assert events[0]["type"] == "Normal"
+        assert events[0]["message"].startswith(
+            "pod eviction from %s node by hwaffinity-controller: " % before[victim])
+        assert _intent_met(cloud, cp, namespace) is True
+        assert "rebalance: evicted pod %s/%s" % (namespace, victim) in log.read_text()
+        assert proc.poll() is None
+    finally:
+        _kill(proc)
+
+
+def test_rebalance_moves_nothing_past_a_pdb_and_says_why(
+        cloud, control_plane, stack, workers, namespace, tmp_path):
+    cp = control_plane
+    _reset(cloud, workers)
+    pdb = {"apiVersion": "policy/v1beta1", "kind": "PodDisruptionBudget",
+           "metadata": {"name": "rde", "namespace": namespace},
+           "spec": {"maxUnavailable": 0, "selector": {"matchLabels": {"app": "rde"}}}}
+    cp.admin.create("/apis/policy/v1beta1/namespaces/%s/poddisruptionbudgets" % namespace, pdb)
+    proc, log = _rebalancing(cloud, cp, stack, workers, tmp_path, "rebalance-pdb")
+    try:
+        cp.admin.create("/apis/apps/v1/namespaces/%s/deployments" % namespace,
+                        _deployment(namespace, sorted(workers), rde=False))
+        before, moved, staying, free = _colocate(cloud, cp, workers, namespace)
+        events = harness.wait_until(lambda: [
+            e for p in before for e in cp.events(namespace, "EvictionFailed", p)], 30,
+            what="an EvictionFailed Event")
+        assert events[0]["type"] == "Warning"
+        # the controller reads policy/v1 budgets (1.21+) and would not attempt it; this
+        # 1.20 control plane serves policy/v1beta1 only, so the API server refuses it
+        assert re.search(r"by hwaffinity-controller (not attempted: PodDisruptionBudget "
+                         r"%s/rde: 2 healthy, 2 required|failed: Cannot evict pod as it "
+                         r"would violate the pod's disruption budget\. The disruption "
+                         r"budget rde needs 2 healthy pods)" % namespace,
+                         events[0]["message"]), events[0]["message"]
+        # three more polls (each counts the held replica again): still nothing moved
+        harness.wait_until(lambda: _held_back(log) >= 3, 10 * POLL + 10,
+                           what="three rebalancing runs that evicted nothing")
+        assert _placed(cp, namespace) == before
+        assert _intent_met(cloud, cp, namespace) is False
+    finally:
+        _kill(proc)
+
+
+def _held_back(log):
+    """hwaffinity_rebalance_pods_evicted_total of the results not-attempted and blocked,
+    summed."""
+    port = re.search(r"metrics on [^\s:]+:(\d+)", log.read_text()).group(1)
+    with urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=5) as r:
+        text = r.read().decode()
+    return sum(float(v) for v in re.findall(
+        r'^hwaffinity_rebalance_pods_evicted_total\{[^}]*result="(?:not-attempted|blocked)"'
+        r'[^}]*\} (\S+)$',
+        text, re.M))
 
 
 def _start(cloud, control_plane, tmp_path, name, *extra, select, auth_url=None, user="admin"):
