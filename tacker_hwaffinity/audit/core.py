@@ -74,7 +74,8 @@ class Report:
         self.failures = list(failures)
         self.warnings = list(warnings)
         # (ClusterState, {pod key: (engine pod, node index)}) the intents were judged on,
-        # every running pod bound; None when no workload declares one (audit.rebalance)
+        # every running pod bound, when audit() was asked to keep it and a workload
+        # declares an intent; else None (audit.rebalance)
         self.engine = engine
 
     def to_json(self):
@@ -109,11 +110,13 @@ def host_index(node_objs, key, host_override=None):
 
 
 def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
-          namespace_objs=(), selector_objs=()):
+          namespace_objs=(), selector_objs=(), keep_engine=False):
     """Report for the cluster given as raw objects. OWNERS: raw ReplicaSets, Deployments,
     StatefulSets, DaemonSets and Jobs, or None (group pods by owner reference alone, see
     ``owners``); PDBS: raw PodDisruptionBudgets; NAMESPACE_OBJS / SELECTOR_OBJS: Namespaces
-    and Services etc. for the engine (namespace selectors, default spreading)."""
+    and Services etc. for the engine (namespace selectors, default spreading).
+    KEEP_ENGINE: keep the snapshot the intents were judged on in ``Report.engine`` (for
+    ``audit.rebalance``; otherwise it is freed as soon as the intents are judged)."""
     node_objs, pod_objs = list(node_objs), list(pod_objs)
     owner_index = ownersmod.index_owners(owners) if owners is not None else None
     host_of, hosts = host_index(node_objs, key, host_override)
@@ -147,7 +150,8 @@ def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
     notes.extend("%s left out: it could not be evaluated (%s: %.200s)"
                  % (what, type(e).__name__, e) for what, e in failures)
     return Report(key, ordered, hosts, notes, failures,
-                  key_warnings(node_objs, key) if host_override is None else (), engine)
+                  key_warnings(node_objs, key) if host_override is None else (),
+                  engine if keep_engine else None)
 
 
 def key_warnings(node_objs, key):

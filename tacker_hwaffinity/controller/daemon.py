@@ -151,7 +151,8 @@ class ControllerDaemon:
         owners, pdbs = _exposure_caches(conn, log, counted)
         exposure = Exposure(ExposureMetrics(registry),
                             (config.hw["label_keys"] or [DEFAULT_HOST_LABEL])[0],
-                            config.exposure_max_workloads, log=log, owners=owners, pdbs=pdbs)
+                            config.exposure_max_workloads, log=log, owners=owners, pdbs=pdbs,
+                            keep_engine=bool(config.rebalance))
         rebalance = None
         if config.rebalance:
             from tacker_hwaffinity.controller.rebalance import RebalanceMetrics

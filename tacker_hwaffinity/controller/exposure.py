@@ -96,13 +96,14 @@ class Exposure:
     PodDisruptionBudgets (None: not read)."""
 
     def __init__(self, metrics, key, max_workloads=MAX_WORKLOADS, log=None, owners=(),
-                 pdbs=None):
+                 pdbs=None, keep_engine=False):
         self.metrics, self.key, self.max_workloads, self.log = metrics, key, max_workloads, log
+        self.keep_engine = keep_engine      # for --rebalance: see take_report
         self.owners, self.pdbs = tuple(owners), pdbs
         self.exported = set()       # workload keys with series
         self.nodes_exported = set()
         self.capped = False         # said once per crossing
-        self.report = None          # the last computation's audit Report (None: failed)
+        self.report = None          # the last computation's audit Report: take_report
 
     def update(self, node_objs, pod_objs, nova_hosts, stale, namespace_objs=()):
         """NOVA_HOSTS: {node: label value Nova's host gives it}; STALE: {node: bool} for
@@ -114,7 +115,8 @@ class Exposure:
             node_objs, pod_objs, self.key, owners=owner_objs if self.owners else None,
             pdbs=self.pdbs.list() if self.pdbs is not None else (),
             host_override=nova_hosts, namespace_objs=namespace_objs,
-            selector_objs=[o for o in owner_objs if o.get("kind") in SELECTOR_KINDS])
+            selector_objs=[o for o in owner_objs if o.get("kind") in SELECTOR_KINDS],
+            keep_engine=self.keep_engine)
         self.report = report
         failures = list(report.failures)
         chosen = [w for w in report.workloads if exported(w)]
@@ -151,6 +153,13 @@ class Exposure:
         self.nodes_exported = set(stale)
         m.seconds.observe(time.monotonic() - t0)
         return chosen
+
+    def take_report(self):
+        """The audit Report of the last ``update`` (with its snapshot when KEEP_ENGINE),
+        once: it is not kept until the next one (the snapshot is the size of the cluster).
+        None when that update failed or it was taken."""
+        report, self.report = self.report, None
+        return report
 
     def _set(self, w):
         """The gauges of audit workload W."""

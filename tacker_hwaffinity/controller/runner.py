@@ -215,4 +215,4 @@ class Controller:
             self.metrics.object_errors.labels("exposure", type(e).__name__).inc()
             self.log.warning("exposure gauges not updated: %s", e, exc_info=True)
             return None
-        return self.exposure.report
+        return self.exposure.take_report()

@@ -167,8 +167,19 @@ def test_with_the_exposure_gauges_the_plan_reuses_their_audit(world, monkeypatch
     real = core.audit
     monkeypatch.setattr(core, "audit", lambda *a, **kw: audits.append(1) or real(*a, **kw))
     c = make()
-    c.exposure = Exposure(ExposureMetrics(CollectorRegistry()), "CIS-node")
+    c.exposure = Exposure(ExposureMetrics(CollectorRegistry()), "CIS-node", keep_engine=True)
     make.controller = c
     migrate()
     assert len(calls["evict"]) == 1
     assert len(audits) == 2                 # one per poll (two polls), not one per use
+    assert c.exposure.report is None        # not kept from one poll to the next
+
+
+def test_without_the_gauges_snapshot_the_plan_audits_again(world, monkeypatch):
+    from tacker_hwaffinity.controller.exposure import Exposure, ExposureMetrics
+    make, migrate, _, _, calls, _, _ = world
+    c = make()
+    c.exposure = Exposure(ExposureMetrics(CollectorRegistry()), "CIS-node")
+    make.controller = c
+    migrate()
+    assert len(calls["evict"]) == 1
