@@ -83,24 +83,25 @@ def plan(node_objs, pod_objs, key, framework, limit=1, owners=None, pdbs=(),
     """The Rebalance of the cluster given as raw objects (``audit.core.audit``'s
     arguments), evicting at most LIMIT replicas; FRAMEWORK: the scheduler profile's
     (``scheduling.profile.Profile().framework()``). REPORT: ``audit.core.audit`` of these
-    very arguments, when the caller has it (the controller's exposure gauges); its
-    snapshot is moved on, not copied."""
+    very arguments, when the caller has it (the controller's exposure gauges); made with
+    ``keep_engine=True``, its snapshot is moved on, not copied (else it is audited again
+    when a workload needs moves)."""
     node_objs, pod_objs = list(node_objs), list(pod_objs)
+
+    def audited():
+        return auditmod.audit(node_objs, pod_objs, key, owners=owners, pdbs=pdbs,
+                              host_override=host_override, namespace_objs=namespace_objs,
+                              selector_objs=selector_objs, keep_engine=True)
 
     def unmet_in(report):
         return [w for w in report.workloads if w.intent and w.intent_met is False
                 and not any(i["type"] == ENFORCED for i in w.intent)]
-    if report is None:
-        report = auditmod.audit(node_objs, pod_objs, key, owners=owners, pdbs=pdbs,
-                                host_override=host_override, namespace_objs=namespace_objs,
-                                selector_objs=selector_objs, keep_engine=True)
+    report = report or audited()
     unmet = unmet_in(report)
     if not unmet or limit <= 0:
         return Rebalance([], [])
     if report.engine is None:       # the caller's audit did not keep its snapshot
-        report = auditmod.audit(node_objs, pod_objs, key, owners=owners, pdbs=pdbs,
-                                host_override=host_override, namespace_objs=namespace_objs,
-                                selector_objs=selector_objs, keep_engine=True)
+        report = audited()
         unmet = unmet_in(report)
     owner_index = ownersmod.index_owners(owners) if owners is not None else None
     members, unsettled = _members(pod_objs, owner_index)
