@@ -86,12 +86,13 @@ class _LastNodes:
     positions in the node table, and the filter's pass-through answer (the array's bytes
     again). Each field is one tuple, replaced whole."""
 
-    __slots__ = ("_array", "_index", "_passed")
+    __slots__ = ("_array", "_index", "_passed", "_hosts")
 
     def __init__(self):
         self._array = (None, None)           # (b'["NAME",...]', the list it decodes to)
         self._index = (None, None, None)     # (node table, names, positions; -1: unknown)
         self._passed = (None, None)          # (names, the filter's pass-through answer)
+        self._hosts = (None, None)           # (names, each one's '{"Host":"NAME","Score":')
 
     def args(self, body):
         """The ExtenderArgs in BODY (bytes, its nesting checked), as ``json.loads``
@@ -129,6 +130,15 @@ class _LastNodes:
                               dtype=np.int64, count=len(names))
             self._index = (view, names, idx)
         return idx
+
+    def host_prefixes(self, names):
+        """Per node of NAMES (plain: see _plain), the start of its HostPriority's JSON,
+        ``{"Host":"NAME","Score":``; made once per node list."""
+        last_names, prefixes = self._hosts
+        if last_names is not names:
+            prefixes = ['{"Host":"%s","Score":' % n for n in names]
+            self._hosts = (names, prefixes)
+        return prefixes
 
     def passed(self, names):
         """The filter's pass-through answer for NAMES (JSON bytes), or None unless NAMES
@@ -359,20 +369,21 @@ class Extender:
             _json(result["Nodes"]), _names_json(names), _json(result["FailedNodes"]),
             _json(result["Error"]))
 
-    @staticmethod
-    def _priorities_json(names, scores):
+    def _priorities_json(self, names, scores):
         """The HostPriorityList's JSON: the nodes that score above 0, and no other.
         kube-scheduler adds the score of each node listed and nothing for a node left
         out, so this is the full list's meaning, at a fraction of its bytes (a pod
         that scores every node 0 gets ``[]``, not one entry per node to write, send and
-        decode in kube-scheduler). Formatted directly when the names are plain."""
+        decode in kube-scheduler). Plain names are joined from their entries' starts,
+        made once per node list (``_LastNodes.host_prefixes``), and the score's text."""
         hits = [i for i, score in enumerate(scores) if score]
         if not hits:
             return b"[]"
         if type(names) is not _NodeNames and not _plain(names):
             return _json([{"Host": names[i], "Score": scores[i]} for i in hits])
-        return ("[%s]" % ",".join('{"Host":"%s","Score":%d}' % (names[i], scores[i])
-                                  for i in hits)).encode("ascii")
+        prefixes = self._last.host_prefixes(names)
+        return ("[%s]" % ",".join([prefixes[i] + _SCORE_TEXT[scores[i]] for i in hits])
+                ).encode("ascii")
 
 
 def _passed(args):
@@ -391,6 +402,7 @@ def _all_failed(names, nodelist, reason):
 
 
 _NAMES_KEY = b',"NodeNames":['
+_SCORE_TEXT = tuple("%d}" % s for s in range(MAX_EXTENDER_PRIORITY + 1))
 _FILTER_KEYS = frozenset(("Nodes", "NodeNames", "FailedNodes", "Error"))
 
 

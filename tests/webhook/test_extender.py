@@ -472,6 +472,14 @@ def test_the_priority_list_lists_the_nodes_that_score_as_json_would_encode_them(
         assert got == json.dumps([{"Host": n, "Score": s} for n, s in zip(names, scores)
                                   if s], separators=(",", ":")).encode()
     assert ext._priorities_json([], []) == ext._priorities_json(["n1"], [0]) == b"[]"
+    # the entries' starts are kept per node list: the same list with other scores, then
+    # another list, each answered as json.dumps would
+    first, second = ["n1", "n2", "n3"], ["m1", "m2"]
+    for names, scores in ((first, [10, 0, 3]), (first, [1, 2, 0]), (second, [0, 7]),
+                          (first, [5, 5, 5])):
+        assert ext._priorities_json(names, scores) == json.dumps(
+            [{"Host": n, "Score": s} for n, s in zip(names, scores) if s],
+            separators=(",", ":")).encode()
 
 
 def go(args):
