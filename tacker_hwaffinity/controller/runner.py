@@ -189,10 +189,15 @@ class Controller:
         Nova's hosts; rebalancing plans on the audit the gauges were set from."""
         if self.term.stale or (self.exposure is None and self.rebalancer is None):
             return
-        node_objs, pod_objs, namespace_objs = (self.nodes.list(), self.pods.list(),
-                                               self._namespace_objs())
-        key = (self.exposure or self.rebalancer).key
-        nova_hosts, stale = self.hosts.nova_hosts(key)
+        try:
+            node_objs, pod_objs, namespace_objs = (self.nodes.list(), self.pods.list(),
+                                                   self._namespace_objs())
+            key = (self.exposure or self.rebalancer).key
+            nova_hosts, stale = self.hosts.nova_hosts(key)
+        except Exception as e:
+            self.metrics.object_errors.labels("exposure", type(e).__name__).inc()
+            self.log.warning("exposure gauges not updated: %s", e, exc_info=True)
+            return
         report = self._export(node_objs, pod_objs, namespace_objs, nova_hosts, stale)
         if self.rebalancer is None:
             return

@@ -17,7 +17,7 @@ from tacker_hwaffinity.kube import events, labels
 from tacker_hwaffinity.kube.evict import Eviction
 from tacker_hwaffinity.labeling import params
 from tests import builders
-from tests.controller.test_runner import Cache, Poll, State
+from tests.controller.test_runner import Cache, Poll, State, object_errors
 
 ANTI = builders.affinity(req_anti=[builders.term("CIS-node", {"app": "web"})])
 RS = ("ReplicaSet", "web-abc")
@@ -183,3 +183,17 @@ def test_without_the_gauges_snapshot_the_plan_audits_again(world, monkeypatch):
     make.controller = c
     migrate()
     assert len(calls["evict"]) == 1
+
+
+def test_a_failure_before_the_gauges_is_counted_and_nothing_is_evicted(world, monkeypatch):
+    make, migrate, _, _, calls, _, _ = world
+    c = make()
+
+    def broken(key):
+        raise RuntimeError("a bug in matching nodes to servers")
+    monkeypatch.setattr(c.hosts, "nova_hosts", broken)
+    make.controller = c
+    migrate()
+    assert calls["evict"] == []
+    # once per poll, and the tick went on
+    assert (object_errors(c, "exposure"), object_errors(c, "tick")) == (2, 0)
