@@ -115,8 +115,9 @@ def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
     StatefulSets, DaemonSets and Jobs, or None (group pods by owner reference alone, see
     ``owners``); PDBS: raw PodDisruptionBudgets; NAMESPACE_OBJS / SELECTOR_OBJS: Namespaces
     and Services etc. for the engine (namespace selectors, default spreading).
-    KEEP_ENGINE: keep the snapshot the intents were judged on in ``Report.engine`` (for
-    ``audit.rebalance``; otherwise it is freed as soon as the intents are judged)."""
+    KEEP_ENGINE: keep the snapshot the intents were judged on in ``Report.engine``, and
+    each workload's running raw pods in its ``pods`` (for ``audit.rebalance``; otherwise
+    both are freed as soon as they are used)."""
     node_objs, pod_objs = list(node_objs), list(pod_objs)
     owner_index = ownersmod.index_owners(owners) if owners is not None else None
     host_of, hosts = host_index(node_objs, key, host_override)
@@ -145,8 +146,9 @@ def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
     ordered = sorted(found.values(), key=lambda w: (
         max(w.desired, w.running) < 2, -w.loss_ratio, -w.worst_loss,
         w.intent_met is not False, w.namespace, w.kind, w.name))
-    for w in ordered:
-        w.pods = []
+    if not keep_engine:         # audit.rebalance moves the workloads' running pods
+        for w in ordered:
+            w.pods = []
     notes.extend("%s left out: it could not be evaluated (%s: %.200s)"
                  % (what, type(e).__name__, e) for what, e in failures)
     return Report(key, ordered, hosts, notes, failures,

@@ -27,19 +27,25 @@ _INTERPOD, _SPREAD = InterPodAffinity(), PodTopologySpread()
 
 def mentions(obj, key):
     """Cheap pre-check on a raw pod: does it declare anything on KEY?"""
-    spec = obj.get("spec") or {}
-    aff = (spec.get("affinity") or {}).get("podAntiAffinity") or {}
+    spec = _mapping(obj.get("spec"))
+    aff = _mapping(_mapping(spec.get("affinity")).get("podAntiAffinity"))
     for lst in aff.values():
         for t in lst if isinstance(lst, list) else ():
             t = t.get("podAffinityTerm", t) if isinstance(t, dict) else {}
             if isinstance(t, dict) and t.get("topologyKey") == key:
                 return True
-    for c in spec.get("topologySpreadConstraints") or ():
+    spread = spec.get("topologySpreadConstraints")
+    for c in spread if isinstance(spread, list) else ():
         if isinstance(c, dict) and c.get("topologyKey") == key:
             return True
-    annotations = (obj.get("metadata") or {}).get("annotations") or {}
+    annotations = _mapping(_mapping(obj.get("metadata")).get("annotations"))
     return any(isinstance(annotations.get(a), str) and key in annotations[a] for a in (
         term_annotations.REQUIRED_DURING_EXECUTION, term_annotations.POD_AFFINITY))
+
+
+def _mapping(value):
+    """VALUE when it is a mapping, else {} (a malformed field is the parser's to name)."""
+    return value if isinstance(value, dict) else {}
 
 
 def declared(pod, raw, key, ns_labels):

@@ -44,11 +44,12 @@ TOPOLOGY_SPREAD = "RemovePodsViolatingTopologySpreadConstraint"
 class Eviction:
     """One replica to evict: where it runs, where its replacement goes, and why."""
 
-    __slots__ = ("namespace", "name", "uid", "node", "to_node", "workload", "strategy",
-                 "reasons")
+    __slots__ = ("pod", "namespace", "name", "uid", "node", "to_node", "workload",
+                 "strategy", "reasons")
 
     def __init__(self, raw, node, to_node, workload, strategy, reasons):
         meta = raw["metadata"]
+        self.pod = raw
         self.namespace, self.name = meta.get("namespace") or "default", meta["name"]
         self.uid, self.node, self.to_node = meta.get("uid"), node, to_node
         self.workload, self.strategy, self.reasons = workload, strategy, list(reasons)
@@ -65,12 +66,13 @@ class Eviction:
 
 class Held:
     """A workload whose intent is unmet and that is not rebalanced: REASON says why;
-    POD (raw) is the replica that would have moved, or None."""
+    POD (raw) is the replica that would have moved; STRATEGY the one it would have
+    moved under."""
 
-    __slots__ = ("workload", "pod", "reason")
+    __slots__ = ("workload", "pod", "strategy", "reason")
 
-    def __init__(self, workload, pod, reason):
-        self.workload, self.pod, self.reason = workload, pod, reason
+    def __init__(self, workload, pod, strategy, reason):
+        self.workload, self.pod, self.strategy, self.reason = workload, pod, strategy, reason
 
 
 class Rebalance:
@@ -104,7 +106,7 @@ def plan(node_objs, pod_objs, key, framework, limit=1, owners=None, pdbs=(),
         report = audited()
         unmet = unmet_in(report)
     owner_index = ownersmod.index_owners(owners) if owners is not None else None
-    members, unsettled = _members(pod_objs, owner_index)
+    unsettled = _unsettled(pod_objs, owner_index)
     # the audit's own snapshot (every running pod bound, on Nova's hosts), moved on here
     state, engine = report.engine
     budgets = _budgets(pdbs)
@@ -114,8 +116,7 @@ def plan(node_objs, pod_objs, key, framework, limit=1, owners=None, pdbs=(),
             break
         if w.key in unsettled:
             continue
-        raws = members.get(w.key, [])
-        placed = [(engine[_key(r)], r) for r in raws if _key(r) in engine]
+        placed = [(engine[_key(r)], r) for r in w.pods if _key(r) in engine]
         strategy = TOPOLOGY_SPREAD if all(i["type"] == "topologySpread"
                                           for i in w.intent) else ANTI_AFFINITY
         _rebalance_workload(state, framework, key, w, placed, strategy, budgets,
@@ -128,21 +129,17 @@ def _key(raw):
     return "%s/%s" % (meta.get("namespace") or "default", meta["name"])
 
 
-def _members(pod_objs, owner_index):
-    """({workload key: running raw pods}, workload keys with a replica not scheduled
-    yet or being deleted)."""
-    members, unsettled = {}, set()
+def _unsettled(pod_objs, owner_index):
+    """The workload keys with a replica not scheduled yet or being deleted."""
+    out = set()
     for obj in pod_objs:
         meta, spec = obj.get("metadata") or {}, obj.get("spec") or {}
         if (obj.get("status") or {}).get("phase") in TERMINAL_PHASES or not meta.get("name"):
             continue
-        kind, name = ownersmod.workload_of(meta, owner_index)
-        wkey = (meta.get("namespace") or "default", kind, name)
         if meta.get("deletionTimestamp") or not spec.get("nodeName"):
-            unsettled.add(wkey)
-        else:
-            members.setdefault(wkey, []).append(obj)
-    return members, unsettled
+            kind, name = ownersmod.workload_of(meta, owner_index)
+            out.add((meta.get("namespace") or "default", kind, name))
+    return out
 
 
 def _replacement(raw):
@@ -210,10 +207,14 @@ def _rebalance_workload(state, framework, key, w, placed, strategy, budgets, roo
         for (pod, i), raw, reasons in bad:
             refusal = _budget_refusal(budgets, w, raws, raw, moved)
             if refusal:
-                held.append(Held(w.key, raw, refusal))
+                held.append(Held(w.key, raw, strategy, refusal))
+                return
+            try:
+                moved_pod = _replacement(raw)
+            except InputError as e:     # that workload's error: the others are planned
+                held.append(Held(w.key, raw, strategy, "its pod cannot be read: %s" % e))
                 return
             state.unbind(pod, i)
-            moved_pod = _replacement(raw)
             ev = framework.evaluate(state, moved_pod)
             j = framework.select(state, ev)
             if j is None or j == i:
@@ -238,6 +239,6 @@ def _rebalance_workload(state, framework, key, w, placed, strategy, budgets, roo
             moved += 1
             break
         else:
-            held.append(Held(w.key, bad[0][1], "no replica can move where the intent holds "
-                                               "(%s)" % why))
+            held.append(Held(w.key, bad[0][1], strategy, "no replica can move where the "
+                                                         "intent holds (%s)" % why))
             return

@@ -61,7 +61,6 @@ class Rebalancer:
         """One run on the caches' objects; NOVA_HOSTS: {node: the host Nova gives it};
         REPORT: the exposure gauges' audit of the same objects (None: audited here)."""
         owner_objs = [o for cache in self.owners for o in cache.list()]
-        pod_objs = list(pod_objs)
         plan = planner.plan(
             node_objs, pod_objs, self.key,
             self.framework, limit=self.limit, owners=owner_objs if self.owners else None,
@@ -69,15 +68,13 @@ class Rebalancer:
             namespace_objs=namespace_objs, host_override=nova_hosts,
             selector_objs=[o for o in owner_objs if o.get("kind") in SELECTOR_KINDS],
             report=report)
-        by_key = {_key(p): p for p in pod_objs}
         for held in plan.held:
-            if held.pod is not None:
-                self._failed(held.pod, planner.ANTI_AFFINITY, "not attempted: " + held.reason,
-                             "not-attempted")
+            self._failed(held.pod, held.strategy, "not attempted: " + held.reason,
+                         "not-attempted")
         for e in plan.evictions:
-            self._evict(e, by_key.get(e.key))
+            self._evict(e)
 
-    def _evict(self, e, pod):
+    def _evict(self, e):
         try:
             with self.term.acting("evicting pod %s (rebalance)" % e.key):
                 result = evictmod.evict(self.conn, e.namespace, e.name, uid=e.uid,
@@ -85,15 +82,14 @@ class Rebalancer:
         except KubeError as err:
             self._count("error", e.strategy, e.namespace, e.node)
             self.log.warning("rebalance: pod %s not evicted: %s", e.key, err)
-            if pod is not None:
-                self._failed(pod, e.strategy, "failed: %s" % err, None)
+            self._failed(e.pod, e.strategy, "failed: %s" % err, None)
             return
         if result.outcome != "evicted":
             self._count(result.outcome, e.strategy, e.namespace, e.node)
             self.log.info("rebalance: pod %s not evicted (%s): %s", e.key, result.outcome,
                           result.message)
-            if pod is not None and result.outcome != "gone":
-                self._failed(pod, e.strategy, "failed: %s" % result.message, None)
+            if result.outcome != "gone":
+                self._failed(e.pod, e.strategy, "failed: %s" % result.message, None)
             return
         if self.s.dry_run:
             self._count("dry-run", e.strategy, e.namespace, e.node)
@@ -103,9 +99,8 @@ class Rebalancer:
         self._count("success", e.strategy, e.namespace, e.node)
         self.log.info("rebalance: evicted pod %s from node %s: %s", e.key, e.node,
                       e.message())
-        if pod is not None:
-            self.events.record(pod, "Normal", e.strategy, "pod eviction from %s node by %s: %s"
-                               % (e.node, COMPONENT, e.message()))
+        self.events.record(e.pod, "Normal", e.strategy, "pod eviction from %s node by %s: %s"
+                           % (e.node, COMPONENT, e.message()))
 
     def _failed(self, pod, strategy, text, result):
         """A Warning EvictionFailed on POD; counted under RESULT unless None."""
@@ -118,8 +113,4 @@ class Rebalancer:
     def _count(self, result, strategy, namespace, node):
         self.metrics.evicted.labels(result, strategy, namespace, node, PROFILE).inc()
 
-
-def _key(obj):
-    meta = obj.get("metadata") or {}
-    return "%s/%s" % (meta.get("namespace") or "default", meta.get("name"))
 

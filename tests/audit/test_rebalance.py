@@ -6,6 +6,7 @@ from hypothesis import given, settings, strategies as st
 from tacker_hwaffinity.audit import core, rebalance
 from tacker_hwaffinity.scheduling.profile import Profile
 
+from tests import fuzzing
 from tests.audit.helpers import anti, node, pdb, pod
 
 KEY = "CIS-node"
@@ -155,3 +156,22 @@ def test_moves_are_the_fewest_and_restore_required_anti_affinity_when_hosts_suff
         moved_pods = moved(moved_pods, e)
     (w,) = core.audit(nodes, moved_pods, KEY).workloads
     assert w.intent_met is (extra <= free)
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
+
+
+@given(st.sampled_from(["affinity", "topologySpreadConstraints", "containers", "nodeName"]),
+       JSON, st.sampled_from(["labels", "annotations", "ownerReferences", "deletionTimestamp"]),
+       JSON)
+def test_a_pod_creators_fields_give_a_plan_or_an_input_error_within_bounds(
+        spec_field, spec_value, meta_field, meta_value):
+    """What a pod creator writes in one replica's spec and metadata: the plan is made or
+    the project's input error is raised, within the fuzz bounds (tests/fuzzing.py)."""
+    pods = [replica(0, "w1", "2026-01-01T00:00:00Z"), replica(1, "w2", "2026-01-02T00:00:00Z"),
+            replica(2, "w4", "2026-01-03T00:00:00Z")]
+    pods[1]["spec"][spec_field] = spec_value
+    pods[1]["metadata"][meta_field] = meta_value
+    fuzzing.bounded(rebalance.plan, NODES, pods, KEY, FRAMEWORK, limit=2, seconds=0.5)

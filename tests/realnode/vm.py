@@ -558,10 +558,6 @@ class GuestVM:
                           " ---\n%s" % (runtime, rc, _tail(self._read_out("runtime.log"))))
         self.runtime = runtime
 
-    def runtime_version(self):
-        """The running containerd's version, as its ``ctr version`` reports the server."""
-        return self._read_out("containerd.version").strip()
-
     def host_port(self, name):
         """The 127.0.0.1 port forwarded to guest port ``forwards[name]`` (or ssh, cri)."""
         return self.ports[name]
