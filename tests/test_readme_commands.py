@@ -70,10 +70,10 @@ NEEDS = {
     "kubectl -n hwaffinity-system logs daemonset/hwaffinity-agent | head -3": "cluster",
     "kubectl -n hwaffinity-system logs deployment/hwaffinity-controller | head -3": "cluster",
     "kubectl -n hwaffinity-system logs deployment/hwaffinity-webhook | head -3": "cluster",
-    "kubectl -n hwaffinity-system port-forward deployment/hwaffinity-controller 9465 & "
-    "sleep 2":
+    "kubectl -n hwaffinity-system port-forward deployment/hwaffinity-controller 9465 &":
         "cluster",
-    "curl -s http://127.0.0.1:9465/metrics | grep '^hwaffinity_controller'": "cluster",
+    "curl -s --retry 5 --retry-connrefused http://127.0.0.1:9465/metrics | "
+    "grep '^hwaffinity_controller'": "cluster",
 }
 # Commands whose documented exit status is not 0.
 EXIT_STATUS = {"hwaffinity audit --cluster samples/audit/cluster.yaml --max-loss 40%": 1}
