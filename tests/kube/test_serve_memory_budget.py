@@ -21,7 +21,7 @@ KiB, MiB = 1 << 10, 1 << 20
 # the process with its caches: benchmarks/bench_memory.py's webhook peaks at 157 MiB
 # fed 30,000 pods and 1,000 nodes (doc/benchmarks.md); idle it is 27 MiB
 PROCESS_AND_CACHE = 192 * MiB
-# per connection beyond what it reads: its thread's stack pages, the TLS state, h11's
+# per connection beyond what it reads: its thread's stack pages, the TLS state, the parser's
 # objects. bench_webhook_attacks.py measures 80-150 KiB (200 slow clients: +16 MiB;
 # 80 stalled just under the header cap: +12 MiB)
 CONNECTION_OVERHEAD = 256 * KiB
@@ -63,7 +63,7 @@ def test_the_shipped_connections_with_their_caps_fit_the_memory_limit():
 
 
 def test_the_caps_are_what_the_sum_assumes():
-    # the header cap and one read bound what h11 buffers for a request's head
+    # the header cap and one read bound what a connection buffers for a request's head
     assert serve.HEADER_BYTES <= 64 * KiB and serve.READ_CHUNK <= 64 * KiB
     assert serve.CONNECTION_BYTES == 2 * (serve.HEADER_BYTES + serve.READ_CHUNK) \
         + 2 * serve.BIG_BODY
