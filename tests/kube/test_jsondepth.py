@@ -45,3 +45,16 @@ def test_a_body_checked_twice_is_scanned_once(monkeypatch):
     assert jsondepth.nesting(text) == 100
     monkeypatch.undo()
     assert jsondepth.nesting(text, 200) is None          # another limit: scanned again
+
+
+def test_brackets_that_do_not_balance_are_measured_as_they_run():
+    # peeling pairs stops short on these: the running sum decides
+    assert jsondepth.nesting(b"[" * 100) == 100
+    assert jsondepth.nesting(b"[]]" + b"[" * 70) == 69
+    assert jsondepth.nesting(b"]" * 100 + b"[" * 70) is None    # the decoder refuses it
+    assert jsondepth.nesting(b"[" * 60 + b"]" * 80) is None
+    # many brackets, shallow: peeled in one pass
+    assert jsondepth.nesting(b"[" + b"[]," * 100 + b"[]]") is None
+    # exactly at the limit, and one past it
+    assert jsondepth.nesting(b"[" * 64 + b"]" * 64) is None
+    assert jsondepth.nesting(b"[" * 65 + b"]" * 65) == 65
