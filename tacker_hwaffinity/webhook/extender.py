@@ -86,9 +86,10 @@ class _LastNodes:
     positions in the node table, and the filter's pass-through answer (the array's bytes
     again). Each field is one tuple, replaced whole."""
 
-    __slots__ = ("_array", "_index", "_passed", "_hosts")
+    __slots__ = ("_body", "_array", "_index", "_passed", "_hosts")
 
     def __init__(self):
+        self._body = (None, None)            # (the last body, the ExtenderArgs it gave)
         self._array = (None, None)           # (b'["NAME",...]', the list it decodes to)
         self._index = (None, None, None)     # (node table, names, positions; -1: unknown)
         self._passed = (None, None)          # (names, the filter's pass-through answer)
@@ -103,7 +104,17 @@ class _LastNodes:
         before it and a ``}`` are an object with members and the bytes after it up to
         the final ``}`` are an array, BODY is that object with NodeNames set last (as
         ``json.loads`` keeps the last of a repeated key). Anything else is decoded
-        whole."""
+        whole. A body equal to the last one (kube-scheduler sends the same arguments to
+        /filter and /prioritize) gives the same arguments again: the verbs only read
+        them."""
+        last, args = self._body
+        if body == last:
+            return args
+        args = self._decode(body)
+        self._body = (body, args)
+        return args
+
+    def _decode(self, body):
         at = body.rfind(_NAMES_KEY)
         if at > 0 and body[-1:] == b"}":
             array = body[at + len(_NAMES_KEY) - 1:-1]
@@ -155,21 +166,35 @@ class _LastNodes:
 
 
 class _Nodes:
-    """The request's nodes mapped onto the cache's node view."""
+    """The request's nodes mapped onto the cache's node view, when first asked (a score
+    that no term moves needs no node's position)."""
 
-    __slots__ = ("view", "idx", "known", "_ids")
+    __slots__ = ("view", "_names", "_last", "_idx", "_known", "_ids")
 
-    def __init__(self, view, idx):
+    def __init__(self, view, names, last):
         self.view = view
-        self.known = idx >= 0
-        self.idx = np.where(self.known, idx, 0)
+        self._names, self._last = names, last
+        self._idx = self._known = None
         self._ids = {}
+
+    def _positions(self):
+        if self._idx is None:
+            idx = self._last.index(self.view, self._names)
+            self._known = idx >= 0
+            self._idx = np.where(self._known, idx, 0)
+        return self._idx
+
+    @property
+    def known(self):
+        """Per requested node, whether the cache knows it."""
+        self._positions()
+        return self._known
 
     def ids(self, key):
         """Domain id of each requested node for topology KEY (-1: no such label)."""
         got = self._ids.get(key)
         if got is None:
-            got = self._ids[key] = self.view.domains(key).ids[self.idx]
+            got = self._ids[key] = self.view.domains(key).ids[self._positions()]
         return got
 
     def counts(self, key, per_node):
@@ -196,8 +221,7 @@ class _View:
 
     def __init__(self, cache, rec, names, last):
         self.cache, self.rec = cache, rec
-        view = cache.node_view()
-        self.nodes = _Nodes(view, last.index(view, names))
+        self.nodes = _Nodes(cache.node_view(), names, last)
         self.size = len(names)
         self._selected = {}
 
@@ -318,6 +342,8 @@ class Extender:
         view = _View(self.cache, rec, names, self._last)
         raw = interpod.raw_scores(view, terms.get("preferred_affinity", ()),
                                   terms.get("preferred_anti", ()), self.hard_weight)
+        if not raw.any():           # no term selects a pod: every node scores 0
+            return None
         known = view.nodes.known
         raw[~known] = 0
         step = MAX_NODE_SCORE // MAX_EXTENDER_PRIORITY    # kube-scheduler multiplies back
