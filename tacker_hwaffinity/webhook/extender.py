@@ -402,9 +402,9 @@ class Extender:
         that scores every node 0 gets ``[]``, not one entry per node to write, send and
         decode in kube-scheduler). Plain names are joined from their entries' starts,
         made once per node list (``_LastNodes.host_prefixes``), and the score's text."""
-        hits = [i for i, score in enumerate(scores) if score]
-        if not hits:
+        if not any(scores):
             return b"[]"
+        hits = [i for i, score in enumerate(scores) if score]
         if type(names) is not _NodeNames and not _plain(names):
             return _json([{"Host": names[i], "Score": scores[i]} for i in hits])
         prefixes = self._last.host_prefixes(names)
