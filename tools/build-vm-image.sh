@@ -50,17 +50,20 @@ OUT="${CACHE_ROOT}/vm-${RECIPE_KEY}"
 SUITE="trixie"
 HOST_PACKAGES=(qemu-system-x86 qemu-utils debootstrap e2fsprogs python3-venv curl xz-utils)
 # python3-* : the project's install_requires (PyYAML, numpy, kubernetes,
-# prometheus_client, h11), so `python3 -m tacker_hwaffinity...` runs from the share.
+# prometheus_client; httptools below), so `python3 -m tacker_hwaffinity...` runs from
+# the share.
 # python3-cffi-backend is named because debootstrap does not resolve virtual
 # packages: python3-cryptography (under python3-kubernetes) needs one it provides.
 GUEST_PACKAGES=(systemd-sysv udev dbus iproute2 kmod procps util-linux linux-image-amd64
                 initramfs-tools containerd runc socat openssh-server busybox-static
                 ca-certificates python3 python3-cffi-backend python3-yaml python3-numpy
-                python3-prometheus-client python3-kubernetes python3-h11)
+                python3-prometheus-client python3-kubernetes)
 # Pure-Python wheels from PyPI over Debian's: trixie's python3-kubernetes (30.1) predates
 # the _content_type argument the project's patches need. 36.0.0 is the oldest client the
 # project supports (pyproject.toml) and the last one without pydantic (compiled) to install.
-GUEST_WHEELS=(kubernetes==36.0.0 durationpy==0.11)
+# httptools: trixie's python3-httptools (0.1.1) predates llhttp and the leniency switches
+# kube.serve sets; its manylinux wheel for the guest's Python is taken instead.
+GUEST_WHEELS=(kubernetes==36.0.0 durationpy==0.11 httptools==0.9.0)
 # containerd 2.x beside the suite's 1.7: Debian's package from this suite (forky: 2.1),
 # unpacked (dpkg-deb -x) under CONTAINERD2_DIR, not installed: the guest script starts
 # one runtime or the other (tests/realnode/guest/setup.sh, RUNTIME=containerd2). It needs
@@ -140,9 +143,12 @@ log "debootstrap done ($(elapsed))"
 
 in_root() { chroot "${rootfs}" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin "$@"; }
 
-# --- newer pure-Python wheels, unpacked into the guest's site directory ----------------
+# --- newer wheels, for the guest's Python, unpacked into its site directory -----------
+guest_python="$(in_root python3 -c 'import sys; print("%d%d" % sys.version_info[:2])')"
 python3 -m venv "${work}/pip"
 "${work}/pip/bin/python" -m pip download -q --no-deps --only-binary=:all: \
+    --python-version "${guest_python}" --implementation cp --abi "cp${guest_python}" \
+    --platform "manylinux_2_28_$(uname -m)" --platform "manylinux2014_$(uname -m)" \
     -d "${work}/wheels" "${GUEST_WHEELS[@]}"
 site="$(in_root python3 -c 'import site; print(site.getsitepackages()[0])')"
 mkdir -p "${rootfs}${site}"
