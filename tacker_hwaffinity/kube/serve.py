@@ -342,6 +342,8 @@ class _Connection:
                                         lenient_transfer_encoding=True)
         try:
             parser.feed_data(head)
+        except httptools.HttpParserUpgrade:
+            pass                # Upgrade or CONNECT, its head read whole: never switched to
         except httptools.HttpParserInvalidMethodError:
             method = head.split(b" ", 1)[0]
             if _TOKEN.fullmatch(method):

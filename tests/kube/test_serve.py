@@ -372,6 +372,20 @@ def test_headers_over_the_cap_are_431_before_they_are_all_read(guarded):
                      b"Content-Length: 2\r\n\r\n", b"[]") == (200, '{"items": 0}')
 
 
+def test_an_upgrade_is_not_taken_and_connect_is_not_served(guarded):
+    """The parser stops at a head that asks to switch protocols (an exception of its own,
+    not a parse error): the request is answered as HTTP/1.1 and the connection goes
+    on; CONNECT is a method the server does not serve."""
+    port = guarded()
+    upgrade = (b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+               b"Upgrade: websocket\r\n\r\n")
+    assert _answers(port, upgrade + SMUGGLED) == [200, 200]
+    post = (b"POST /small HTTP/1.1\r\nHost: x\r\nConnection: upgrade\r\nUpgrade: h2c\r\n"
+            b"Content-Length: 2\r\n\r\n[]")
+    assert _answers(port, post + SMUGGLED) == [200, 200]
+    assert _answers(port, b"CONNECT x:443 HTTP/1.1\r\nHost: x\r\n\r\n") == [501]
+
+
 def test_keep_alive_and_100_continue(guarded):
     port = guarded()
     one = b"POST /small HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n[]"
@@ -404,7 +418,8 @@ def _mutated(draw_data, st):
         edit = draw_data(st.sampled_from(["replace", "insert", "cut"]))
         piece = draw_data(st.binary(min_size=1, max_size=8) | st.sampled_from(
             [b"\r\n", b"\r\n ", b": ", b"0", b"\xb2", b",", b"Content-Length: 5\r\n",
-             b"Transfer-Encoding: chunked\r\n", b"\n\n", b"\x00", b" HTTP/1.1"]))
+             b"Transfer-Encoding: chunked\r\n", b"\n\n", b"\x00", b" HTTP/1.1",
+             b"Connection: Upgrade\r\nUpgrade: websocket\r\n", b"CONNECT ", b"HTTP/2.0"]))
         if edit == "replace":
             data[at:at + len(piece)] = piece
         elif edit == "insert":
