@@ -111,7 +111,8 @@ class _LastNodes:
         if body == last:
             return args
         args = self._decode(body)
-        self._body = (body, args)
+        if len(body) <= _KEPT_BODY:
+            self._body = (body, args)
         return args
 
     def _decode(self, body):
@@ -428,6 +429,9 @@ def _all_failed(names, nodelist, reason):
 
 
 _NAMES_KEY = b',"NodeNames":['
+# the largest body whose decoded arguments are kept for the next request: a pod and 5000
+# node names take about 90 KB; what a body decodes to is up to 25 times its size
+_KEPT_BODY = 256 << 10
 _SCORE_TEXT = tuple("%d}" % s for s in range(MAX_EXTENDER_PRIORITY + 1))
 _FILTER_KEYS = frozenset(("Nodes", "NodeNames", "FailedNodes", "Error"))
 

@@ -283,6 +283,27 @@ def test_prioritize_existing_pods_terms_and_hard_weight():
 
 
 # -- handle ----------------------------------------------------------------------------
+def test_prioritize_reuses_the_filters_decoding_of_the_same_bytes(monkeypatch):
+    """kube-scheduler sends /filter and /prioritize the same bytes for a pod: decoded
+    once, and the answers are those of two decodings; other bytes are decoded anew."""
+    _, ext = make([V2, V5])
+    decoded = []
+    real = extender_mod._LastNodes._decode
+    monkeypatch.setattr(extender_mod._LastNodes, "_decode",
+                        lambda self, b: decoded.append(b) or real(self, b))
+    incoming = annotated(pod("x"), affinity(pref_aff=[weighted(5, gt("version", "4"))]))
+    body = json.dumps({"Pod": incoming, "Nodes": None, "NodeNames": NAMES}).encode()
+    assert ext.handle("filter", body).status == 200
+    scores = json.loads(ext.handle("prioritize", bytes(bytearray(body))).body)
+    assert len(decoded) == 1
+    assert {h["Host"]: h["Score"] for h in scores} == {
+        n: s for n, s in prio(ext, incoming).items() if s} == {"n3": 10}
+    other = json.dumps({"Pod": incoming, "Nodes": None, "NodeNames": NAMES[:2]}).encode()
+    assert json.loads(ext.handle("prioritize", other).body) == [
+        h for h in scores if h["Host"] in NAMES[:2]]
+    assert len(decoded) == 2
+
+
 def test_handle_round_trip_and_errors(monkeypatch, caplog):
     _, ext = make([V2, V5])
     body = json.dumps({"Pod": annotated(pod("x"), affinity(req_anti=[lt("version", "3")])),
