@@ -553,11 +553,10 @@ def _ambiguous(head):
     them, refused by the parser) ambiguous to an intermediary, in words, or None: a
     header folded over lines, more than one Content-Length or a list of them. The
     parser refuses each of those; this names it."""
-    for line in head.split(b"\n")[1:]:
-        if line[:1] in (b" ", b"\t"):
-            return "a header is folded over lines (obs-fold)"
-    lengths = [value for name, _, value in (line.partition(b":") for line in
-                                            head.split(b"\n")[1:])
+    lines = head.split(b"\n")[1:]
+    if any(line[:1] in (b" ", b"\t") for line in lines):
+        return "a header is folded over lines (obs-fold)"
+    lengths = [value for name, _, value in (line.partition(b":") for line in lines)
                if name.strip().lower() == b"content-length"]
     if len(lengths) > 1 or any(b"," in value for value in lengths):
         return "more than one Content-Length"
