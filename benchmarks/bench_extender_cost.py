@@ -1,6 +1,7 @@
 """What the scheduler extender costs the real kube-scheduler (issue #40).
 
     python benchmarks/bench_extender_cost.py [--nodes 1000] [--pods 300] [--pairs 5]
+                                             [--mutual] [--versus-both-verbs]
     python benchmarks/bench_extender_cost.py --quick       # 100 nodes, 40 pods, 1 pair
 
 Starts the test suite's control plane (Kubernetes v1.20.2, tools/build-kube.sh; client rate
@@ -14,14 +15,18 @@ Then PAIRS interleaved pairs (which side goes first alternates): for each kind o
 (`plain`: no annotation, nothing selects them; `annotated`: a preferred Gt podAffinity term in
 hwaffinity.io/pod-affinity, selecting none of them; with --mutual, all of them), a ReplicaSet
 of PODS pods in a fresh namespace, all created (through the admission webhooks) before a
-kube-scheduler of their own starts: one with no extender, one with the extender entry of
-deploy/webhook/scheduler-config-v1beta1.yaml as shipped (every key; only urlPrefix and the
-tlsConfig data point at the process), qps/burst raised. So the rate is the scheduler's over a
-full queue, not the pace of the pods' creation; it is taken from the first to the last
-`Scheduled` event. The webhook's /filter and /prioritize requests and their time come from its
-/metrics, its CPU from /proc, both counted while the scheduler runs. Prints each run, then per
-kind the medians and ranges and PASS/FAIL against the goals: plain pods keep >= 95 % of the
-rate without the extender, annotated pods >= 70 % (median of the pairs' ratios).
+kube-scheduler of their own starts: one with no extender, one with the extender entries of
+deploy/webhook/scheduler-config-v1beta1.yaml as shipped (every entry and key; only urlPrefix
+and the tlsConfig data point at the process), qps/burst raised. (The annotated pods' terms
+are preferred ones: the webhook marks them for /prioritize alone; --versus-both-verbs adds,
+in each pair of annotated runs, one through a single entry that calls both verbs for every
+mark, the configuration before the mark per verb.) So the rate is the
+scheduler's over a full queue, not the pace of the pods' creation; it is taken from the first
+to the last `Scheduled` event. The webhook's /filter and /prioritize requests and their time
+come from its /metrics, its CPU from /proc, both counted while the scheduler runs. Prints each
+run, then per kind the medians and ranges and PASS/FAIL against the goals: plain pods keep
+>= 95 % of the rate without the extender, annotated pods >= 70 % (median of the pairs'
+ratios).
 Exit 0: every goal met; 1: a goal missed; 2: not measured.
 """
 import argparse
@@ -62,11 +67,17 @@ PLAIN, EXTENDED = "plain", "extended"   # the two scheduler configurations
 # (webhook serve --scheduler-name), as it marks a cluster's scheduler that calls it
 SCHEDULERS = {PLAIN: "bench-" + PLAIN, EXTENDED: "bench-" + EXTENDED}
 SIDES = {PLAIN: "no extender", EXTENDED: "the shipped extender"}
+# --versus-both-verbs: a third side for annotated pods, the shipped entries made one that
+# calls both verbs for every mark (the configuration before the mark per verb), under the
+# extended side's schedulerName (the webhook marks its pods; one scheduler runs at a time)
+BOTH = "both-verbs"
+SCHEDULERS[BOTH] = SCHEDULERS[EXTENDED]
+SIDES[BOTH] = "one entry, both verbs"
 KINDS = ("plain", "annotated")          # the two kinds of pod
 GOALS = {"plain": 0.95, "annotated": 0.70}
 # Preferred affinity to pods whose `rank` is above 3, on the CIS-node: an extended term (Gt),
 # so only the extender evaluates it. The annotated pods carry no rank (--mutual: rank 5, so
-# that they select each other and the filter waits for the binding of the one before).
+# that they select each other and /prioritize waits for the binding of the one before).
 PREFERRED_GT = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{
     "weight": 50, "podAffinityTerm": {
         "topologyKey": HOST_LABEL,
@@ -127,16 +138,18 @@ def start_webhook(cp, certs, log):
         certs, log, what="the webhook's caches synced", timeout=START_TIMEOUT)
 
 
-def shipped_extender(url, certs):
-    """extenders[0] of deploy/webhook/scheduler-config-v1beta1.yaml, every key as shipped,
-    its urlPrefix and tlsConfig data pointed at the webhook process."""
+def shipped_extenders(url, certs):
+    """The extenders of deploy/webhook/scheduler-config-v1beta1.yaml, every entry and key
+    as shipped, their urlPrefix and tlsConfig data pointed at the webhook process."""
     with open(os.path.join(DEPLOY, "scheduler-config-v1beta1.yaml")) as f:
-        entry = copy.deepcopy(yaml.safe_load(f)["extenders"][0])
-    entry["urlPrefix"] = url
+        entries = copy.deepcopy(yaml.safe_load(f)["extenders"])
     data = {"caData": "ca.crt", "certData": "client.crt", "keyData": "client.key"}
-    entry["tlsConfig"] = {key: base64.b64encode((certs / name).read_bytes()).decode()
-                          for key, name in data.items()}
-    return entry
+    tls = {key: base64.b64encode((certs / name).read_bytes()).decode()
+           for key, name in data.items()}
+    for entry in entries:
+        entry["urlPrefix"] = url
+        entry["tlsConfig"] = dict(tls)
+    return entries
 
 
 def scheduler_version(cp):
@@ -323,13 +336,20 @@ def summarize(kind, pairs):
     print("  rate with the extender:    %s pods/s" % spread(with_))
     print("  ratio with/without:        %s %%" % spread(ratios))
     print("  added per pod:             %s ms" % spread(added, "%.2f"))
-    for side in (PLAIN, EXTENDED):
+    for side in (s for s in (PLAIN, EXTENDED, BOTH) if s in pairs[0]):
         runs = [p[side] for p in pairs]
         print("  webhook, %-21s CPU %s ms/pod; /filter %s/pod, /prioritize %s/pod; "
               "mean /filter %s ms, /prioritize %s ms"
               % tuple([SIDES[side] + ":"] + [spread([r[key] for r in runs], "%.2f") for key in
                                              ("cpu_ms", "filter", "prioritize", "filter_ms",
                                               "prioritize_ms")]))
+    if BOTH in pairs[0]:
+        both = [p[BOTH]["rate"] for p in pairs]
+        print("  %s: ratio %s %%, added per pod %s ms; the shipped extender's rate against "
+              "it %s %%" % (SIDES[BOTH], spread([b / wo * 100 for b, wo in zip(both, without)]),
+                            spread([1000 / b - 1000 / wo for b, wo in zip(both, without)],
+                                   "%.2f"),
+                            spread([w / b * 100 for w, b in zip(with_, both)])))
     print("  goal: median ratio >= %.0f %%: %s" % (GOALS[kind] * 100, "PASS" if ok else "FAIL"))
     return ok
 
@@ -337,18 +357,30 @@ def summarize(kind, pairs):
 # --------------------------------------------------------------------------
 # The benchmark
 
-def measure(cp, webhook, extender, args):
-    """{kind: [{plain: result, extended: result}, ...]}, the runs interleaved."""
-    extenders = {PLAIN: [], EXTENDED: [extender]}
+def both_verbs(shipped):
+    """SHIPPED's entries as one entry that calls /filter and /prioritize for every mark."""
+    (entry,) = [copy.deepcopy(e) for e in shipped if "filterVerb" in e and "prioritizeVerb" in e]
+    entry["managedResources"] = [m for e in shipped for m in e["managedResources"]]
+    return [entry]
+
+
+def measure(cp, webhook, shipped, args):
+    """{kind: [{plain: result, extended: result[, both-verbs: result]}, ...]}, the runs
+    interleaved (which side goes first turns with each pair)."""
+    extenders = {PLAIN: [], EXTENDED: shipped, BOTH: both_verbs(shipped)}
     for kind in KINDS:                       # warm-up of the webhook; not counted
         run(cp, webhook, kind, EXTENDED, extenders[EXTENDED], min(args.pods, 20),
             "warm-" + kind, args.mutual)
     print("warm-up done (20 pods of each kind through the extender)", flush=True)
     results = {kind: [] for kind in KINDS}
-    count, total = 0, args.pairs * len(KINDS) * 2
+    sides = {kind: (PLAIN, EXTENDED) for kind in KINDS}
+    if args.versus_both_verbs:
+        sides["annotated"] += (BOTH,)
+    count, total = 0, args.pairs * sum(len(s) for s in sides.values())
     for i in range(args.pairs):
-        order = (PLAIN, EXTENDED) if i % 2 == 0 else (EXTENDED, PLAIN)
         for kind in KINDS:
+            turn = i % len(sides[kind])
+            order = sides[kind][turn:] + sides[kind][:turn]
             pair = {}
             for side in order:
                 count += 1
@@ -378,7 +410,7 @@ def benchmark(args, binaries, workdir):
         print("machine: %d cores, %s, Python %s, kube-scheduler %s; webhook pid %d"
               % (os.cpu_count() or 0, platform.machine(), platform.python_version(),
                  scheduler_version(cp), proc.pid), flush=True)
-        return measure(cp, webhook, shipped_extender(url, certs), args)
+        return measure(cp, webhook, shipped_extenders(url, certs), args)
     finally:
         if webhook is not None:
             stop_process(webhook.proc)
@@ -402,8 +434,12 @@ def parse_args(argv):
     ap.add_argument("--quick", action="store_true",
                     help="a smoke test: 100 nodes, 40 pods, 1 pair (overrides the three)")
     ap.add_argument("--mutual", action="store_true",
-                    help="annotated pods select each other (their filter waits for the "
+                    help="annotated pods select each other (their /prioritize waits for the "
                          "binding of the pods before them)")
+    ap.add_argument("--versus-both-verbs", action="store_true",
+                    help="annotated pods also through one entry that calls both verbs for "
+                         "every mark (the configuration before the mark per verb), "
+                         "interleaved with the other two sides")
     args = ap.parse_args(argv)
     if args.quick:
         args.nodes, args.pods, args.pairs = 100, 40, 1

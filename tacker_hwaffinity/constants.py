@@ -31,11 +31,18 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 # The node agent's Kubernetes user: the ServiceAccount of deploy/agent/rbac.yaml.
 DEFAULT_AGENT_SERVICE_ACCOUNT = "system:serviceaccount:hwaffinity-system:hwaffinity-agent"
 
-# The extended resource that marks a pod for the scheduler extender. The mutating webhook
-# adds it (1, to the first container's requests and limits) to a pod whose placement the
-# extender can change; kube-scheduler calls the extender only for pods that request it
-# (managedResources, ignoredByScheduler: true) and the kubelet drops it at admission
-# because no node advertises it. doc/webhook.md, "Which pods reach the extender".
+# The extended resources that mark a pod for the scheduler extender, one per verb: the
+# mutating webhook adds (1, to the first container's requests and limits) the filter's to a
+# pod whose feasible nodes the extender can change and the score's to a pod whose scores it
+# can change. deploy/webhook/scheduler-config.yaml has an extender entry per verb, each
+# managing its resource (managedResources, ignoredByScheduler: true): kube-scheduler calls
+# /filter and /prioritize only for the pods that need them, so a pod with preferred terms
+# alone costs one call, not two. The kubelet drops them at admission because no node
+# advertises them. EXTENDER_RESOURCE is the one mark of earlier webhooks: a third entry,
+# with both verbs, manages it (kube-scheduler refuses a resource two entries manage), so
+# the pods it marks still get both. doc/webhook.md, "Which pods reach the extender".
+EXTENDER_FILTER_RESOURCE = "hwaffinity.io/extender-filter"
+EXTENDER_SCORE_RESOURCE = "hwaffinity.io/extender-score"
 EXTENDER_RESOURCE = "hwaffinity.io/extender"
 
 # The scheduler a pod without spec.schedulerName gets (the API server defaults it).

@@ -80,14 +80,18 @@ def owner_ref(kind, name):
     return {"apiVersion": "apps/v1", "kind": kind, "name": name, "controller": True, "uid": "u"}
 
 
-def marked(p):
-    """Pod P with the scheduler extender's resource in its first container, as the
-    mutating webhook marks it (a container is added when it has none)."""
-    from tacker_hwaffinity.constants import EXTENDER_RESOURCE
+def marked(p, resources=None):
+    """Pod P with the scheduler extender's RESOURCES (default: the marks of both verbs)
+    in its first container, as the mutating webhook marks it (a container is added when
+    it has none)."""
+    from tacker_hwaffinity.constants import EXTENDER_FILTER_RESOURCE, EXTENDER_SCORE_RESOURCE
+    if resources is None:
+        resources = (EXTENDER_FILTER_RESOURCE, EXTENDER_SCORE_RESOURCE)
     containers = p["spec"].setdefault("containers", [container()])
     res = containers[0].setdefault("resources", {})
     for part in ("requests", "limits"):
-        res.setdefault(part, {})[EXTENDER_RESOURCE] = "1"
+        for name in resources:
+            res.setdefault(part, {})[name] = "1"
     return p
 
 

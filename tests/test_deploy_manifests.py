@@ -33,7 +33,8 @@ import yaml
 from ci_policy import unavailable
 from controlplane import harness
 from tacker_hwaffinity.cli.main import build_parser
-from tacker_hwaffinity.webhook import certs
+from tacker_hwaffinity.constants import EXTENDER_RESOURCE
+from tacker_hwaffinity.webhook import certs, marking, podcache
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEPLOY = os.path.join(ROOT, "deploy")
@@ -444,9 +445,9 @@ def test_the_webhook_answers_the_extender_only_to_the_schedulers_certificate(app
     assert volume["secret"]["secretName"] == "hwaffinity-webhook-tls"
     assert os.path.dirname(args.client_ca) == os.path.dirname(args.cert)   # one Secret
     for config in _scheduler_configs():
-        (extender,) = config["extenders"]
-        assert extender["tlsConfig"] == {"caData": "CA_BUNDLE", "certData": "CLIENT_CERT",
-                                         "keyData": "CLIENT_KEY"}
+        for extender in config["extenders"]:
+            assert extender["tlsConfig"] == {"caData": "CA_BUNDLE", "certData": "CLIENT_CERT",
+                                             "keyData": "CLIENT_KEY"}
 
 
 def test_a_network_policy_per_component_admits_only_its_port(applied):
@@ -493,6 +494,20 @@ def test_scheduler_config_is_v1_and_the_v1beta1_variant_has_the_same_extender(tm
     assert v1["apiVersion"] == "kubescheduler.config.k8s.io/v1"
     assert old["apiVersion"] == "kubescheduler.config.k8s.io/v1beta1"
     assert v1["extenders"] == old["extenders"]
+    # one entry per verb, each calling for the resource the webhook marks a pod with for
+    # it, and one for the pods marked with the single resource of before (both verbs)
+    verbs = [(e.get("filterVerb"), e.get("prioritizeVerb"), e["managedResources"])
+             for e in v1["extenders"]]
+    assert verbs == [
+        ("filter", None, [{"name": podcache.MARKS[podcache.FILTER][0],
+                           "ignoredByScheduler": True}]),
+        (None, "prioritize", [{"name": podcache.MARKS[podcache.SCORE][0],
+                               "ignoredByScheduler": True}]),
+        ("filter", "prioritize", [{"name": EXTENDER_RESOURCE, "ignoredByScheduler": True}])]
+    for verb, marks in podcache.MARKS.items():
+        assert marks == (marking.resource_of(verb), EXTENDER_RESOURCE)
+    assert len({e["urlPrefix"] for e in v1["extenders"]}) == 1
+    assert {e["weight"] for e in v1["extenders"] if "prioritizeVerb" in e} == {1}
     # `hwaffinity plan --scheduler-config` takes the shipped file as it is
     profile = load_profile(os.path.join(DEPLOY, "webhook", "scheduler-config.yaml"))
     assert "scheduler extenders are configured but not modelled" in profile.notes
@@ -503,21 +518,26 @@ def test_a_real_kube_scheduler_1_20_takes_the_v1beta1_extenders(control_plane, t
     """The 1.20 test scheduler runs with the v1beta1 variant's block (its placeholders
     filled); it refuses an unknown field there, so a typo would not start."""
     _, old = _scheduler_configs()
-    (extender,) = copy.deepcopy(old["extenders"])
-    extender["urlPrefix"] = extender["urlPrefix"].replace("CLUSTER_IP", "127.0.0.1")
     issued = certs.issue([], ["127.0.0.1"], days=1)
-    extender["tlsConfig"] = json.loads(json.dumps(extender["tlsConfig"]).replace(
+    filled = json.dumps(old["extenders"]).replace("CLUSTER_IP", "127.0.0.1").replace(
         "CA_BUNDLE", base64.b64encode(issued.ca).decode()).replace(
         "CLIENT_CERT", base64.b64encode(issued.client_cert).decode()).replace(
-        "CLIENT_KEY", base64.b64encode(issued.client_key).decode()))
-    scheduler = control_plane.start_scheduler("hw-deploy-config", [extender])
+        "CLIENT_KEY", base64.b64encode(issued.client_key).decode())
+    extenders = json.loads(filled)
+    scheduler = control_plane.start_scheduler("hw-deploy-config", extenders)
     try:
         assert scheduler.alive()
     finally:
         scheduler.stop()
-    extender["noSuchField"] = True
+    typo = copy.deepcopy(extenders)
+    typo[1]["noSuchField"] = True
     with pytest.raises(harness.HarnessError, match="noSuchField"):
-        control_plane.start_scheduler("hw-deploy-typo", [extender], timeout=30)
+        control_plane.start_scheduler("hw-deploy-typo", typo, timeout=30)
+    # why the pods of the one resource of before have an entry of their own
+    shared = copy.deepcopy(extenders)
+    shared[0]["managedResources"].append({"name": EXTENDER_RESOURCE, "ignoredByScheduler": True})
+    with pytest.raises(harness.HarnessError, match="duplicate extender managed resource name"):
+        control_plane.start_scheduler("hw-deploy-shared", shared, timeout=30)
 
 
 # -- the real API server -------------------------------------------------------------------

@@ -64,7 +64,8 @@ def register(sub):
     s.add_argument("--scheduler-name", action="append", default=[], metavar="NAME",
                    help="a scheduler (spec.schedulerName, e.g. default-scheduler) that calls "
                         "this extender with the shipped managedResources: its pods are marked "
-                        "with hwaffinity.io/extender where the extender must place them "
+                        "with hwaffinity.io/extender-filter and -score for the verbs whose "
+                        "answer the extender can change "
                         "(repeatable; none by default: no pod is marked, which suits a "
                         "cluster whose scheduler does not call the extender, or calls it for "
                         "every pod)"),

@@ -19,14 +19,17 @@ from tacker_hwaffinity.scheduling.plugins import interpod
 from tacker_hwaffinity.scheduling.resources import MAX_NODE_SCORE
 from tacker_hwaffinity.webhook import answer
 from tacker_hwaffinity.webhook.answer import Answer
+from tacker_hwaffinity.webhook.podcache import SCORE
 
 LOG = logging.getLogger(__name__)
 
 ERR_UNKNOWN_NODE = "node(s) unknown to the hwaffinity extender (cache not synced?)"
 # An extended pod whose required anti-affinity selects pods that kube-scheduler places
-# without the extender (no mark) is placed after them (PodCache.unmarked_pending).
+# without the extender's filter (no filter mark) is placed after them
+# (PodCache.unmarked_pending).
 ERR_UNMARKED_PENDING = ("waiting for %d pending pod(s) its anti-affinity selects, which are "
-                        "placed without the hwaffinity extender, to be placed first (%s)")
+                        "placed without the hwaffinity extender's filter, to be placed "
+                        "first (%s)")
 MAX_EXTENDER_PRIORITY = 10
 # the evaluator's filter codes (interpod.REASONS), and one of the extender's own
 UNKNOWN_NODE = len(interpod.REASONS)
@@ -319,7 +322,13 @@ class Extender:
         return [{"Host": n, "Score": s} for n, s in zip(names, scores)]
 
     def priorities(self, args):
-        """(node names, their scores 0..10) for ExtenderArgs ARGS (see prioritize)."""
+        """(node names, their scores 0..10) for ExtenderArgs ARGS (see prioritize).
+
+        A pod that kube-scheduler does not send to the filter (marked for /prioritize
+        alone: preferred terms, or selected by other pods' scoring terms) gets here what
+        the filter gives the others: the wait for the relevant pods let through just
+        before (``PodCache.wait_for_pending``), and being taken as placed once scored
+        (``PodCache.assume``), so that the pods after it see it."""
         pod = _pod_of(args)
         names, _nodelist = _names_of(args)
         cache = self.cache
@@ -331,10 +340,18 @@ class Extender:
         if rec is not None:
             existing = [k for k, _sign in interpod.existing_score_kinds(self.hard_weight)]
             terms = rec.terms or {}
+            unfiltered = rec.verbs == {SCORE}   # (unmarked: every pod reaches both verbs)
+            if unfiltered and terms:
+                left = cache.wait_for_pending(rec, terms, self.pending_wait)
+                if left:
+                    LOG.info("pod %s: %d relevant pod(s) still pending after %.1fs; "
+                             "scoring without them", rec.key, left, self.pending_wait)
             if terms.get("preferred_affinity") or terms.get("preferred_anti") \
                     or cache.selected_by(existing, rec):
                 with cache.lock:
                     scores = self._scores(rec, terms, names)
+            if unfiltered:
+                cache.assume(rec)
         if scores is None:
             return names, [0] * len(names)
         return names, scores.tolist()

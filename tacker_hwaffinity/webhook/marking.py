@@ -1,38 +1,59 @@
-"""Which pods kube-scheduler sends to the extender, and the admission rules that keep it so.
+"""Which pods kube-scheduler sends to the extender, to which verb, and the admission rules
+that keep it so.
 
 kube-scheduler calls an extender that declares ``managedResources`` only for pods that
 request or limit one of them (its ``IsInterested``); ``ignoredByScheduler: true`` keeps
 NodeResourcesFit from looking for the resource on nodes, and the kubelet drops an
-extended resource that its node does not advertise before admitting the pod. So the
-mutating webhook marks a pod being created with ``constants.EXTENDER_RESOURCE`` exactly
-when the extender can change its placement:
+extended resource that its node does not advertise before admitting the pod. The shipped
+configuration has one extender entry per verb, each with its own resource
+(``podcache.MARKS``), so the mutating webhook marks a pod being created for each verb
+whose answer the extender can change:
 
-* it carries ``hwaffinity.io/pod-affinity`` or ``hwaffinity.io/required-during-execution``;
-* an extended term of another live pod selects it, of a kind the extender applies to
-  incoming pods: required anti-affinity (the filter's symmetry), preferred terms and,
-  with a hard pod affinity weight, required affinity (the score's).
+* ``/filter`` (``constants.EXTENDER_FILTER_RESOURCE``): the pod carries required
+  extended terms (affinity or anti-affinity), or an extended required anti-affinity term
+  of another live pod selects it (the filter's symmetry);
+* ``/prioritize`` (``constants.EXTENDER_SCORE_RESOURCE``): the pod carries preferred
+  extended terms, or another live pod's preferred extended terms (and, with a hard pod
+  affinity weight, its required affinity) select it (the score's symmetry).
+
+A pod with preferred terms alone costs one call, not two. The extender does for such a
+pod at ``/prioritize`` what the filter does for the others: it waits for the relevant
+pods it let through just before, and takes the pod as placed (``Extender.priorities``).
 
 Only the pods of the schedulers that call the extender (``webhook serve
 --scheduler-name``) are marked: another scheduler would look for the resource on its
 nodes and find none. A pod of another scheduler that carries the annotations is
 admitted with a warning (its terms are not applied at scheduling time).
 
-Every other pod never reaches the extender. The validating webhook keeps the mark
-true where it matters (``problem``): a pod with the annotations but without the mark is
-refused (the mutating webhook did not run on it), and so is an update that makes a
-pending, unmarked pod one the extender must see (labels or annotations added that
-extended terms select: resources cannot change after creation). The pods that exist
-unmarked and pending anyway (created before the webhook, or in the milliseconds before
-its cache saw the extended pod that selects them) are the filter's to order
-(``PodCache.unmarked_pending``). ``doc/webhook.md``, "Which pods reach the extender".
+Every other pod never reaches the extender. The validating webhook keeps the marks
+true where it matters (``problem``): a pod with extended terms of its own but without
+their verb's mark is refused (the mutating webhook did not run on it), and so is an
+update that makes a pending pod need a verb it is not marked for (labels or annotations
+added that extended terms select: resources cannot change after creation). The pods
+that are pending without the filter's mark anyway (created before the webhook, or in the
+milliseconds before its cache saw the extended pod that selects them) are the filter's
+to order (``PodCache.unmarked_pending``). ``doc/webhook.md``, "Which pods reach the
+extender".
 """
-from tacker_hwaffinity.constants import DEFAULT_SCHEDULER, EXTENDER_RESOURCE
+from tacker_hwaffinity.constants import DEFAULT_SCHEDULER
 from tacker_hwaffinity.scheduling import annotations
 from tacker_hwaffinity.scheduling.plugins import interpod
 from tacker_hwaffinity.webhook import patches
+from tacker_hwaffinity.webhook.podcache import FILTER, MARKS, SCORE, VERBS
 
-_WHY = ("kube-scheduler sends a pod to the hwaffinity extender only if it requests %s"
-        % EXTENDER_RESOURCE)
+# Per verb, the kinds of a pod's own extended terms that it applies.
+OWN_KINDS = {FILTER: ("required_affinity", "required_anti"),
+             SCORE: ("preferred_affinity", "preferred_anti")}
+
+
+def resource_of(verb):
+    """The extended resource that sends a pod to VERB (the webhook's mark)."""
+    return MARKS[verb][0]
+
+
+def _why(verb):
+    return ("kube-scheduler calls the hwaffinity extender's /%s only for pods that "
+            "request %s" % (verb, resource_of(verb)))
 
 
 def scheduler_of(pod):
@@ -42,6 +63,14 @@ def scheduler_of(pod):
     return name if isinstance(name, str) and name else DEFAULT_SCHEDULER
 
 
+def own_verbs(rec):
+    """The verbs whose answer the pod REC's (a PodRecord) own extended terms change; a
+    malformed annotation is the filter's to refuse."""
+    if rec.terms is None:
+        return frozenset((FILTER,)) if rec.error is not None else frozenset()
+    return frozenset(v for v in VERBS if any(rec.terms.get(k) for k in OWN_KINDS[v]))
+
+
 class Marking:
     """The marking decisions over the extender's CACHE (a ``PodCache``), for an extender
     that scores with HARD_POD_AFFINITY_WEIGHT and that the schedulers SCHEDULERS (their
@@ -49,8 +78,10 @@ class Marking:
 
     def __init__(self, cache, hard_pod_affinity_weight=1, schedulers=(DEFAULT_SCHEDULER,)):
         self.cache = cache
-        self.kinds = ("required_anti",) + tuple(
-            k for k, _sign in interpod.existing_score_kinds(hard_pod_affinity_weight))
+        # per verb, the kinds of other pods' terms it applies to the pods they select
+        self.kinds = {FILTER: ("required_anti",),
+                      SCORE: tuple(k for k, _sign in
+                                   interpod.existing_score_kinds(hard_pod_affinity_weight))}
         self.schedulers = frozenset(schedulers)
 
     def _record(self, pod, namespace):
@@ -61,12 +92,17 @@ class Marking:
             pod = dict(pod, metadata=dict(meta, namespace=namespace))
         return self.cache.describe(pod)
 
-    def needs_extender(self, pod, namespace=None):
-        """Must kube-scheduler send POD (a Pod object) to the extender? Never for a pod of
+    def _needed(self, rec):
+        own = own_verbs(rec)
+        return frozenset(v for v in VERBS
+                         if v in own or self.cache.selected_by_live(self.kinds[v], rec))
+
+    def needed_verbs(self, pod, namespace=None):
+        """The verbs kube-scheduler must call for POD (a Pod object); none for a pod of
         another scheduler."""
         if scheduler_of(pod) not in self.schedulers:
-            return False
-        return self.cache.needs_extender(self._record(pod, namespace), self.kinds)
+            return frozenset()
+        return self._needed(self._record(pod, namespace))
 
     def warning(self, pod):
         """A warning for a POD that carries extended terms but whose scheduler does not
@@ -85,10 +121,13 @@ class Marking:
                 "applied at scheduling time" % (found[0], name, ", ".join(sorted(self.schedulers))))
 
     def patch(self, pod, namespace=None):
-        """JSON Patch operations marking POD (being created), or []."""
-        if not self.needs_extender(pod, namespace):
+        """JSON Patch operations marking POD (being created) for the verbs it needs, or
+        []."""
+        verbs = self.needed_verbs(pod, namespace)
+        if not verbs:
             return []
-        return patches.mark_patch(pod.get("spec"), EXTENDER_RESOURCE)
+        return patches.mark_patch(pod.get("spec"), [resource_of(v) for v in VERBS
+                                                    if v in verbs])
 
     def problem(self, request, pod, old):
         """Why the Pod REQUEST (POD, and OLD for an UPDATE, else None) must be refused to
@@ -97,23 +136,30 @@ class Marking:
         if scheduler_of(pod) not in self.schedulers:
             return None
         new = self._record(pod, namespace)
-        if new.marked:
-            return None
         if old is None:
-            if new.ann == (None, None):
+            missing = [v for v in VERBS if v in own_verbs(new) and v not in new.verbs]
+            if not missing:
                 return None
             names = [n for n, a in zip((annotations.POD_AFFINITY,
                                         annotations.REQUIRED_DURING_EXECUTION), new.ann)
                      if a is not None]
             return ("metadata.annotations[%s]: the pod carries extended terms but not the "
                     "resource %s (the mutating webhook mutate.hwaffinity.io did not mark "
-                    "it; it needs failurePolicy Fail): %s" % (names[0], EXTENDER_RESOURCE, _WHY))
-        if not new.pending or not self.cache.needs_extender(new, self.kinds):
+                    "it; it needs failurePolicy Fail): %s"
+                    % (names[0], resource_of(missing[0]), _why(missing[0])))
+        if not new.pending:
             return None
-        if self.needs_extender(old, namespace):
+        missing = [v for v in VERBS if v not in new.verbs]
+        if not missing:
             return None
-        return ("metadata: the change makes this pending pod one the hwaffinity extender "
-                "must place (its labels are now selected by another pod's extended terms, "
+        missing = [v for v in missing if v in self._needed(new)]
+        if missing:
+            before = self.needed_verbs(old, namespace)
+            missing = [v for v in missing if v not in before]
+        if not missing:
+            return None
+        return ("metadata: the change makes this pending pod one the hwaffinity extender's "
+                "/%s must place (its labels are now selected by another pod's extended terms, "
                 "or it carries them itself), but it was created without %s and resources "
                 "cannot change: %s; change it once it is scheduled, or recreate it"
-                % (EXTENDER_RESOURCE, _WHY))
+                % (missing[0], resource_of(missing[0]), _why(missing[0])))

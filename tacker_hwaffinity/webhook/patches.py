@@ -212,10 +212,11 @@ def pod_patch(pod):
         return []
 
 
-def mark_patch(spec, resource):
+def mark_patch(spec, resources):
     """JSON Patch operations that make the first container of the pod SPEC request and
-    limit 1 of the extended RESOURCE (``"1"`` in both, as the API server requires of an
-    extended resource); [] when a container (or init container) names it already."""
+    limit 1 of each extended resource of RESOURCES (names; ``"1"`` in both, as the API
+    server requires of an extended resource) that no container or init container names
+    already; [] when every one is named."""
     if not isinstance(spec, dict):
         raise Unpatchable("the pod has no spec")
     containers = spec.get("containers")
@@ -223,26 +224,31 @@ def mark_patch(spec, resource):
             or not all(isinstance(c, dict) for c in containers):
         raise Unpatchable("spec.containers is not a list of containers")
     inits = spec.get("initContainers")
+    named = set()
     for c in containers + (inits if isinstance(inits, list) else []):
         res = c.get("resources") if isinstance(c, dict) else None
-        if isinstance(res, dict) and any(isinstance(res.get(part), dict)
-                                         and resource in res[part]
-                                         for part in ("requests", "limits")):
-            return []
+        if isinstance(res, dict):
+            for part in ("requests", "limits"):
+                if isinstance(res.get(part), dict):
+                    named.update(res[part])
+    added = {r: "1" for r in resources if r not in named}
+    if not added:
+        return []
     base = ("spec", "containers", 0, "resources")
     res = containers[0].get("resources")
     if res is None:
         return [{"op": "add", "path": pointer(*base),
-                 "value": {"limits": {resource: "1"}, "requests": {resource: "1"}}}]
+                 "value": {"limits": dict(added), "requests": dict(added)}}]
     if not isinstance(res, dict):
         raise Unpatchable("%s is not a mapping" % pointer(*base))
     ops = []
     for part in ("limits", "requests"):
         amounts = res.get(part)
         if amounts is None:
-            ops.append({"op": "add", "path": pointer(*base, part), "value": {resource: "1"}})
+            ops.append({"op": "add", "path": pointer(*base, part), "value": dict(added)})
         elif isinstance(amounts, dict):
-            ops.append({"op": "add", "path": pointer(*base, part, resource), "value": "1"})
+            ops.extend({"op": "add", "path": pointer(*base, part, r), "value": "1"}
+                       for r in added)
         else:
             raise Unpatchable("%s is not a mapping" % pointer(*base, part))
     return ops

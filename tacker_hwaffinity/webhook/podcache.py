@@ -13,7 +13,8 @@ import logging
 import threading
 import time
 
-from tacker_hwaffinity.constants import EXTENDER_RESOURCE, TERMINAL_PHASES
+from tacker_hwaffinity.constants import (EXTENDER_FILTER_RESOURCE, EXTENDER_RESOURCE,
+                                         EXTENDER_SCORE_RESOURCE, TERMINAL_PHASES)
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling.labelindex import POSITIVE, LabelIndex
@@ -24,8 +25,15 @@ from tacker_hwaffinity.webhook.assumed import MAX_PENDING, Assumed
 
 LOG = logging.getLogger(__name__)
 PENDING_TTL_S = 30.0
-# An unmarked pod pending longer than this is taken as stuck: an extended pod whose
-# anti-affinity selects it no longer waits for it (``unmarked_pending``).
+# The extender's verbs, and the extended resources for which kube-scheduler calls each
+# (deploy/webhook/scheduler-config.yaml's managedResources): its own mark, and the one
+# mark of earlier webhooks (constants.py).
+FILTER, SCORE = "filter", "prioritize"
+VERBS = (FILTER, SCORE)
+MARKS = {FILTER: (EXTENDER_FILTER_RESOURCE, EXTENDER_RESOURCE),
+         SCORE: (EXTENDER_SCORE_RESOURCE, EXTENDER_RESOURCE)}
+# A pod pending without the filter's mark longer than this is taken as stuck: an extended
+# pod whose anti-affinity selects it no longer waits for it (``unmarked_pending``).
 UNMARKED_GRACE_S = 60.0
 _STUCK = float("-inf")      # the first-seen time of a pod taken as stuck (reported once)
 MALFORMED, INTERNAL = "malformed_annotation", "internal"   # pod error reasons
@@ -57,9 +65,11 @@ def _named_labels(obj, namespace=False):
     return name, labels
 
 
-def _marked(spec):
-    """Does a container or init container of pod SPEC request or limit the extender's
-    resource (kube-scheduler's ``IsInterested`` for ``managedResources``)?"""
+def marked_verbs(spec):
+    """The extender verbs kube-scheduler calls for a pod of SPEC: those whose resource
+    (``MARKS``) a container or init container requests or limits (its ``IsInterested``
+    for ``managedResources``)."""
+    names = set()
     for group in ("containers", "initContainers"):
         containers = spec.get(group)
         for c in containers if isinstance(containers, list) else ():
@@ -68,9 +78,9 @@ def _marked(spec):
                 continue
             for part in ("requests", "limits"):
                 amounts = res.get(part)
-                if isinstance(amounts, dict) and EXTENDER_RESOURCE in amounts:
-                    return True
-    return False
+                if isinstance(amounts, dict):
+                    names.update(k for k in amounts if isinstance(k, str))
+    return frozenset(v for v in VERBS if not names.isdisjoint(MARKS[v]))
 
 
 def _apply_event(table, event_type, name, labels):
@@ -93,9 +103,9 @@ class CacheMetrics:
             "(malformed_annotation) or not indexed (internal), by reason", ["reason"],
             registry=registry)
         self.unmarked_stuck = Counter(
-            "hwaffinity_extender_unmarked_stuck", "Unmarked pending pods that an extended "
-            "pod's anti-affinity selects, pending longer than the grace and no longer "
-            "waited for", registry=registry)
+            "hwaffinity_extender_unmarked_stuck", "Pending pods without the filter's mark "
+            "that an extended pod's anti-affinity selects, pending longer than the grace "
+            "and no longer waited for", registry=registry)
         self.pending_dropped = Counter(
             "hwaffinity_webhook_pending_dropped", "Pending records dropped unconfirmed: "
             "over the cap, or expired", ["reason"], registry=registry)
@@ -105,18 +115,18 @@ class PodRecord:
     """What the cache keeps of one pod. ``terms``: {kind: (AffinityTerm, ...)} of its
     extended (annotation) terms, resolved, or None when it carries none (or a
     malformed annotation, which the extender refused at filter time: ``error`` says
-    what is wrong with it). ``marked``: it requests the extender's resource, so
-    kube-scheduler sends it to the extender."""
+    what is wrong with it). ``verbs``: the extender verbs kube-scheduler calls for it
+    (``marked_verbs``)."""
 
     __slots__ = ("key", "namespace", "name", "uid", "labels", "node", "live", "ann",
-                 "terms", "error", "marked", "_class_key")
+                 "terms", "error", "verbs", "_class_key")
 
     def __init__(self, namespace, name, uid, labels, node, live, ann, terms, error=None,
-                 marked=False):
+                 verbs=frozenset()):
         self.key = "%s/%s" % (namespace, name)
         self.namespace, self.name, self.uid, self.labels = namespace, name, uid, labels
         self.node, self.live, self.ann, self.terms = node, live, ann, terms
-        self.error, self.marked = error, marked
+        self.error, self.verbs = error, verbs
         self._class_key = None
 
     @property
@@ -194,7 +204,7 @@ class PodCache:
         self._extended = {}         # key -> PodRecord: bound pods with extended terms
         self._pending_extended = {}  # key -> PodRecord: pending pods with extended terms
         self._unmarked = {}         # namespace -> {key: (PodRecord, first seen)}: pending,
-                                    # unmarked
+                                    # without the filter's mark
         self._unmarked_placed = threading.Condition(self.lock)
         self._clock = clock
         self._parsed = {}
@@ -251,7 +261,7 @@ class PodCache:
             if st is not None and any(st.pod_terms.values()):
                 terms = self.resolve(st, ns, labels)
         return PodRecord(ns, name, meta.get("uid"), labels, node if isinstance(node, str)
-                         else "", live, ann, terms, error, _marked(spec))
+                         else "", live, ann, terms, error, marked_verbs(spec))
 
     # -- nodes and namespaces ----------------------------------------------------
     def on_node(self, event_type, obj):
@@ -387,7 +397,7 @@ class PodCache:
             self._pending_extended.pop(key, None)
         namespace = key.partition("/")[0]
         pods = self._unmarked.get(namespace)
-        if rec is not None and rec.pending and not rec.marked:
+        if rec is not None and rec.pending and FILTER not in rec.verbs:
             if pods is None:
                 pods = self._unmarked[namespace] = {}
             seen = pods.get(key)
@@ -559,12 +569,9 @@ class PodCache:
             return False
 
     # -- pods that kube-scheduler places without the extender ---------------------
-    def needs_extender(self, rec, kinds):
-        """Must kube-scheduler send the pod REC (a PodRecord) to the extender? It carries
-        an extended-terms annotation, or an extended term of one of KINDS of another
-        live pod selects it: bound, let through by a filter (assumed) or still pending."""
-        if rec.ann != (None, None):
-            return True
+    def selected_by_live(self, kinds, rec):
+        """Does an extended term of one of KINDS of another live pod select the pod REC
+        (a PodRecord): bound, let through by the extender (assumed) or still pending?"""
         if self.selected_by(kinds, rec):
             return True
         with self.lock:
@@ -576,13 +583,13 @@ class PodCache:
         return False
 
     def unmarked_pending(self, rec, terms, timeout=0.0):
-        """The keys of the unmarked pending pods (kube-scheduler places them without the
-        extender) that one of TERMS (the pod REC's resolved required terms of one kind)
-        selects, after waiting up to TIMEOUT seconds for them to be placed. Such a pod,
-        placed after REC, would never learn of REC's anti-affinity: REC must come second;
-        one that REC's affinity needs is best seen bound. A pod pending for over
-        ``UNMARKED_GRACE_S`` is taken as stuck and not waited for (logged and counted
-        once)."""
+        """The keys of the pending pods without the filter's mark (kube-scheduler places
+        them without the extender's filter) that one of TERMS (the pod REC's resolved
+        required terms of one kind) selects, after waiting up to TIMEOUT seconds for them
+        to be placed. Such a pod, placed after REC, would never learn of REC's
+        anti-affinity: REC must come second; one that REC's affinity needs is best seen
+        bound. A pod pending for over ``UNMARKED_GRACE_S`` is taken as stuck and not
+        waited for (logged and counted once)."""
         if not terms:
             return []
         deadline = time.monotonic() + timeout
@@ -607,7 +614,8 @@ class PodCache:
                 self._unmarked_placed.wait(wait)
 
     def _unmarked_in(self, terms):
-        """(key, (PodRecord, first seen)) of the unmarked pending pods in the namespaces
+        """(key, (PodRecord, first seen)) of the pending pods without the filter's mark
+        in the namespaces
         that one of TERMS may select (as ``incoming_selects`` resolves them): a term of a
         CNF looks at its own namespace's pending pods, not a batch cluster's thousands."""
         by_ns = self._unmarked

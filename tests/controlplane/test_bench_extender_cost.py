@@ -38,12 +38,13 @@ def test_the_quick_run_measures_both_kinds_through_both_sides():
     assert [r[0] for r in runs] == ["1", "2", "3", "4"], out
     assert {(kind, side) for _, kind, side, *_ in runs} == {
         (k, s) for k in ("plain", "annotated") for s in ("no extender", "the shipped extender")}
-    for _, kind, side, rate, filters, prioritizes, filter_ms, _ in runs:
+    for _, kind, side, rate, filters, prioritizes, filter_ms, prioritize_ms in runs:
         assert float(rate) > 0
         if side == "no extender" or kind == "plain":    # never sent to the webhook: no
             assert (filters, prioritizes, filter_ms) == ("0.00", "0.00", "-"), out  # mark
-        elif kind == "annotated":           # the extender's pods: one /filter each at least
-            assert float(filters) >= 1 and filter_ms.endswith(" ms"), out
+        elif kind == "annotated":   # preferred terms alone: one /prioritize each, no /filter
+            assert (filters, prioritizes, filter_ms) == ("0.00", "1.00", "-"), out
+            assert prioritize_ms.endswith(" ms"), out
     for kind, goal in (("plain", 95), ("annotated", 70)):
         block = out.split("%s pods (median [min-max] over 1 pairs):" % kind, 1)[1]
         for label in ("rate without the extender", "rate with the extender",

@@ -22,7 +22,8 @@ import urllib.request
 import pytest
 import yaml
 
-from tacker_hwaffinity.constants import EXTENDER_RESOURCE
+from tacker_hwaffinity.constants import EXTENDER_FILTER_RESOURCE
+from tacker_hwaffinity.webhook.podcache import FILTER, SCORE, marked_verbs
 from tests import builders
 
 from . import harness
@@ -98,18 +99,17 @@ def schedulers(control_plane, webhook, certs):
     dead = "https://127.0.0.1:%d" % harness.free_port()
 
     with open(os.path.join(DEPLOY, "scheduler-config-v1beta1.yaml")) as f:
-        (shipped,) = yaml.safe_load(f)["extenders"]
-    assert shipped["managedResources"] == [{"name": EXTENDER_RESOURCE,
-                                            "ignoredByScheduler": True}]
+        shipped = yaml.safe_load(f)["extenders"]        # every entry, every key
 
-    def extender(url, ignorable):
-        return dict(shipped, urlPrefix=url, ignorable=ignorable,
-                    tlsConfig={"caFile": str(out / "ca.crt"),         # as deploy/ ships it:
-                               "certFile": str(out / "client.crt"),   # the webhook answers
-                               "keyFile": str(out / "client.key")})   # this client only
-    started = [control_plane.start_scheduler(LIVE, [extender(webhook["url"], False)]),
-               control_plane.start_scheduler(STRICT, [extender(dead, False)]),
-               control_plane.start_scheduler(LENIENT, [extender(dead, True)])]
+    def extenders(url, ignorable):
+        return [dict(entry, urlPrefix=url, ignorable=ignorable,
+                     tlsConfig={"caFile": str(out / "ca.crt"),         # as deploy/ ships it:
+                                "certFile": str(out / "client.crt"),   # the webhook answers
+                                "keyFile": str(out / "client.key")})   # this client only
+                for entry in shipped]
+    started = [control_plane.start_scheduler(LIVE, extenders(webhook["url"], False)),
+               control_plane.start_scheduler(STRICT, extenders(dead, False)),
+               control_plane.start_scheduler(LENIENT, extenders(dead, True))]
     yield
     for comp in started:
         comp.stop()
@@ -264,18 +264,27 @@ def test_the_mutation_shows_up_in_the_stored_pod(control_plane, nodes, admission
 
 def test_the_extender_down_leaves_pods_pending_unless_ignorable(
         control_plane, nodes, admission, schedulers, ns):
+    """A pod marked for /filter stays Pending while the extender is down (ignorable:
+    false); a pod with preferred terms alone, marked for /prioritize only, is placed
+    without them: kube-scheduler ignores a failed /prioritize, ignorable or not."""
     cp = control_plane
     # affinity to pods that do not exist: the live extender would refuse every node
     nowhere = json.dumps({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": K, "labelSelector": {"matchExpressions": [_gt("version", 100)]}}]}})
+    # anti-affinity to pods that do not exist: the live extender would pass every node
+    alone = json.dumps({"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"topologyKey": K, "labelSelector": {"matchExpressions": [_gt("version", 100)]}}]}})
     anywhere = json.dumps({"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
         {"weight": 1, "podAffinityTerm": {"topologyKey": K, "labelSelector": {
             "matchExpressions": [_gt("version", 100)]}}}]}})
     _create(cp, ns, _pod("strict", {"app": "s"}, scheduler=STRICT,
+                         annotations={"hwaffinity.io/pod-affinity": alone}))
+    _create(cp, ns, _pod("soft", {"app": "p"}, scheduler=STRICT,
                          annotations={"hwaffinity.io/pod-affinity": anywhere}))
     _create(cp, ns, _pod("lenient", {"app": "l"}, scheduler=LENIENT,
                          annotations={"hwaffinity.io/pod-affinity": nowhere}))
     harness.wait_until(lambda: _placed(cp, ns, "app=l"), 60, what="lenient pod scheduled")
+    harness.wait_until(lambda: _placed(cp, ns, "app=p"), 60, what="soft pod scheduled")
 
     def failed():
         pod = cp.admin.get("/api/v1/namespaces/%s/pods/strict" % ns)
@@ -350,8 +359,14 @@ def _anti(labels):
 
 
 def _marked(pod):
-    return any(EXTENDER_RESOURCE in ((c.get("resources") or {}).get(part) or {})
-               for c in pod["spec"]["containers"] for part in ("requests", "limits"))
+    """The extender verbs kube-scheduler calls for POD, as created."""
+    return marked_verbs(pod["spec"])
+
+
+def _prefer(labels):
+    return json.dumps({"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+        {"weight": 10, "podAffinityTerm": {"topologyKey": K, "labelSelector": {
+            "matchLabels": labels}}}]}})
 
 
 def _unschedulable(cp, ns, name):
@@ -378,19 +393,28 @@ def test_a_plain_pod_nothing_selects_never_reaches_the_extender(
     before = _requests(webhook)
 
     def calls():
+        """{verb: requests since BEFORE}, and BEFORE moved to now."""
+        nonlocal before
         now = _requests(webhook)
-        return sum(now.get(k, 0) - before.get(k, 0) for k in now if k[0] in
-                   ("/filter", "/prioritize"))
+        out = {path: sum(now.get(k, 0) - before.get(k, 0) for k in now if k[0] == path)
+               for path in ("/filter", "/prioritize")}
+        before = now
+        return out
     made = _create(cp, ns, _pod("plain", {"app": "plain"}, scheduler=LIVE))
     assert not _marked(made)
     harness.wait_until(lambda: _placed(cp, ns, "app=plain"), 60, what="the plain pod bound")
-    assert calls() == 0
-    # the counters do move for a pod the extender must place (this test can fail)
-    made = _create(cp, ns, _pod("extended", {"app": "e"}, scheduler=LIVE,
-                                annotations={"hwaffinity.io/pod-affinity": _anti({"x": "y"})}))
-    assert _marked(made)
-    harness.wait_until(lambda: _placed(cp, ns, "app=e"), 60, what="the extended pod bound")
-    assert harness.wait_until(lambda: calls() >= 2, 10, what="its /filter and /prioritize")
+    assert calls() == {"/filter": 0, "/prioritize": 0}
+    # the counters do move for a pod the extender must place (this test can fail), and
+    # only for the verb its terms need: one call each
+    for name, terms, verb in (("required", _anti({"x": "y"}), FILTER),
+                              ("preferred", _prefer({"x": "y"}), SCORE)):
+        made = _create(cp, ns, _pod(name, {"app": name}, scheduler=LIVE,
+                                    annotations={"hwaffinity.io/pod-affinity": terms}))
+        assert _marked(made) == {verb}
+        harness.wait_until(lambda: _placed(cp, ns, "app=" + name), 60,
+                           what="the %s pod bound" % name)
+        # (counted before the answer is sent, so before the binding)
+        assert calls() == {"/filter": int(verb == FILTER), "/prioritize": int(verb == SCORE)}
 
 
 def test_a_plain_pod_an_existing_extended_anti_affinity_term_selects_is_kept_away(
@@ -401,7 +425,7 @@ def test_a_plain_pod_an_existing_extended_anti_affinity_term_selects_is_kept_awa
     only_wh1 = _pod("victim-1", {"app": "victim"}, scheduler=LIVE)
     only_wh1["spec"]["nodeSelector"]["kubernetes.io/hostname"] = "wh-1"
     made = _create(cp, ns, only_wh1)
-    assert _marked(made)                       # selected by guard's term: marked at creation
+    assert _marked(made) == {FILTER}           # selected by guard's term: marked at creation
     message = harness.wait_until(lambda: _unschedulable(cp, ns, "victim-1"), 60,
                                  what="victim-1 kept off wh-1")
     assert "anti-affinity" in message, message
@@ -434,7 +458,8 @@ def test_an_extended_pod_is_placed_after_the_unmarked_pending_pods_it_repels(
     status, body = cp.admin.request(
         "PATCH", "/api/v1/namespaces/%s/pods/stray" % ns, {"metadata": {"labels": {
             "app": "early"}}}, content_type="application/merge-patch+json", ok=None)
-    assert status == 403 and "created without %s" % EXTENDER_RESOURCE in body["message"], body
+    assert status == 403, body
+    assert "created without %s" % EXTENDER_FILTER_RESOURCE in body["message"], body
     for name in ("early", "stray"):
         cp.admin.delete("/api/v1/namespaces/%s/pods/%s" % (ns, name))
     # an assigned pod's arrival moves the unschedulable queue (1.20 does not on the deletion

@@ -31,7 +31,7 @@ import pytest
 import yaml
 
 from ci_policy import unavailable
-from tacker_hwaffinity.constants import EXTENDER_RESOURCE
+from tacker_hwaffinity.constants import EXTENDER_FILTER_RESOURCE, EXTENDER_SCORE_RESOURCE
 import test_readme_commands as readme
 from controlplane import harness
 
@@ -357,14 +357,16 @@ def test_a_scheduler_with_the_shipped_extender_config_calls_the_webhook(cluster,
     assert os.stat(made).st_mode & 0o077 == 0           # the client key: owner only
     with open(made) as f:
         extenders = yaml.safe_load(f)["extenders"]
-    assert extenders[0]["tlsConfig"]["caData"] == webhook["bundle"]
-    assert extenders[0]["managedResources"] == [{"name": EXTENDER_RESOURCE,
-                                                 "ignoredByScheduler": True}]
+    assert {e["tlsConfig"]["caData"] for e in extenders} == {webhook["bundle"]}
+    assert [e["managedResources"] for e in extenders][:2] == [
+        [{"name": EXTENDER_FILTER_RESOURCE, "ignoredByScheduler": True}],
+        [{"name": EXTENDER_SCORE_RESOURCE, "ignoredByScheduler": True}]]
     cluster.cp.start_scheduler(SCHEDULER, extenders=extenders)
     cluster.kubectl("create", "namespace", "extended")
-    terms = {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
-        {"weight": 1, "podAffinityTerm": {"topologyKey": "CIS-node", "labelSelector": {
-            "matchExpressions": [{"key": "version", "operator": "Gt", "values": ["1"]}]}}}]}}
+    # required: a one-node cluster, where kube-scheduler calls no /prioritize
+    terms = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"topologyKey": "CIS-node", "labelSelector": {
+            "matchExpressions": [{"key": "version", "operator": "Gt", "values": ["1"]}]}}]}}
     pod = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": "via-extender", "namespace": "extended",
                         "annotations": {"hwaffinity.io/pod-affinity": json.dumps(terms)}},
@@ -389,7 +391,8 @@ def test_a_scheduler_with_the_shipped_extender_config_calls_the_webhook(cluster,
     # kubelet although no node advertises the resource (the kubelet drops it at admission)
     made = wait(running, 120, "the extender-scheduled pod Running")
     assert made["spec"]["nodeName"] == NODE
-    assert made["spec"]["containers"][0]["resources"]["limits"] == {EXTENDER_RESOURCE: "1"}
+    # a required term alone: marked for /filter only
+    assert made["spec"]["containers"][0]["resources"]["limits"] == {EXTENDER_FILTER_RESOURCE: "1"}
     assert filtered() >= before + 1
 
 

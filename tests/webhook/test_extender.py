@@ -19,7 +19,8 @@ from tacker_hwaffinity.scheduling.plugins.interpod import (
 from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects
 from tacker_hwaffinity.webhook import extender as extender_mod
 from tacker_hwaffinity.webhook.extender import ERR_UNKNOWN_NODE, Extender
-from tacker_hwaffinity.webhook.podcache import PodCache
+from tacker_hwaffinity.webhook.marking import Marking
+from tacker_hwaffinity.webhook.podcache import FILTER, SCORE, PodCache
 from tests.builders import affinity, marked, node, pod, term, weighted
 from tests.scheduling.term_strategies import (
     H, NAMESPACES, Z, maybe, pod_labels, term_lists, weighted_lists)
@@ -467,6 +468,24 @@ def test_extender_equals_the_engine(sc):
 @given(scenario(score_only=True))
 def test_extender_scores_equal_the_engine(sc):
     check_against_engine(*sc)
+
+
+@pytest.mark.slow
+@PROPERTY
+@given(st.one_of(scenario(), scenario(score_only=True)))
+def test_a_verb_the_webhook_does_not_mark_a_pod_for_changes_nothing(sc):
+    """The marks are sound: kube-scheduler skips the verbs a pod is not marked for, and
+    what they would have answered is what skipping them gives (every node passes; every
+    node scores 0)."""
+    nodes, pods, incoming, hard, moves = sc
+    cache = fed_cache(nodes, pods, moves)
+    verbs = Marking(cache, hard).needed_verbs(incoming)
+    ext = Extender(cache, hard_pod_affinity_weight=hard, pending_wait=0)
+    names = [n["metadata"]["name"] for n in nodes]
+    if FILTER not in verbs:
+        assert ext.filter({"Pod": incoming, "NodeNames": names})["FailedNodes"] == {}
+    if SCORE not in verbs:
+        assert set(prio(ext, incoming, names).values()) == {0}
 
 
 def check_against_engine(nodes, pods, incoming, hard, moves):
