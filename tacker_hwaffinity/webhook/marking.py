@@ -137,29 +137,27 @@ class Marking:
             return None
         new = self._record(pod, namespace)
         if old is None:
-            missing = [v for v in VERBS if v in own_verbs(new) and v not in new.verbs]
+            missing = own_verbs(new) - new.verbs
             if not missing:
                 return None
+            verb = min(missing, key=VERBS.index)
             names = [n for n, a in zip((annotations.POD_AFFINITY,
                                         annotations.REQUIRED_DURING_EXECUTION), new.ann)
                      if a is not None]
             return ("metadata.annotations[%s]: the pod carries extended terms but not the "
                     "resource %s (the mutating webhook mutate.hwaffinity.io did not mark "
                     "it; it needs failurePolicy Fail): %s"
-                    % (names[0], resource_of(missing[0]), _why(missing[0])))
-        if not new.pending:
+                    % (names[0], resource_of(verb), _why(verb)))
+        if not new.pending or new.verbs.issuperset(VERBS):
             return None
-        missing = [v for v in VERBS if v not in new.verbs]
+        missing = self._needed(new) - new.verbs
+        if missing:             # needed before this change already: not this change's doing
+            missing -= self.needed_verbs(old, namespace)
         if not missing:
             return None
-        missing = [v for v in missing if v in self._needed(new)]
-        if missing:
-            before = self.needed_verbs(old, namespace)
-            missing = [v for v in missing if v not in before]
-        if not missing:
-            return None
+        verb = min(missing, key=VERBS.index)
         return ("metadata: the change makes this pending pod one the hwaffinity extender's "
                 "/%s must place (its labels are now selected by another pod's extended terms, "
                 "or it carries them itself), but it was created without %s and resources "
                 "cannot change: %s; change it once it is scheduled, or recreate it"
-                % (missing[0], resource_of(missing[0]), _why(missing[0])))
+                % (verb, resource_of(verb), _why(verb)))
