@@ -2,6 +2,7 @@
 
     python benchmarks/bench_extender_cost.py [--nodes 1000] [--pods 300] [--pairs 5]
                                              [--mutual] [--versus-both-verbs]
+                                             [--versus-floor]
     python benchmarks/bench_extender_cost.py --quick       # 100 nodes, 40 pods, 1 pair
 
 Starts the test suite's control plane (Kubernetes v1.20.2, tools/build-kube.sh; client rate
@@ -20,7 +21,10 @@ deploy/webhook/scheduler-config-v1beta1.yaml as shipped (every entry and key; on
 and the tlsConfig data point at the process), qps/burst raised. (The annotated pods' terms
 are preferred ones: the webhook marks them for /prioritize alone; --versus-both-verbs adds,
 in each pair of annotated runs, one through a single entry that calls both verbs for every
-mark, the configuration before the mark per verb.) So the rate is the
+mark, the configuration before the mark per verb; --versus-floor one through a do-nothing
+extender on the same server stack, which answers [] at once, and one through the same in Go
+(floor_extender/, built with the Go toolchain tools/build-kube.sh installs, when found): the
+floor of the cost.) So the rate is the
 scheduler's over a full queue, not the pace of the pods' creation; it is taken from the first
 to the last `Scheduled` event. The webhook's /filter and /prioritize requests and their time
 come from its /metrics, its CPU from /proc, both counted while the scheduler runs. Prints each
@@ -39,6 +43,7 @@ import platform
 import re
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -73,6 +78,19 @@ SIDES = {PLAIN: "no extender", EXTENDED: "the shipped extender"}
 BOTH = "both-verbs"
 SCHEDULERS[BOTH] = SCHEDULERS[EXTENDED]
 SIDES[BOTH] = "one entry, both verbs"
+# --versus-floor: another side for annotated pods, the shipped entries pointed at a process
+# that answers /prioritize with [] on the webhook's own server (kube.serve: TLS with the same
+# certificates and client check, the HTTP reader, the depth check) and does nothing else:
+# what any extender on this stack costs the scheduler here, before a decode or a lookup
+FLOOR = "floor"
+SCHEDULERS[FLOOR] = SCHEDULERS[EXTENDED]
+SIDES[FLOOR] = "do-nothing extender"
+# and, where a Go toolchain is found, the same in Go (floor_extender/main.go: net/http, TLS,
+# HTTP/1.1): the floor whatever an extender is written in
+GO_FLOOR = "go-floor"
+SCHEDULERS[GO_FLOOR] = SCHEDULERS[EXTENDED]
+SIDES[GO_FLOOR] = "do-nothing extender, Go"
+GO_FLOOR_SOURCE = os.path.join(HERE, "floor_extender")
 KINDS = ("plain", "annotated")          # the two kinds of pod
 GOALS = {"plain": 0.95, "annotated": 0.70}
 # Preferred affinity to pods whose `rank` is above 3, on the CIS-node: an extended term (Gt),
@@ -138,6 +156,72 @@ def start_webhook(cp, certs, log):
         certs, log, what="the webhook's caches synced", timeout=START_TIMEOUT)
 
 
+def start_floor(certs, log):
+    """The do-nothing extender (see FLOOR) as a process: (process, https URL)."""
+    port = harness.free_port()
+    proc = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--serve-floor",
+                             str(port), str(certs)], stdout=open(log, "wb"),
+                            stderr=subprocess.STDOUT, cwd=ROOT, start_new_session=True)
+    wait_listening(proc, port, log, "the do-nothing extender")
+    return proc, "https://127.0.0.1:%d" % port
+
+
+def start_go_floor(certs, workdir, log):
+    """The do-nothing extender in Go as a process: (process, https URL), or None when no
+    Go toolchain is found."""
+    go = shutil.which("go") or next(iter(sorted(Path("/usr/lib").glob("go-*/bin/go"),
+                                                reverse=True)), None)
+    if go is None:
+        print("no Go toolchain: the Go floor is not measured", flush=True)
+        return None
+    binary = workdir / "floor_extender"
+    done = subprocess.run([str(go), "build", "-o", str(binary), "."], cwd=GO_FLOOR_SOURCE,
+                          capture_output=True, text=True, timeout=600,
+                          env=dict(os.environ, GOFLAGS="-mod=mod", GO111MODULE="on"))
+    if done.returncode != 0:
+        raise harness.HarnessError("go build of %s failed: %s" % (GO_FLOOR_SOURCE,
+                                                                  done.stderr[-2000:]))
+    port = harness.free_port()
+    proc = subprocess.Popen([str(binary), str(certs), "127.0.0.1:%d" % port],
+                            stdout=open(log, "wb"), stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    wait_listening(proc, port, log, "the do-nothing extender in Go")
+    return proc, "https://127.0.0.1:%d" % port
+
+
+def wait_listening(proc, port, log, what):
+    def listening():
+        assert proc.poll() is None, Path(log).read_text()
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return True
+        except OSError:
+            return False
+    harness.wait_until(listening, START_TIMEOUT, what=what)
+
+
+def serve_floor(port, certs):
+    """Answer POST /prioritize with [] on kube.serve's server, as `webhook serve` would
+    serve it (its certificates, client CA and name), until killed."""
+    sys.path.insert(0, ROOT)
+    from tacker_hwaffinity.kube.serve import HealthServer, Route
+    certs = Path(certs)
+    HealthServer(port, tls=(str(certs / "tls.crt"), str(certs / "tls.key")),
+                 client_ca=str(certs / "ca.crt"), client_names=("system:kube-scheduler",),
+                 posts={"/prioritize": Route(lambda body: (200, "application/json", b"[]"),
+                                             1 << 20, client_cert=True)}).start()
+    while True:
+        signal.pause()          # SIGTERM (stop_process) ends it
+
+
+def pointed_at(url, entries):
+    """ENTRIES (extenders) with their urlPrefix set to URL."""
+    entries = copy.deepcopy(entries)
+    for entry in entries:
+        entry["urlPrefix"] = url
+    return entries
+
+
 def shipped_extenders(url, certs):
     """The extenders of deploy/webhook/scheduler-config-v1beta1.yaml, every entry and key
     as shipped, their urlPrefix and tlsConfig data pointed at the webhook process."""
@@ -147,9 +231,8 @@ def shipped_extenders(url, certs):
     tls = {key: base64.b64encode((certs / name).read_bytes()).decode()
            for key, name in data.items()}
     for entry in entries:
-        entry["urlPrefix"] = url
         entry["tlsConfig"] = dict(tls)
-    return entries
+    return pointed_at(url, entries)
 
 
 def scheduler_version(cp):
@@ -336,20 +419,20 @@ def summarize(kind, pairs):
     print("  rate with the extender:    %s pods/s" % spread(with_))
     print("  ratio with/without:        %s %%" % spread(ratios))
     print("  added per pod:             %s ms" % spread(added, "%.2f"))
-    for side in (s for s in (PLAIN, EXTENDED, BOTH) if s in pairs[0]):
+    for side in (s for s in (PLAIN, EXTENDED, BOTH, FLOOR, GO_FLOOR) if s in pairs[0]):
         runs = [p[side] for p in pairs]
         print("  webhook, %-21s CPU %s ms/pod; /filter %s/pod, /prioritize %s/pod; "
               "mean /filter %s ms, /prioritize %s ms"
               % tuple([SIDES[side] + ":"] + [spread([r[key] for r in runs], "%.2f") for key in
                                              ("cpu_ms", "filter", "prioritize", "filter_ms",
                                               "prioritize_ms")]))
-    if BOTH in pairs[0]:
-        both = [p[BOTH]["rate"] for p in pairs]
+    for side in (s for s in (BOTH, FLOOR, GO_FLOOR) if s in pairs[0]):
+        other = [p[side]["rate"] for p in pairs]
         print("  %s: ratio %s %%, added per pod %s ms; the shipped extender's rate against "
-              "it %s %%" % (SIDES[BOTH], spread([b / wo * 100 for b, wo in zip(both, without)]),
-                            spread([1000 / b - 1000 / wo for b, wo in zip(both, without)],
+              "it %s %%" % (SIDES[side], spread([b / wo * 100 for b, wo in zip(other, without)]),
+                            spread([1000 / b - 1000 / wo for b, wo in zip(other, without)],
                                    "%.2f"),
-                            spread([w / b * 100 for w, b in zip(with_, both)])))
+                            spread([w / b * 100 for w, b in zip(with_, other)])))
     print("  goal: median ratio >= %.0f %%: %s" % (GOALS[kind] * 100, "PASS" if ok else "FAIL"))
     return ok
 
@@ -364,10 +447,13 @@ def both_verbs(shipped):
     return [entry]
 
 
-def measure(cp, webhook, shipped, args):
-    """{kind: [{plain: result, extended: result[, both-verbs: result]}, ...]}, the runs
-    interleaved (which side goes first turns with each pair)."""
+def measure(cp, webhook, shipped, args, floors=()):
+    """{kind: [{plain: result, extended: result[, both-verbs: result][, floor: result,
+    go-floor: result]}, ...]}, the runs interleaved (which side goes first turns with each
+    pair). FLOORS: {floor side: its do-nothing extender's URL}, for --versus-floor."""
     extenders = {PLAIN: [], EXTENDED: shipped, BOTH: both_verbs(shipped)}
+    for side, url in dict(floors).items():
+        extenders[side] = pointed_at(url, shipped)
     for kind in KINDS:                       # warm-up of the webhook; not counted
         run(cp, webhook, kind, EXTENDED, extenders[EXTENDED], min(args.pods, 20),
             "warm-" + kind, args.mutual)
@@ -376,6 +462,7 @@ def measure(cp, webhook, shipped, args):
     sides = {kind: (PLAIN, EXTENDED) for kind in KINDS}
     if args.versus_both_verbs:
         sides["annotated"] += (BOTH,)
+    sides["annotated"] += tuple(side for side in (FLOOR, GO_FLOOR) if side in floors)
     count, total = 0, args.pairs * sum(len(s) for s in sides.values())
     for i in range(args.pairs):
         for kind in KINDS:
@@ -395,7 +482,7 @@ def measure(cp, webhook, shipped, args):
 def benchmark(args, binaries, workdir):
     cp = harness.ControlPlane(binaries, run_dir=str(workdir / "controlplane"),
                               node_lifecycle=False, api_qps=API_QPS)
-    webhook = None
+    webhook, floors, processes = None, {}, []
     try:
         cp.start(timeout=START_TIMEOUT)
         t0 = time.monotonic()
@@ -410,10 +497,20 @@ def benchmark(args, binaries, workdir):
         print("machine: %d cores, %s, Python %s, kube-scheduler %s; webhook pid %d"
               % (os.cpu_count() or 0, platform.machine(), platform.python_version(),
                  scheduler_version(cp), proc.pid), flush=True)
-        return measure(cp, webhook, shipped_extenders(url, certs), args)
+        if args.versus_floor:
+            for side, start in ((FLOOR, lambda: start_floor(certs, workdir / "floor.log")),
+                                (GO_FLOOR, lambda: start_go_floor(certs, workdir,
+                                                                  workdir / "go-floor.log"))):
+                started = start()
+                if started is not None:
+                    processes.append(started[0])
+                    floors[side] = started[1]
+        return measure(cp, webhook, shipped_extenders(url, certs), args, floors)
     finally:
         if webhook is not None:
             stop_process(webhook.proc)
+        for proc in processes:
+            stop_process(proc)
         cp.stop(keep_logs=False)
 
 
@@ -439,7 +536,11 @@ def parse_args(argv):
     ap.add_argument("--versus-both-verbs", action="store_true",
                     help="annotated pods also through one entry that calls both verbs for "
                          "every mark (the configuration before the mark per verb), "
-                         "interleaved with the other two sides")
+                         "interleaved with the other sides")
+    ap.add_argument("--versus-floor", action="store_true",
+                    help="annotated pods also through a do-nothing extender on the same "
+                         "server stack (answers [] at once) and one in Go (when a Go toolchain "
+                         "is found), interleaved with the other sides")
     args = ap.parse_args(argv)
     if args.quick:
         args.nodes, args.pods, args.pairs = 100, 40, 1
@@ -449,6 +550,9 @@ def parse_args(argv):
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--serve-floor"]:           # the do-nothing extender's process
+        return serve_floor(int(argv[1]), argv[2])
     args = parse_args(argv)
     binaries = harness.find_binaries()
     if binaries is None:

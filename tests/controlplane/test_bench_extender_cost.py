@@ -21,27 +21,35 @@ NUMBER = r"\d+(?:\.\d+)?"
 SPREAD = r"(?:{0} \[{0}-{0}\]|-)".format(NUMBER)    # median [min-max], or - when none
 
 
-def test_the_quick_run_measures_both_kinds_through_both_sides():
+SIDES = ("no extender", "the shipped extender")
+FLOORS = ("do-nothing extender", "do-nothing extender, Go")
+
+
+def test_the_quick_run_measures_both_kinds_through_every_side():
     if harness.find_binaries() is None:
         unavailable(harness.BUILD_HINT)
     done = subprocess.run([sys.executable, os.path.join("benchmarks", "bench_extender_cost.py"),
-                           "--quick"], cwd=ROOT, capture_output=True, text=True, timeout=900,
-                          env=dict(os.environ, PYTHONPATH=ROOT))
+                           "--quick", "--versus-floor"], cwd=ROOT, capture_output=True,
+                          text=True, timeout=900, env=dict(os.environ, PYTHONPATH=ROOT))
     out = done.stdout
     assert done.returncode in (0, 1), out + done.stderr       # 2: not measured
     assert re.search(r"^machine: \d+ cores, .*Python [\d.]+, kube-scheduler v1\.20\.2",
                      out, re.M), out
-    runs = re.findall(r"^run (\d)/4 \(pair 1\) (plain|annotated) pods, "
-                      r"(no extender|the shipped extender): ({0}) pods/s .*; /filter ({0})/pod, "
-                      r"/prioritize ({0})/pod; mean /filter (.*), /prioritize (.*)$"
-                      .format(NUMBER), out, re.M)
-    assert [r[0] for r in runs] == ["1", "2", "3", "4"], out
+    # the Go floor where the Go toolchain (tools/build-kube.sh's) is found
+    floors = FLOORS if "no Go toolchain" not in out else FLOORS[:1]
+    total = 4 + len(floors)
+    runs = re.findall(r"^run (\d)/%d \(pair 1\) (plain|annotated) pods, (%s): ({0}) pods/s "
+                      r".*; /filter ({0})/pod, /prioritize ({0})/pod; mean /filter (.*), "
+                      r"/prioritize (.*)$".format(NUMBER) % (
+                          total, "|".join(map(re.escape, SIDES + floors))), out, re.M)
+    assert [int(r[0]) for r in runs] == list(range(1, total + 1)), out
     assert {(kind, side) for _, kind, side, *_ in runs} == {
-        (k, s) for k in ("plain", "annotated") for s in ("no extender", "the shipped extender")}
+        (k, s) for k in ("plain", "annotated") for s in SIDES} | {
+        ("annotated", f) for f in floors}
     for _, kind, side, rate, filters, prioritizes, filter_ms, prioritize_ms in runs:
         assert float(rate) > 0
-        if side == "no extender" or kind == "plain":    # never sent to the webhook: no
-            assert (filters, prioritizes, filter_ms) == ("0.00", "0.00", "-"), out  # mark
+        if side != "the shipped extender" or kind == "plain":   # never sent to the webhook:
+            assert (filters, prioritizes, filter_ms) == ("0.00", "0.00", "-"), out  # no mark
         elif kind == "annotated":   # preferred terms alone: one /prioritize each, no /filter
             assert (filters, prioritizes, filter_ms) == ("0.00", "1.00", "-"), out
             assert prioritize_ms.endswith(" ms"), out
@@ -54,5 +62,9 @@ def test_the_quick_run_measures_both_kinds_through_both_sides():
                          re.M), out
         assert re.search(r"^  goal: median ratio >= %d %%: (PASS|FAIL)$" % goal, block,
                          re.M), out
+    for floor in floors:        # each floor against the no-extender side and the shipped one
+        assert re.search(r"^  %s: ratio %s %%, added per pod %s ms; the shipped extender's rate "
+                         r"against it %s %%$" % (re.escape(floor), SPREAD, SPREAD, SPREAD),
+                         out, re.M), out
     assert re.search(r"^result: (PASS|FAIL)$", out, re.M)
     assert ("PASS" in out.rsplit("result: ", 1)[1]) == (done.returncode == 0)

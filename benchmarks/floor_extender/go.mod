@@ -1,0 +1,3 @@
+module floor_extender
+
+go 1.19
