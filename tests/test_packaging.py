@@ -17,7 +17,7 @@ PROVIDED_BY = {"yaml": "PyYAML", "numpy": "numpy", "kubernetes": "kubernetes",
                "prometheus_client": "prometheus_client", "keystoneauth1": "keystoneauth1",
                "oslo_messaging": "oslo.messaging", "oslo_config": "oslo.messaging",
                "cryptography": "cryptography", "urllib3": "kubernetes", "requests": "kubernetes",
-               "httptools": "httptools", "orjson": "orjson"}
+               "httptools": "httptools"}
 
 
 def _requirements(extra=None):

@@ -50,14 +50,14 @@ OUT="${CACHE_ROOT}/vm-${RECIPE_KEY}"
 SUITE="trixie"
 HOST_PACKAGES=(qemu-system-x86 qemu-utils debootstrap e2fsprogs python3-venv curl xz-utils)
 # python3-* : the project's install_requires (PyYAML, numpy, kubernetes,
-# prometheus_client, orjson; httptools below), so `python3 -m tacker_hwaffinity...` runs from
+# prometheus_client; httptools below), so `python3 -m tacker_hwaffinity...` runs from
 # the share.
 # python3-cffi-backend is named because debootstrap does not resolve virtual
 # packages: python3-cryptography (under python3-kubernetes) needs one it provides.
 GUEST_PACKAGES=(systemd-sysv udev dbus iproute2 kmod procps util-linux linux-image-amd64
                 initramfs-tools containerd runc socat openssh-server busybox-static
                 ca-certificates python3 python3-cffi-backend python3-yaml python3-numpy
-                python3-prometheus-client python3-kubernetes python3-orjson)
+                python3-prometheus-client python3-kubernetes)
 # Pure-Python wheels from PyPI over Debian's: trixie's python3-kubernetes (30.1) predates
 # the _content_type argument the project's patches need. 36.0.0 is the oldest client the
 # project supports (pyproject.toml) and the last one without pydantic (compiled) to install.

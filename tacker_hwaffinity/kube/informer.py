@@ -49,12 +49,11 @@ PodDisruptionBudgets before 1.21): a 404 to the list is said once (info), the
 cache stays empty and counts as synced, and the list is tried again every
 ``backoff_max``, quietly, until the server serves the kind.
 """
+import json
 import logging
 import socket
 import threading
 import time
-
-import orjson
 
 from tacker_hwaffinity.objects.pruning import pruner
 from tacker_hwaffinity.kube.client import CONNECT_TIMEOUT_S, KubeError
@@ -345,7 +344,7 @@ class Informer:
                 *lines, buffer = buffer.split(b"\n")
                 for line in lines:
                     if line.strip():
-                        yield orjson.loads(line)
+                        yield json.loads(line)
         except (HTTPError, OSError) as e:
             text = (str(e).strip() or type(e).__name__).splitlines()[0]
             raise _Broken(text) from None

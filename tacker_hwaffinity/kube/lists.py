@@ -8,8 +8,6 @@ models costs more than the transfer. A page whose continue token expired
 """
 import json
 
-import orjson
-
 from tacker_hwaffinity.kube.client import KubeError
 
 PAGE_SIZE = 500          # kubectl's default --chunk-size
@@ -66,7 +64,7 @@ def list_json(conn, call, kind, what, page_size=PAGE_SIZE, each=None, **params):
                     kwargs.pop("resource_version", None)
                     kwargs.pop("resource_version_match", None)
                 response = call(**kwargs)
-                page = orjson.loads(response.data)
+                page = json.loads(response.data)
                 for item in page.get("items") or []:
                     item.setdefault("apiVersion", "v1")
                     item.setdefault("kind", kind)

@@ -46,8 +46,6 @@ import json
 import logging
 import typing
 
-import orjson
-
 from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT, HOSTNAME, NUMA_ANNOTATION
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.kube import jsondepth
@@ -89,8 +87,8 @@ def handle(kind, body, allowed_keys=DEFAULT_ALLOWED_KEYS,
         return _error(400, "the body nests %d levels deep, over the limit of %d"
                       % (depth, jsondepth.MAX_DEPTH))
     try:
-        review = orjson.loads(body)
-    except ValueError as e:        # orjson.JSONDecodeError, for any input
+        review = json.loads(body)
+    except (ValueError, TypeError, RecursionError) as e:
         return _error(400, "the body is not JSON: %s" % (str(e)[:200] or type(e).__name__))
     if (not isinstance(review, dict) or review.get("kind") != "AdmissionReview"
             or review.get("apiVersion") not in API_VERSIONS):

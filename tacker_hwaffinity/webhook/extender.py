@@ -12,7 +12,6 @@ import logging
 import time
 
 import numpy as np
-import orjson
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.kube import jsondepth
@@ -100,14 +99,14 @@ class _LastNodes:
         self._hosts = (None, None)           # (names, each one's '{"Host":"NAME","Score":')
 
     def args(self, body):
-        """The ExtenderArgs in BODY (bytes, its nesting checked), as ``orjson.loads``
+        """The ExtenderArgs in BODY (bytes, its nesting checked), as ``json.loads``
         gives them, with the NodeNames array decoded on its own (and not at all when its
         bytes are the last request's). Go's encoder writes NodeNames last:
         ``{"Pod":{...},"Nodes":null,"NodeNames":["n1",...]}``. ``,"`` cannot occur
         inside a JSON string, so the last ``,"NodeNames":[`` is a key; when the bytes
         before it and a ``}`` are an object with members and the bytes after it up to
         the final ``}`` are an array, BODY is that object with NodeNames set last (as
-        ``orjson.loads`` keeps the last of a repeated key). Anything else is decoded
+        ``json.loads`` keeps the last of a repeated key). Anything else is decoded
         whole. A body equal to the last one (kube-scheduler sends the same arguments to
         /filter and /prioritize) gives the same arguments again: the verbs only read
         them."""
@@ -125,9 +124,9 @@ class _LastNodes:
             array = body[at + len(_NAMES_KEY) - 1:-1]
             known, names = self._array
             try:
-                head = orjson.loads(body[:at] + b"}")
+                head = json.loads(body[:at] + b"}")
                 if array != known:
-                    names = orjson.loads(array)
+                    names = json.loads(array)
             except ValueError:      # not the top level's key, or not JSON: decoded whole
                 head = None
             if isinstance(head, dict) and head and isinstance(names, list):
@@ -136,7 +135,7 @@ class _LastNodes:
                     self._array = (array, names)
                 head["NodeNames"] = names
                 return head
-        return orjson.loads(body)
+        return json.loads(body)
 
     def index(self, view, names):
         """The position of each of NAMES in the node table VIEW (-1: not in it)."""
@@ -377,8 +376,8 @@ class Extender:
             return _error(400, "request body nests %d levels deep, over the limit of %d"
                           % (depth, jsondepth.MAX_DEPTH))
         try:
-            args = self._last.args(body) if isinstance(body, bytes) else orjson.loads(body)
-        except ValueError as e:    # orjson.JSONDecodeError, for any input
+            args = self._last.args(body) if isinstance(body, bytes) else json.loads(body)
+        except (ValueError, UnicodeDecodeError, TypeError, RecursionError) as e:
             return _error(400, "request body is not JSON: %s" % e)
         try:
             if verb == "filter":
