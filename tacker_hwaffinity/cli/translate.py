@@ -9,7 +9,7 @@ Exit status: 0 written; 2 bad input (one line naming file, policy and field).
 import os
 import sys
 
-from tacker_hwaffinity import extras
+from tacker_hwaffinity import extras, safewrite
 from tacker_hwaffinity.cli import output, progress
 from tacker_hwaffinity.errors import InputError
 
@@ -34,20 +34,23 @@ def register(subparsers):
 
 
 def _write(directory, files):
+    """Write FILES ({name: text}) in DIRECTORY (made if missing), each replacing what is
+    there (a link at a name is replaced, not followed); a name that is not a plain file
+    name (a nested template named after a policy: ``../x_res.yaml``) is refused."""
     try:
-        os.makedirs(directory, exist_ok=True)
+        folder = safewrite.Directory(directory)
     except OSError as e:
         raise InputError("cannot create directory: %s" % (e.strerror or e),
                          source=directory, field="--output-dir")
     written = []
-    for name, text in sorted(files.items(), key=lambda kv: (kv[0] != "main.yaml", kv[0])):
-        path = os.path.join(directory, name)
-        try:
-            with open(path, "w", encoding="utf-8") as f:
-                f.write(text)
-        except OSError as e:
-            raise InputError("cannot write: %s" % (e.strerror or e), source=path)
-        written.append(path)
+    with folder:
+        for name, text in sorted(files.items(), key=lambda kv: (kv[0] != "main.yaml", kv[0])):
+            path = os.path.join(directory, name)
+            try:
+                folder.replace(name, text.encode("utf-8"))
+            except OSError as e:
+                raise InputError("cannot write: %s" % (e.strerror or e), source=path)
+            written.append(path)
     return written
 
 

@@ -20,6 +20,7 @@ import ipaddress
 import os
 import sys
 
+from tacker_hwaffinity import safewrite
 from tacker_hwaffinity.cli.main import plain_text
 from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT
 from tacker_hwaffinity.errors import InputError
@@ -128,7 +129,9 @@ def register(sub):
     c.add_argument("--days", type=int, default=365, help="validity of every certificate")
     c.add_argument("--out", required=True, metavar="DIR",
                    help="writes ca.crt, tls.crt, tls.key (0600), client.crt, client.key "
-                        "(0600) there")
+                        "(0600) there, each replacing what is there (a link is replaced, "
+                        "not followed); made 0700 if missing, else it must be yours and "
+                        "writable by no one else")
     c.set_defaults(func=certs)
 
 
@@ -146,16 +149,12 @@ def certs(args):
     issued = certmod.issue(certmod.service_names(args.service, args.namespace) + args.dns,
                            args.ip, args.days, client_name=args.client_name)
     try:
-        os.makedirs(args.out, exist_ok=True)
-        for name, data, mode in (("ca.crt", issued.ca, 0o644), ("tls.crt", issued.cert, 0o644),
-                                 ("tls.key", issued.key, 0o600),
-                                 ("client.crt", issued.client_cert, 0o644),
-                                 ("client.key", issued.client_key, 0o600)):
-            path = os.path.join(args.out, name)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.chmod(path, mode)
+        with safewrite.Directory(args.out, private=True) as out:
+            for name, data, private in (
+                    ("ca.crt", issued.ca, False), ("tls.crt", issued.cert, False),
+                    ("tls.key", issued.key, True), ("client.crt", issued.client_cert, False),
+                    ("client.key", issued.client_key, True)):
+                out.replace(name, data, private)
     except OSError as e:
         raise InputError("cannot write: %s" % (e.strerror or e), source=e.filename or args.out,
                          field="--out")

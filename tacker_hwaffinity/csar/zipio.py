@@ -15,10 +15,10 @@ import dataclasses
 import os
 import posixpath
 import shutil
-import tempfile
 import zipfile
 import zlib
 
+from tacker_hwaffinity import safewrite
 from tacker_hwaffinity.errors import InputError
 
 EPOCH = (1980, 1, 1, 0, 0, 0)
@@ -48,35 +48,26 @@ def _info(name, executable, stored, size):
 
 
 def write(target, members):
-    """Write the zip TARGET atomically.
+    """Write the zip TARGET atomically (``safewrite.replacing``: a link there is replaced,
+    not followed; mode 0666 less the umask).
 
     MEMBERS: [(name, data)] where data is bytes or the path of a file to copy;
     optional third and fourth items: executable (bool), stored (bool).
     """
-    folder = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(prefix=".hwaffinity-", suffix=".zip", dir=folder)
-    try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w") as z:
-            for name, data, *flags in sorted(members, key=lambda m: m[0]):
-                executable, stored = (list(flags) + [False, False])[:2]
-                if not stored and not isinstance(data, bytes):
-                    with open(data, "rb") as f:
-                        data = f.read()
-                if isinstance(data, bytes):
-                    z.writestr(_info(name, executable, stored, len(data)), data,
-                               compresslevel=9)
-                    continue
-                # A stored file (an image) is streamed: it may be large.
-                size = os.path.getsize(data)
-                info = _info(name, executable, stored, size)
-                with open(data, "rb") as src, z.open(info, "w", force_zip64=size > 2 ** 31) as dst:
-                    shutil.copyfileobj(src, dst, _CHUNK)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    with safewrite.replacing(os.path.abspath(target)) as raw, zipfile.ZipFile(raw, "w") as z:
+        for name, data, *flags in sorted(members, key=lambda m: m[0]):
+            executable, stored = (list(flags) + [False, False])[:2]
+            if not stored and not isinstance(data, bytes):
+                with open(data, "rb") as f:
+                    data = f.read()
+            if isinstance(data, bytes):
+                z.writestr(_info(name, executable, stored, len(data)), data, compresslevel=9)
+                continue
+            # A stored file (an image) is streamed: it may be large.
+            size = os.path.getsize(data)
+            info = _info(name, executable, stored, size)
+            with open(data, "rb") as src, z.open(info, "w", force_zip64=size > 2 ** 31) as dst:
+                shutil.copyfileobj(src, dst, _CHUNK)
 
 
 def unsafe_reason(name):
@@ -170,20 +161,22 @@ def digest(z, name, algorithm):
 def extract_safe(z, into, limits=Limits(), skip=None):
     """Extract every member whose name is safe (and SKIP(name) is not true) within
     LIMITS; return their names. A member that turns out bigger than it declared is
-    removed and refused."""
+    removed and refused. No link in INTO is followed (``safewrite.create_beneath``)."""
     check_sizes(z, limits)
     names = []
     for info in z.infolist():
         if unsafe_reason(info.filename) or info.is_dir() or (skip and skip(info.filename)):
             continue
         dest = os.path.join(into, *info.filename.split("/"))
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
         try:
-            with open(dest, "wb") as dst:
+            with safewrite.create_beneath(into, info.filename) as dst:
                 for chunk in chunks(z, info):
                     dst.write(chunk)
         except InputError:
             os.unlink(dest)
             raise
+        except OSError as e:
+            raise InputError("cannot be extracted: %s" % (e.strerror or e),
+                             source=z.filename, obj=info.filename) from None
         names.append(info.filename)
     return names
