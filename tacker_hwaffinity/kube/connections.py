@@ -8,7 +8,9 @@ loop calls :meth:`Connections.reap` a few times a second and shuts down those pa
 it, so a client that trickles a byte now and then (slowloris) is gone after the read
 timeout however it paces itself. At the cap, a new connection takes the place of the
 waiting connection that has waited longest: idle or slow clients can never keep a
-real one out, and a busy connection (ours to finish) is never cut.
+real one out, and a busy connection (ours to finish) is never cut. A connection
+whose large body arrives too slowly while another needs its room is cut too
+(:meth:`Connections.cut`, decided by :mod:`kube.bodies`).
 
 Shutting a socket down from another thread is safe (``shutdown(2)``, never
 ``close``): the connection's own thread sees end of file and closes it.
@@ -27,6 +29,7 @@ class Connections:
         self._table = {}            # socket -> [state, deadline, since]
         self.evicted = 0            # shut down to make room for a new one
         self.expired = 0            # shut down at their deadline
+        self.slow = 0               # shut down for sending a large body too slowly
 
     def __len__(self):
         return len(self._table)
@@ -69,6 +72,15 @@ class Connections:
             for s in late:
                 self._shut(s)
             self.expired += len(late)
+
+    def cut(self, sock):
+        """Shut SOCK down for another's sake: its large body arrives too slowly while
+        another waits for its room (:mod:`kube.bodies`)."""
+        with self._lock:
+            entry = self._table.get(sock)
+            if entry is not None and entry[0] != CLOSING:
+                self._shut(sock)
+                self.slow += 1
 
     def shut_all(self):
         with self._lock:

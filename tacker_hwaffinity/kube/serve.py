@@ -29,8 +29,12 @@ Deployment's memory limit):
 * a body only where a :class:`Route` takes one, of at most the route's
   ``max_body`` bytes, declared by ``Content-Length`` and refused (413) before a
   byte of it is read; no Content-Length or a chunked body: 411; a GET with a body:
-  413. Bodies above :data:`BIG_BODY` are read and handled one at a time, so that
-  a few clients together cannot take more memory than one can;
+  413. Bodies above :data:`BIG_BODY` take room in a byte budget while they arrive,
+  once their first byte is here (a verified client certificate has a lane of its
+  own; a client that falls behind is cut when another needs its room), and are
+  handled one at a time once whole, verified ones first (:mod:`kube.bodies`), so
+  that no client can hold them and a few together cannot take more memory than
+  the sum allows;
 * a JSON body nested deeper than the route's ``max_depth``: 400, before it is
   decoded (:mod:`kube.jsondepth`);
 * at most ``max_connections`` connections; the TLS handshake, a new connection's
@@ -57,12 +61,12 @@ import urllib.parse
 
 import httptools
 
-from tacker_hwaffinity.kube import jsondepth
+from tacker_hwaffinity.kube import bodies, jsondepth
 from tacker_hwaffinity.kube.connections import Connections
 from tacker_hwaffinity.kube.tlsreload import ServerTLS, verified_name
 
 DEFAULT_MAX_BODY = 1 << 20       # a POST route given as a bare callable
-BIG_BODY = 64 << 10              # larger bodies are read and handled one at a time
+BIG_BODY = 64 << 10              # larger bodies take room in a lane (kube.bodies)
 # a request's line and headers, all together: the API server's, kube-scheduler's,
 # the kubelet's and Prometheus's requests carry a few hundred bytes (a bearer token
 # a few KB); nginx's default (4 buffers of 8 KiB) and Node's (16 KiB) are as small
@@ -70,7 +74,7 @@ HEADER_BYTES = 32 << 10
 READ_CHUNK = 64 << 10            # one read from a socket
 # what one connection's reading may hold at most: its buffer and the head taken from
 # it (each the cap and one read), its body (the buffer and the bytes handed over);
-# bodies above BIG_BODY count once for the whole server
+# bodies above BIG_BODY count in the lanes of kube.bodies
 CONNECTION_BYTES = 2 * (HEADER_BYTES + READ_CHUNK) + 2 * BIG_BODY
 MAX_CONNECTIONS = 128
 READ_TIMEOUT = 10.0              # TLS handshake; one request's headers and body
@@ -121,7 +125,15 @@ class HealthServer:
         self.refused = collections.Counter()       # reason -> answers refused
         self._refused_lock = threading.Lock()
         self.connections = Connections(max_connections)
-        self._big = threading.Semaphore(1)         # a body over BIG_BODY being handled
+        # bodies over BIG_BODY: the room they take while they arrive, verified client
+        # certificates apart, and their handling, one at a time
+        largest = max((r.max_body for r in self.posts.values()), default=0)
+        verified = max((r.max_body for r in self.posts.values() if r.client_cert),
+                       default=0) if client_ca else 0
+        self.lanes = {True: bodies.Lane(verified * bodies.VERIFIED_BODIES, self.connections.cut),
+                      False: bodies.Lane(largest * bodies.ANONYMOUS_BODIES,
+                                         self.connections.cut)}
+        self.handling = bodies.Handling()
         self._tls = None
         self._server = None
         self._thread = None
@@ -263,9 +275,11 @@ class _Collector:
                                 value=len(s.connections))
         closed = CounterMetricFamily(
             "hwaffinity_http_connections_cut", "Connections the server shut down: past "
-            "their read or idle timeout, or to make room at the cap", labels=["reason"])
+            "their read or idle timeout, to make room at the cap, or sending a large body "
+            "too slowly while another needs its room", labels=["reason"])
         closed.add_metric(["timeout"], s.connections.expired)
         closed.add_metric(["evicted"], s.connections.evicted)
+        closed.add_metric(["slow_body"], s.connections.slow)
         yield closed
         if s._tls is not None:
             reloads = CounterMetricFamily(
@@ -433,47 +447,92 @@ class _Connection:
         if length > route.max_body:
             return self._refuse(413, "too_large", "a POST to %s takes at most %d bytes, "
                                 "this one declares %d" % (path, route.max_body, length))
-        big = length > BIG_BODY
-        if big and not server._big.acquire(timeout=server.read_timeout):
-            return self._refuse(503, "busy", "another large body is being handled, try "
-                                "again")
-        try:
-            if self.version == "1.1" and any(
-                    name.lower() == b"expect" and value.lower() == b"100-continue"
-                    for name, value in self.headers):
-                self.sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
-            body = self._body(length)
-            if body is None:
-                return False                    # cut short: nothing to answer
-            deep = route.max_depth and jsondepth.nesting(body, route.max_depth)
-            if deep:
-                return self._send(400, TEXT, b"the JSON body nests %d levels deep; a POST "
-                                  b"to %s takes at most %d\n" % (
-                                      deep, path.encode(), route.max_depth),
-                                  reason="too_deep")
-            server.connections.busy(self.sock)
-            answer = server.answer_post(path, body)
-            del body
-            return self._send(*answer)
-        finally:
-            if big:
-                server._big.release()
+        if self.version == "1.1" and any(
+                name.lower() == b"expect" and value.lower() == b"100-continue"
+                for name, value in self.headers):
+            self.sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+        if length > BIG_BODY:
+            return self._post_large(path, route, length)
+        body = self._receive(length)
+        if body is None:
+            return False                        # cut short: nothing to answer
+        body = bytes(body)
+        answer = self._answer(path, route, body)
+        del body
+        return self._send(*answer)
 
-    def _body(self, length):
-        """The LENGTH bytes of the request's body: what the buffer holds of it, then
-        read into place (never past it); None when the client stopped sending."""
+    def _post_large(self, path, route, length):
+        """Receive a body of LENGTH bytes (over BIG_BODY) into room of a lane once its
+        first byte is here, then answer it in the handling slot (:mod:`kube.bodies`)."""
+        server = self.server
+        if not self.buffer and not self._more():
+            return False                        # closed before the body began
+        verified = bool(server.client_ca) and self._authorised()
+        lane = server.lanes[verified and length <= server.lanes[True].capacity]
+        reservation = lane.reserve(self.sock, length)
+        if reservation is None:
+            return self._refuse(503, "busy", "large bodies in flight take all the room "
+                                "for them, try again")
+        slot = False
+        try:
+            try:
+                body = self._receive(length, reservation)
+                if body is None:
+                    return False                # cut short: nothing to answer
+                # still waiting (evictable at the cap) until the slot is ours: no
+                # client makes connections busy that others cannot replace
+                slot = server.handling.take(verified)
+                # handed over as bytes in the slot: then its room is given back
+                body = bytes(body) if slot else None
+            finally:
+                lane.give_back(reservation)
+            if not slot:
+                return self._refuse(503, "busy", "large bodies are being handled, try "
+                                    "again")
+            answer = self._answer(path, route, body)
+            del body
+        finally:
+            if slot:
+                server.handling.give_back()
+        return self._send(*answer)
+
+    def _answer(self, path, route, body):
+        """(status, content type, body, refusal reason) answering BODY, a POST to PATH's
+        ROUTE: a 400 when it nests too deeply, else its handler's answer."""
+        deep = route.max_depth and jsondepth.nesting(body, route.max_depth)
+        if deep:
+            return 400, TEXT, b"the JSON body nests %d levels deep; a POST to %s takes at " \
+                b"most %d\n" % (deep, path.encode(), route.max_depth), "too_deep"
+        self.server.connections.busy(self.sock)
+        status, content_type, text = self.server.answer_post(path, body)
+        return status, content_type, text, None
+
+    def _more(self):
+        """Read what the client sent next into the buffer; whether it sent anything."""
+        data = self.sock.recv(READ_CHUNK)
+        self.buffer += data
+        return bool(data)
+
+    def _receive(self, length, reservation=None):
+        """The LENGTH bytes of the request's body (a bytearray): what the buffer holds
+        of it, then read into place (never past it), counted in RESERVATION as they
+        arrive; None when the client stopped sending."""
         body = bytearray(length)
         filled = min(length, len(self.buffer))
         body[:filled] = self.buffer[:filled]
         del self.buffer[:filled]
         with memoryview(body) as view:
             while filled < length:
+                if reservation is not None:
+                    reservation.received = filled
                 got = self.sock.recv_into(view[filled:], min(length - filled, READ_CHUNK))
                 if not got:
                     return None
                 filled += got
+        if reservation is not None:
+            reservation.received = filled
         self.read_whole = True
-        return bytes(body)
+        return body
 
     def _authorised(self):
         """Whether the client certificate is one the extender answers; decided once a

@@ -2,10 +2,12 @@
 
 The sum is taken from the shipped Deployment (its container args, read by the CLI's
 own parser, and ``resources.limits.memory``) and the server's caps
-(``kube.serve``): every allowed connection holding its most (headers at the cap, a
-body of up to ``BIG_BODY`` and that body decoded), plus the one larger body handled
-at a time (and it decoded as badly as JSON decodes), plus the process and its pod
-cache. The allowances are stated below with where they come from.
+(``kube.serve``, ``kube.bodies``): every allowed connection holding its most (headers
+at the cap, a body of up to ``BIG_BODY`` and that body decoded), plus the larger
+bodies: the room of both lanes for those arriving (anonymous, and verified client
+certificates), and the one handled at a time (handed over as bytes, and decoded as
+badly as JSON decodes), plus the process and its pod cache. The allowances are
+stated below with where they come from.
 """
 import json
 import os
@@ -50,13 +52,29 @@ def _quantity(text):
 def budget(container):
     """(what the server may hold, the memory limit) in bytes for CONTAINER."""
     args = build_parser().parse_args(container["args"])
-    largest_body = max(ADMISSION_MAX_BODY,
-                       cli._size(args.extender_max_body, "--extender-max-body"))
+    extender_body = cli._size(args.extender_max_body, "--extender-max-body")
+    largest_body = max(ADMISSION_MAX_BODY, extender_body)
     per_connection = (serve.CONNECTION_BYTES + CONNECTION_OVERHEAD
                       + serve.BIG_BODY * REVIEW_DECODED)
-    large = largest_body * (2 + WORST_DECODED)      # read, handed over, decoded
-    held = args.max_connections * per_connection + large + PROCESS_AND_CACHE
+    # arriving: the anonymous lane, and the verified one (the extender's routes answer
+    # only kube-scheduler's certificate when the Deployment gives a client CA)
+    lanes = sum(_lanes(ADMISSION_MAX_BODY, None if args.no_extender else extender_body,
+                       args.client_ca))
+    handled = largest_body * (1 + WORST_DECODED)    # handed over, decoded
+    held = args.max_connections * per_connection + lanes + handled + PROCESS_AND_CACHE
     return held, _quantity(container["resources"]["limits"]["memory"])
+
+
+def _lanes(admission_body, extender_body, client_ca):
+    """(anonymous, verified) room in bytes of the server's lanes for bodies arriving,
+    with the webhook's routes (the extender's when EXTENDER_BODY is not None)."""
+    posts = {"/validate": serve.Route(None, admission_body),
+             "/mutate": serve.Route(None, admission_body)}
+    if extender_body is not None:
+        for verb in ("/filter", "/prioritize"):
+            posts[verb] = serve.Route(None, extender_body, client_cert=True)
+    lanes = serve.HealthServer(0, posts=posts, client_ca=client_ca).lanes
+    return lanes[False].capacity, lanes[True].capacity
 
 
 def test_the_shipped_connections_with_their_caps_fit_the_memory_limit():
@@ -70,6 +88,11 @@ def test_the_caps_are_what_the_sum_assumes():
     assert serve.HEADER_BYTES <= 64 * KiB and serve.READ_CHUNK <= 64 * KiB
     assert serve.CONNECTION_BYTES == 2 * (serve.HEADER_BYTES + serve.READ_CHUNK) \
         + 2 * serve.BIG_BODY
+    # the lanes: two of the largest body for anonymous clients; one of the extender's
+    # for kube-scheduler, only where its routes answer only a client certificate
+    assert _lanes(6 * MiB, 4 * MiB, "ca.crt") == (12 * MiB, 4 * MiB)
+    assert _lanes(6 * MiB, 8 * MiB, None) == (16 * MiB, 0)
+    assert _lanes(6 * MiB, None, "ca.crt") == (12 * MiB, 0)
 
 
 def test_the_old_default_of_256_connections_would_not_have_fit():
