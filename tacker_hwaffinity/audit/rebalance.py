@@ -81,13 +81,13 @@ class Rebalance:
 
 
 def plan(node_objs, pod_objs, key, framework, limit=1, owners=None, pdbs=(),
-         namespace_objs=(), selector_objs=(), host_override=None, report=None):
+         namespace_objs=(), selector_objs=(), host_override=None, report=None, skip=()):
     """The Rebalance of the cluster given as raw objects (``audit.core.audit``'s
     arguments), evicting at most LIMIT replicas; FRAMEWORK: the scheduler profile's
     (``scheduling.profile.Profile().framework()``). REPORT: ``audit.core.audit`` of these
     very arguments, when the caller has it (the controller's exposure gauges); made with
     ``keep_engine=True``, its snapshot is moved on, not copied (else it is audited again
-    when a workload needs moves)."""
+    when a workload needs moves). SKIP: keys of workloads to leave alone this time."""
     node_objs, pod_objs = list(node_objs), list(pod_objs)
 
     def audited():
@@ -114,7 +114,7 @@ def plan(node_objs, pod_objs, key, framework, limit=1, owners=None, pdbs=(),
     for w in unmet:
         if len(evictions) >= limit:
             break
-        if w.key in unsettled:
+        if w.key in unsettled or w.key in skip:
             continue
         placed = [(engine[_key(r)], r) for r in w.pods if _key(r) in engine]
         strategy = TOPOLOGY_SPREAD if all(i["type"] == "topologySpread"

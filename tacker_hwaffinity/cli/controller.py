@@ -66,9 +66,14 @@ def register(sub):
     p.add_argument("--eviction-interval", type=float, default=10.0, metavar="SECONDS",
                    help="at most one eviction per this many seconds")
     p.add_argument("--termination-margin", type=float, default=30.0, metavar="SECONDS",
-                   help="the next eviction waits for the pod evicted last at most its grace "
-                        "period plus this; a pod still there then (stuck Terminating on a "
-                        "NotReady node) gets a Warning Event and is not waited for")
+                   help="the next eviction in a namespace waits for the pod evicted last "
+                        "there at most its grace period (capped by --max-termination-wait) "
+                        "plus this; a pod still there then (stuck Terminating on a NotReady "
+                        "node) gets a Warning Event and is not waited for")
+    p.add_argument("--max-termination-wait", type=float, default=600.0, metavar="SECONDS",
+                   help="the most of an evicted pod's grace period (its owner's to set) "
+                        "that is waited for, as cluster-autoscaler's "
+                        "--max-graceful-termination-sec; other namespaces never wait")
     p.add_argument("--openstack-host-id-label", action="store_true",
                    help="also keep %s true: the server's Nova hostId, as "
                         "openstack-cloud-controller-manager sets it when a node registers "
@@ -200,14 +205,17 @@ def config(args):
     if args.rebalance_max_evictions < 1:
         raise InputError("must be 1 or more, got %d" % args.rebalance_max_evictions,
                          field="--rebalance-max-evictions")
-    if not args.termination_margin >= 0:
-        raise InputError("must be 0 or more seconds, got %r" % args.termination_margin,
-                         field="--termination-margin")
+    for flag in ("termination_margin", "max_termination_wait"):
+        value = getattr(args, flag)
+        if not 0 <= value < float("inf"):
+            raise InputError("must be 0 or more seconds, and finite, got %r" % value,
+                             field="--" + flag.replace("_", "-"))
     return ControllerConfig(
         hw=hw, select_workers=select, metrics_address=address,
         lease=Lease(args.lease_namespace, args.lease_name, args.identity, args.lease_duration),
         poll_interval=args.poll_interval, grace=args.grace,
         eviction_interval=args.eviction_interval, termination_margin=args.termination_margin,
+        max_termination_wait=args.max_termination_wait,
         dry_run=args.dry_run, host_id_labels=id_keys, nova_scope=args.nova_scope,
         rebalance=args.rebalance_max_evictions if args.rebalance else 0,
         # read here, not as the flag's default: --help must not print the URL's password

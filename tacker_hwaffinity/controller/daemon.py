@@ -53,6 +53,9 @@ class ControllerConfig:
     grace: float
     eviction_interval: float
     termination_margin: float
+    max_termination_wait: float
+    """The most of an evicted pod's grace period the next eviction in its namespace
+    waits for (``controller.runner``)."""
     dry_run: bool
     rebalance: int
     """Rebalancing evictions a Nova poll may make (0: no rebalancing)."""
@@ -134,7 +137,8 @@ class ControllerDaemon:
                                    config.poll_interval, config.grace,
                                    config.eviction_interval, config.dry_run,
                                    config.host_id_labels,
-                                   termination_margin=config.termination_margin, region=region)
+                                   termination_margin=config.termination_margin, region=region,
+                                   max_termination_wait=config.max_termination_wait)
         pods = Informer(conn, core.list_pod_for_all_namespaces, "Pod", "pods",
                         _read_by_list, log=log, fields=POD_FIELDS, metrics=counted)
         namespaces = Informer(conn, core.list_namespace, "Namespace", "namespaces",

@@ -1,7 +1,20 @@
 """RequiredDuringExecution enforced: the running pods' rules evaluated on the caches
 (``controller.rules``), affinity violations given their grace, and the first violator
-in the seed's order evicted through the Eviction API (``kube.evict``), one eviction in
-flight at a time, at most one per ``eviction_interval``."""
+in the seed's order evicted through the Eviction API (``kube.evict``), at most one per
+``eviction_interval``.
+
+No tenant's object holds what the others share (doc/security.md):
+
+* one eviction in flight per namespace, not per cluster: the next eviction in a
+  namespace waits for its pod evicted last, at most ``min(its grace period,
+  max_termination_wait) + termination_margin`` (both ours: the pod's
+  ``terminationGracePeriodSeconds`` is its owner's to set); the other namespaces go on
+  meanwhile, and a pod whose eviction was accepted no longer counts against anyone's
+  rules (it is being deleted, whether or not the watch has brought that yet);
+* the violators take turns: the namespace whose last eviction attempt is the oldest
+  goes first, and in it the pods not tried yet before those tried (the seed's order
+  otherwise), so a violator a PodDisruptionBudget blocks forever, or a workload whose
+  replacements violate again, cannot keep the others from their turn."""
 from tacker_hwaffinity.constants import TERMINAL_PHASES
 from tacker_hwaffinity.controller import rules as rulesmod
 from tacker_hwaffinity.controller.events import COMPONENT, meta_of
@@ -10,6 +23,7 @@ from tacker_hwaffinity.kube import evict as evictmod
 from tacker_hwaffinity.kube.client import KubeError
 
 DEFAULT_GRACE_S = 30        # the API server's default terminationGracePeriodSeconds
+NEVER = float("-inf")       # the last attempt in a namespace, or on a pod, never tried
 
 
 class InFlight:
@@ -42,7 +56,7 @@ class AnnotationRules:
         got = self.parsed.get(uid)
         if got is None or got[0] != text:
             try:
-                got = (text, rulesmod.Rules.parse(text), None)
+                got = (text, rulesmod.parse(text), None)
             except InputError as e:
                 got = (text, None, e)
             except Exception as e:  # noqa: BLE001 - a parser bug: that pod's rules only
@@ -73,9 +87,11 @@ class Enforcement:
         self.rules = AnnotationRules(events, failed)
         self.forgiveness = rulesmod.Forgiveness(settings.grace, clock)
         self.last_eviction = -1e9
-        self.in_flight = None       # InFlight: evicted and not gone yet
+        self.in_flight = {}         # namespace -> InFlight: evicted and not gone yet
         self.blocked_until = {}     # pod key -> clock time before which not to retry
         self.stuck = {}             # uid -> pod key: evicted, never went; not picked again
+        self.served = {}            # namespace -> clock time of its last eviction attempt
+        self.tried = {}             # pod key -> clock time of its last eviction attempt
 
     def new_term(self):
         """Count the affinity grace again (what the last term saw may be out of date)."""
@@ -83,22 +99,33 @@ class Enforcement:
 
     def enforce(self, namespace_objs, moved_nodes):
         """Evaluate the rules with the namespaces NAMESPACE_OBJS and evict the first
-        violator that is due (the pods of MOVED_NODES first)."""
+        violator that is due (the pods of MOVED_NODES first), taking turns (``_queue``);
+        none in a namespace whose last eviction is still going on."""
+        for namespace in list(self.in_flight):
+            self._waiting(namespace)
         cluster, live = self.cluster(namespace_objs)
         self._forget_gone(*live)
         violations = cluster.violations()
         self.metrics.violations.set(len(violations))
         due = self.forgiveness.due(violations)
-        if self.in_flight is not None and self._waiting():
-            return                          # the last eviction is still going on
         if not due or self.clock() - self.last_eviction < self.s.eviction_interval:
             return
         now = self.clock()
-        for v in rulesmod.eviction_order(due, moved_nodes):
-            if self.blocked_until.get(v.pod.key, 0) > now or v.pod.uid in self.stuck:
+        for v in self._queue(due, moved_nodes):
+            if v.pod.namespace in self.in_flight or v.pod.uid in self.stuck \
+                    or self.blocked_until.get(v.pod.key, 0) > now:
                 continue
             self._evict(v)
             return
+
+    def _queue(self, due, moved_nodes):
+        """The DUE violations in the order to try them: the namespace whose last attempt
+        is the oldest first (never tried: before all), in it the pod whose last attempt is
+        the oldest first (never tried: before all), else the seed's order
+        (``rules.eviction_order``; the sort is stable)."""
+        return sorted(rulesmod.eviction_order(due, moved_nodes),
+                      key=lambda v: (self.served.get(v.pod.namespace, NEVER),
+                                     self.tried.get(v.pod.key, NEVER)))
 
     def cluster(self, namespace_objs):
         """(the rules' view of the caches, (uids, pod keys) of the objects in them); a
@@ -108,12 +135,14 @@ class Enforcement:
         namespaces = self._labels_by_name("namespace", namespace_objs)
         uids = {meta_of(n).get("uid") for n in node_objs}
         keys, running = set(), []
+        evicted = {f.uid for f in self.in_flight.values()}
         for obj in self.pods.list():
             meta = meta_of(obj)
             uids.add(meta.get("uid"))
             try:
                 keys.add("%s/%s" % (meta.get("namespace") or "default", meta["name"]))
-                pod = self._running_pod(obj)
+                # being deleted, even before the watch brings its deletionTimestamp
+                pod = None if meta.get("uid") in evicted else self._running_pod(obj)
             except Exception as e:  # noqa: BLE001 - one pod's problem, not the tick's
                 self.failed("pod", "pod %s/%s" % (meta.get("namespace"), meta.get("name")),
                             e, obj if meta.get("name") else None)
@@ -154,25 +183,33 @@ class Enforcement:
             del self.stuck[uid]
         for key in [k for k, t in self.blocked_until.items() if k not in keys or t <= now]:
             del self.blocked_until[key]
+        for key in [k for k in self.tried if k not in keys]:
+            del self.tried[key]
+        namespaces = {k.partition("/")[0] for k in keys}
+        for namespace in [n for n in self.served if n not in namespaces]:
+            del self.served[namespace]
 
-    def _waiting(self):
-        """True while the pod evicted last is still there, for at most its grace period
-        plus the margin since the eviction; then a Warning Event, and False."""
-        f = self.in_flight
+    def _waiting(self, namespace):
+        """True while the pod evicted last in NAMESPACE is still there, for at most
+        ``wait_limit`` since the eviction; then a Warning Event, and False."""
+        f = self.in_flight[namespace]
         pod = self.pods.get(f.namespace, f.name)
         if pod is None or pod["metadata"].get("uid") != f.uid:
-            self.in_flight = None           # gone (or another pod of that name)
+            del self.in_flight[namespace]   # gone (or another pod of that name)
             return False
         grace = grace_seconds(pod)
         waited = self.clock() - f.since
-        if waited <= grace + self.s.termination_margin:
+        if waited <= wait_limit(grace, self.s):
             return True
-        self.in_flight = None
+        del self.in_flight[namespace]
         self.stuck[f.uid] = f.key
         self.metrics.stuck.inc()
-        text = ("evicted %.0f s ago and still not gone (grace period %d s + %.0f s): its node "
-                "may be down; %s goes on with the next violator and does not evict it again"
-                % (waited, grace, self.s.termination_margin, COMPONENT))
+        capped = ", capped at %.0f s," % self.s.max_termination_wait \
+            if grace > self.s.max_termination_wait else ""
+        text = ("evicted %.0f s ago and still not gone (grace period %d s%s + %.0f s): its "
+                "node may be down, or it ignores SIGTERM; %s goes on with the next violator "
+                "and does not evict it again"
+                % (waited, grace, capped, self.s.termination_margin, COMPONENT))
         self.log.warning("pod %s: %s", f.key, text)
         self.events.record(pod, "Warning", "EvictionStuck", text)
         return False
@@ -180,6 +217,7 @@ class Enforcement:
     def _evict(self, v):
         pod = self.pods.get(v.pod.namespace, v.pod.name)
         text = "evicted by %s: %s" % (COMPONENT, v.message())
+        self.served[v.pod.namespace] = self.tried[v.pod.key] = self.clock()
         if self.s.dry_run:
             self.log.info("would evict pod %s: %s", v.pod.key, v.message())
             self.blocked_until[v.pod.key] = self.clock() + self.s.poll_interval
@@ -195,7 +233,7 @@ class Enforcement:
         self.metrics.evictions.labels(result.outcome).inc()
         self.last_eviction = self.clock()
         if result.outcome == "evicted":
-            self.in_flight = InFlight(v.pod, self.last_eviction)
+            self.in_flight[v.pod.namespace] = InFlight(v.pod, self.last_eviction)
             self.log.info("pod %s: %s", v.pod.key, text)
             if pod is not None:
                 self.events.record(pod, "Normal", "EvictedDuringExecution", text)
@@ -210,6 +248,12 @@ class Enforcement:
             self.blocked_until[v.pod.key] = self.clock() + self.s.poll_interval
             self.log.warning("pod %s: eviction %s: %s", v.pod.key, result.outcome,
                              result.message)
+
+
+def wait_limit(grace, settings):
+    """How long an evicted pod with GRACE seconds of grace period is waited for: that
+    grace, at most SETTINGS.max_termination_wait, plus SETTINGS.termination_margin."""
+    return min(grace, settings.max_termination_wait) + settings.termination_margin
 
 
 def grace_seconds(pod):

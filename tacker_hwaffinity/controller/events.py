@@ -1,10 +1,17 @@
 """The controller's Events, each sent once per object, and its failures on one object:
-logged, counted and, where the object is known, a Warning Event on it."""
+logged, counted and, where the object is known, a Warning Event on it.
+
+Each Event is an API request made inside the tick, so a namespace gets at most
+``EVENTS_PER_NAMESPACE_PER_TICK`` a tick: a tenant whose thousand new pods each earn
+one (a bad annotation) delays the tick's evictions by that many requests, not a
+thousand; the rest are sent at the next ticks (one about a pod gone by then is dropped,
+as client-go's recorder drops what its spam filter holds back)."""
 from tacker_hwaffinity.kube import events
 from tacker_hwaffinity.kube.client import KubeError
 
 COMPONENT = "hwaffinity-controller"
 REPORTED_PER_OBJECT = 16    # Events remembered (not sent again) per object
+EVENTS_PER_NAMESPACE_PER_TICK = 10
 
 
 class EventLog:
@@ -14,6 +21,11 @@ class EventLog:
     def __init__(self, conn, settings, term, log):
         self.conn, self.s, self.term, self.log = conn, settings, term, log
         self.reported = {}      # object uid -> {(reason, message): None}, oldest first
+        self.sent = {}          # namespace ("" for a node) -> Events sent this tick
+
+    def new_tick(self):
+        """Each namespace may send EVENTS_PER_NAMESPACE_PER_TICK Events again."""
+        self.sent.clear()
 
     def record(self, obj, kind, reason, message):
         """One Event about OBJ, unless this one was sent already (per object, the last
@@ -25,6 +37,13 @@ class EventLog:
         if self.s.dry_run:
             self._remember(uid, key)
             return
+        namespace = obj["metadata"].get("namespace") or ""
+        if self.sent.get(namespace, 0) >= EVENTS_PER_NAMESPACE_PER_TICK:
+            self.log.debug("event %s about %s held for the next tick: namespace %r sent "
+                           "%d this tick", reason, obj["metadata"].get("name"), namespace,
+                           EVENTS_PER_NAMESPACE_PER_TICK)
+            return
+        self.sent[namespace] = self.sent.get(namespace, 0) + 1
         try:
             with self.term.acting("recording %s about %s" % (reason,
                                                              obj["metadata"].get("name"))):

@@ -5,7 +5,10 @@ The plan judges the workloads on the hosts Nova reports now (as the exposure gau
 with the default scheduler profile predicting where each replacement goes: an eviction
 is planned only where that place exists and keeps the workload's intent (anti-affinity,
 required or preferred, and topology spread on the host key), never past a
-PodDisruptionBudget, at most ``limit`` per poll. A workload whose intent includes the
+PodDisruptionBudget, at most ``limit`` per poll. A workload whose eviction failed (a
+budget the server enforces, 429; a refusal; an API error) sits out the next run, so that
+one workload the server never lets move cannot take every run's ``limit`` from the
+others (the plan is worst first). A workload whose intent includes the
 ``hwaffinity.io/required-during-execution`` annotation is left to its enforcement
 (``controller.enforcement``; ``audit.rebalance``), so a pod is never evicted twice for
 one move.
@@ -56,6 +59,7 @@ class Rebalancer:
         self.owners, self.pdbs, self.metrics = tuple(owners), pdbs, metrics
         self.term, self.events, self.log = term, events, log
         self.framework = Profile().framework()
+        self.failed = set()     # workloads whose eviction failed in the last run: sit out
 
     def run(self, node_objs, pod_objs, namespace_objs, nova_hosts, report=None):
         """One run on the caches' objects; NOVA_HOSTS: {node: the host Nova gives it};
@@ -67,7 +71,8 @@ class Rebalancer:
             pdbs=self.pdbs.list() if self.pdbs is not None else (),
             namespace_objs=namespace_objs, host_override=nova_hosts,
             selector_objs=[o for o in owner_objs if o.get("kind") in SELECTOR_KINDS],
-            report=report)
+            report=report, skip=self.failed)
+        self.failed = set()
         for held in plan.held:
             self._failed(held.pod, held.strategy, "not attempted: " + held.reason,
                          "not-attempted")
@@ -80,6 +85,7 @@ class Rebalancer:
                 result = evictmod.evict(self.conn, e.namespace, e.name, uid=e.uid,
                                         dry_run=self.s.dry_run)
         except KubeError as err:
+            self.failed.add(e.workload)
             self._count("error", e.strategy, e.namespace, e.node)
             self.log.warning("rebalance: pod %s not evicted: %s", e.key, err)
             self._failed(e.pod, e.strategy, "failed: %s" % err, None)
@@ -89,6 +95,7 @@ class Rebalancer:
             self.log.info("rebalance: pod %s not evicted (%s): %s", e.key, result.outcome,
                           result.message)
             if result.outcome != "gone":
+                self.failed.add(e.workload)
                 self._failed(e.pod, e.strategy, "failed: %s" % result.message, None)
             return
         if self.s.dry_run:

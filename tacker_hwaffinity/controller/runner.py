@@ -9,15 +9,19 @@ Every replica keeps the node and pod caches (``kube.informer``); only the leader
 
 1. polls Nova (one call: ``openstack.servers.ServerPoll``) when the interval has passed,
    or at once when a Nova notification says a worker may have moved
-   (``openstack.notifications``),
+   (``openstack.notifications``), but never within ``MIN_POLL_GAP_S`` of the last poll
+   (any project's ``instance.create.end`` asks for one, and each poll is followed by the
+   exposure audit of every pod: a tenant creating a VM a second must not make every tick
+   a poll and an audit),
    lets ``controller.hosts.HostTracker`` decide which workers settled on a new host,
    plans their labels with the MgmtDriver's own planner (``labeling.plan``) and applies
    them (``kube.labels``, the MgmtDriver's field manager), with an Event on the node;
 2. evaluates the RequiredDuringExecution rules (``controller.rules``) of the running pods,
    lets affinity violations wait out their grace, and evicts the first violator in the
-   seed's order through the Eviction API (``kube.evict``): one eviction in flight at a
-   time, at most one per ``eviction_interval``; a PodDisruptionBudget that forbids it is
-   an Event on the pod and a retry later. The rules are evaluated as the scheduler
+   seed's order through the Eviction API (``kube.evict``), the namespaces taking turns:
+   one eviction in flight per namespace, at most one per ``eviction_interval`` in all;
+   a PodDisruptionBudget that forbids it is an Event on the pod and a retry later, after
+   the others' turn. The rules are evaluated as the scheduler
    evaluates them, with the namespaces' labels (a third cache) for ``namespaceSelector``;
 3. after a poll (not every tick; also in a dry run), sets the exposure gauges
    (``controller.exposure``: ``hwaffinity audit``'s figures) on the hosts Nova reports:
@@ -27,14 +31,18 @@ Every replica keeps the node and pod caches (``kube.informer``); only the leader
    workloads' own anti-affinity or topology spread on the host key, only where the
    replacement has a place that keeps it (``controller.rebalance``).
 
-An evicted pod is waited for (the next eviction waits until it has left the cache) at
-most its grace period (``deletionGracePeriodSeconds``, else the pod's
-``terminationGracePeriodSeconds``, else the API server's default of 30 s) plus
+An evicted pod is waited for (the next eviction in its namespace waits until it has
+left the cache; the other namespaces do not wait) at most its grace period
+(``deletionGracePeriodSeconds``, else the pod's ``terminationGracePeriodSeconds``, else
+the API server's default of 30 s) but never more than ``Settings.max_termination_wait``
+(default 600 s, as cluster-autoscaler's ``--max-graceful-termination-sec``: the grace
+period is the pod owner's to set, the wait is ours), plus
 ``Settings.termination_margin`` (default 30 s: time for a healthy kubelet to kill the
 containers and delete the pod object, and for the watch to bring the deletion), counted
 from the eviction. A pod still there by then (stuck Terminating on a NotReady node, a
-finalizer nobody removes) gets a Warning Event ``EvictionStuck`` and is not waited for,
-nor picked again: the next violator is evicted.
+finalizer nobody removes, a process that ignores SIGTERM under a long grace period) gets
+a Warning Event ``EvictionStuck`` and is not waited for, nor picked again: the next
+violator in its namespace is evicted.
 
 Every side effect (a relabel, an eviction, an Event) is done only if ``leading()``
 confirms the lease right before it (``kube.leader.LeaderElector.confirm``); otherwise
@@ -57,6 +65,8 @@ from tacker_hwaffinity.controller.hostlabels import HostLabels
 from tacker_hwaffinity.controller.term import NotLeading, Term
 
 TERMINATION_MARGIN_S = 30.0
+MAX_TERMINATION_WAIT_S = 600.0      # cluster-autoscaler's --max-graceful-termination-sec
+MIN_POLL_GAP_S = 5.0                # Nova polls, however many notifications ask for one
 
 
 class Metrics:
@@ -91,19 +101,22 @@ class Metrics:
 
 class Settings:
     """WORKERS: which servers are workers (``controller.workers``). TERMINATION_MARGIN:
-    seconds an evicted pod may take beyond its grace period to go (module docstring).
+    seconds an evicted pod may take beyond its grace period to go, MAX_TERMINATION_WAIT:
+    the most of that grace period waited for (module docstring).
     REGION: the OpenStack credentials' region (None: unknown; ``labeling.plan.NodeIndex``).
     HOST_ID_LABELS: the label keys kept equal to each worker's Nova hostId beside the
     host labels (``controller.hostlabels``)."""
 
     def __init__(self, hw, workers, poll_interval=30.0, grace=60.0,
                  eviction_interval=10.0, dry_run=False, host_id_labels=(),
-                 termination_margin=TERMINATION_MARGIN_S, region=None):
+                 termination_margin=TERMINATION_MARGIN_S, region=None,
+                 max_termination_wait=MAX_TERMINATION_WAIT_S):
         self.hw, self.workers, self.region = hw, workers, region
         self.poll_interval, self.grace = poll_interval, grace
         self.eviction_interval, self.dry_run = eviction_interval, dry_run
         self.host_id_labels = tuple(host_id_labels)
         self.termination_margin = termination_margin
+        self.max_termination_wait = max_termination_wait
 
 
 class Controller:
@@ -133,6 +146,7 @@ class Controller:
             self.rebalancer = Rebalancer(conn, settings, key, limit, owners, pdbs, rmetrics,
                                          self.term, self.events, self.log)
         self.next_poll = 0.0
+        self.last_poll = float("-inf")
         self.lock = threading.Lock()        # one tick at a time
 
     def tick(self):
@@ -140,10 +154,13 @@ class Controller:
         with self.lock:
             if self.term.stale:
                 self._new_term()
+            self.events.new_tick()
             try:
-                polled = self.clock() >= self.next_poll
+                now = self.clock()
+                polled = now >= max(self.next_poll, self.last_poll + min(
+                    MIN_POLL_GAP_S, self.s.poll_interval))
                 if polled:
-                    self.next_poll = self.clock() + self.s.poll_interval
+                    self.last_poll, self.next_poll = now, now + self.s.poll_interval
                     self.hosts.poll()
                 self.enforcement.enforce(self._namespace_objs(), self.hosts.moved_nodes)
                 if polled:
@@ -171,12 +188,13 @@ class Controller:
         next answer, and count the affinity grace again."""
         self.term.stale = False
         self.hosts.resync = True
-        self.next_poll = 0.0
+        self.next_poll, self.last_poll = 0.0, float("-inf")
         self.enforcement.new_term()
 
     def notified(self, event_type, server_id):
         """A Nova notification (``openstack.notifications``): poll at the next tick
-        when it concerns a worker, or may add one."""
+        (``MIN_POLL_GAP_S`` after the last poll at the soonest) when it concerns a
+        worker, or may add one."""
         if self.hosts.concerns(event_type, server_id):
             self.metrics.notifications.labels(event_type).inc()
             self.next_poll = 0.0
