@@ -23,7 +23,9 @@ from tacker_hwaffinity.scheduling.selectors import SelectorError, parse_label_se
 FIELDS = {"metadata": ("name", "namespace", "resourceVersion"),
           "spec": ("selector", "minAvailable", "maxUnavailable"), "status": ()}
 
-_PERCENT = re.compile(r"^(0|[1-9][0-9]*)%$")
+# apimachinery's IsValidPercent ("[0-9]+%", the whole text: "050%" is 50%, "50%\n" none);
+# a budget's percent is at most 100% (the API server's IsNotMoreThan100Percent)
+_PERCENT = re.compile(r"0*([0-9]{1,3})%")
 
 
 def scaled(value, total, field):
@@ -34,11 +36,11 @@ def scaled(value, total, field):
                              field=field)
         return value
     if isinstance(value, str):
-        m = _PERCENT.match(value)
-        if m:
+        m = _PERCENT.fullmatch(value)
+        if m and int(m.group(1)) <= 100:
             return math.ceil(int(m.group(1)) * total / 100)
-    raise InputError("expected an integer or a percent like '50%%', got %r" % (value,),
-                     field=field)
+    raise InputError("expected an integer or a percent up to 100%% like '50%%', got %r"
+                     % (value,), field=field)
 
 
 class Budget:

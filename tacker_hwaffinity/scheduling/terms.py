@@ -19,6 +19,15 @@ def _selector(raw, field):
         raise InputError(e.message, field=e.field)
 
 
+def parse_namespace_selector(raw, field):
+    """RAW, a term's ``namespaceSelector`` at FIELD, parsed: InputError naming the field
+    where it is malformed, Gt/Lt included (not supported there)."""
+    selector = _selector(raw, field)
+    if selector.uses_extension():
+        raise InputError("Gt/Lt are not supported in namespaceSelector", field=field)
+    return selector
+
+
 def _string_list(raw, field):
     if raw is None:
         return ()
@@ -128,10 +137,8 @@ class RawTerm:
         self.selector = _selector(raw.get("labelSelector"), field + ".labelSelector")
         self.namespaces = _string_list(raw.get("namespaces"), field + ".namespaces")
         self.ns_selector_raw = raw.get("namespaceSelector")
-        self.ns_selector = _selector(self.ns_selector_raw, field + ".namespaceSelector")
-        if self.ns_selector.uses_extension():
-            raise InputError("Gt/Lt are not supported in namespaceSelector",
-                             field=field + ".namespaceSelector")
+        self.ns_selector = parse_namespace_selector(self.ns_selector_raw,
+                                                    field + ".namespaceSelector")
         self.match_label_keys = parse_label_keys(raw.get("matchLabelKeys"),
                                                  field + ".matchLabelKeys")
         self.mismatch_label_keys = parse_label_keys(raw.get("mismatchLabelKeys"),
