@@ -12,6 +12,12 @@ import numpy as np
 EXISTING_KINDS = ("required_anti", "required_affinity", "preferred_affinity", "preferred_anti")
 
 
+# Pod classes whose answer one term keeps at most: pod creators choose how many classes
+# there are (each distinct set of labels is one), so what a term keeps is bounded by us;
+# past it, the answers are forgotten and asked again (a few microseconds each).
+MATCHES_KEPT = 256
+
+
 def group_key(term):
     """Bound pods' terms are grouped by this: identical term and weight."""
     return (term.sig, term.weight)
@@ -34,6 +40,8 @@ class SelectingTerm:
         key = pod.class_key
         hit = self._match.get(key)
         if hit is None:
+            if len(self._match) >= MATCHES_KEPT:
+                self._match.clear()
             hit = self._match[key] = self.term.matches(pod.namespace, pod.labels, ns_labels)
         return hit
 

@@ -9,10 +9,12 @@ Validating (Pods and the pod templates of Deployment, ReplicaSet, StatefulSet,
 DaemonSet, ReplicationController, Job and CronJob):
 
 * The denial-of-service guard of the affinity design (seed ``001``, implementation
-  plan item 4): a *required* pod anti-affinity term over all namespaces
-  (``namespaceSelector: {}``) may only use a topology key of ``allowed_keys``
-  (default ``kubernetes.io/hostname``). Checked in ``spec.affinity`` and in the
-  two ``hwaffinity.io/`` annotations; every offending term is named by its path.
+  plan item 4): a *required* pod anti-affinity term over all namespaces may only use a
+  topology key of ``allowed_keys`` (default ``kubernetes.io/hostname``). "All
+  namespaces" is what its ``namespaceSelector`` selects, however spelt: every namespace
+  but those it excludes, namespaces created later included (``webhook.namespaces``).
+  Checked in ``spec.affinity`` and in the two ``hwaffinity.io/`` annotations; every
+  offending term is named by its path, a malformed ``namespaceSelector`` by its field.
 * A malformed ``hwaffinity.io/pod-affinity`` or ``hwaffinity.io/required-during-
   execution`` annotation is refused (403) with the engine's message: JSON nested
   deeper than ``kube.jsondepth.MAX_DEPTH`` and Gt/Lt numbers past int64 included.
@@ -51,7 +53,8 @@ from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.kube import jsondepth
 from tacker_hwaffinity.numa import affinity as numa_affinity
 from tacker_hwaffinity.scheduling import annotations
-from tacker_hwaffinity.webhook import answer, patches
+from tacker_hwaffinity.scheduling.terms import parse_namespace_selector
+from tacker_hwaffinity.webhook import answer, namespaces, patches, podcache
 from tacker_hwaffinity.webhook.answer import Answer
 
 API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
@@ -232,7 +235,7 @@ def _denial(request, allowed, agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT, marking=
     if update:
         old_errors, old_offences = problems(old, path, allowed)
         errors = [e for e in errors if e not in old_errors]
-        offences = [o for o in offences if o not in old_offences]
+        offences = [o for o in offences if not any(o.same_term(p) for p in old_offences)]
     errors = _numa_record(request, obj, old if update else None, path, agent_user) + errors
     if marking is not None and path == () and not errors:
         unmarked = marking.problem(request, obj, old if update else None)
@@ -240,7 +243,8 @@ def _denial(request, allowed, agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT, marking=
             errors.append(unmarked)
     if not errors and not offences:
         return None
-    message = "%s: %s" % (_name(request, _kind(request, obj)[0], obj), "; ".join(errors + offences))
+    message = "%s: %s" % (_name(request, _kind(request, obj)[0], obj),
+                          "; ".join(errors + [str(o) for o in offences]))
     return message + ": " + _rule(allowed) if offences else message
 
 
@@ -292,14 +296,31 @@ def _mapping(parent, key, field):
     return value
 
 
-def _offence(field, key):
-    return ("%s: required anti-affinity over all namespaces (namespaceSelector: {}) with "
-            "topologyKey %s is refused" % (field, json.dumps(key)))
+class Offence(typing.NamedTuple):
+    """A required anti-affinity term at FIELD over all namespaces with the topology KEY;
+    EMPTY: its namespaceSelector has no requirement at all."""
+
+    field: str
+    key: object
+    empty: bool
+
+    def same_term(self, other):
+        """Is OTHER this offence at the same term, however its selector is spelt?"""
+        return (self.field, self.key) == (other.field, other.key)
+
+    def __str__(self):
+        selector = ("namespaceSelector: {}" if self.empty else
+                    "its namespaceSelector selects every namespace but those it excludes")
+        return ("%s: required anti-affinity over all namespaces (%s) with topologyKey %s "
+                "is refused" % (self.field, selector, json.dumps(self.key)))
 
 
-def _all_namespaces(selector):
-    return (isinstance(selector, dict) and not selector.get("matchLabels")
-            and not selector.get("matchExpressions"))
+def _offending(field, key, ns_selector, allowed):
+    """[Offence] when the term at FIELD (topology KEY, parsed NS_SELECTOR) is refused."""
+    allowed_key = isinstance(key, str) and key in allowed
+    if allowed_key or not namespaces.spans_all_namespaces(ns_selector):
+        return []
+    return [Offence(field, key, ns_selector.everything)]
 
 
 def _pod_parts(obj, path, base):
@@ -326,16 +347,19 @@ def _spec_offences(spec, base, allowed, offences):
     if not isinstance(terms, list):
         raise InputError("expected a list of terms", field=field)
     for i, t in enumerate(terms):
+        at = "%s[%d]" % (field, i)
         if not isinstance(t, dict):
-            raise InputError("expected a mapping", field="%s[%d]" % (field, i))
-        if _all_namespaces(t.get("namespaceSelector")) and t.get("topologyKey") not in allowed:
-            offences.append(_offence("%s[%d]" % (field, i), t.get("topologyKey")))
+            raise InputError("expected a mapping", field=at)
+        ns_selector = parse_namespace_selector(t.get("namespaceSelector"),
+                                               at + ".namespaceSelector")
+        offences += _offending(at, t.get("topologyKey"), ns_selector, allowed)
 
 
 def _annotation_offences(notes, prefix, allowed, errors, offences):
     """Add to ERRORS the malformed scheduling annotations in NOTES (at PREFIX), and to
     OFFENCES their required anti-affinity terms over all namespaces whose topology key
-    is not in ALLOWED."""
+    is not in ALLOWED, and to ERRORS their pod terms over the extender's limits."""
+    terms = []
     for name in _ANNOTATIONS:
         if name not in notes:
             continue
@@ -344,15 +368,19 @@ def _annotation_offences(notes, prefix, allowed, errors, offences):
         except InputError as e:
             errors.append(str(e))
             continue
+        terms += [t for ts in found.pod_terms.values() for t in ts]
         for t in found.pod_terms["required_anti"]:
-            if t.ns_selector.everything and t.topology_key not in allowed:
-                offences.append(_offence(t.field, t.topology_key))
+            offences += _offending(t.field, t.topology_key, t.ns_selector, allowed)
+    try:
+        podcache.check_limits(terms)
+    except InputError as e:
+        errors.append(str(e))
 
 
 def problems(obj, path, allowed):
     """(errors, offences) of the pod (template) at PATH in OBJ: messages naming the
-    field of malformed input, and of required anti-affinity terms over all namespaces
-    whose topology key is not in ALLOWED."""
+    field of malformed input, and the :class:`Offence` of each required anti-affinity
+    term over all namespaces whose topology key is not in ALLOWED."""
     errors, offences = [], []
     base = ".".join(path)
     try:

@@ -219,7 +219,8 @@ class _Nodes:
 class _View:
     """The evaluator's counts interface (serves ``scheduling.counts.CountsView``) over
     the pod index, for the pod REC and the requested nodes NAMES (LAST: the extender's
-    _LastNodes). Under cache.lock."""
+    _LastNodes). Each read takes cache.lock for one selection and counts outside it, so
+    that no decision holds the lock for all its terms (``podcache``)."""
 
     __slots__ = ("cache", "rec", "nodes", "size", "_selected")
 
@@ -240,12 +241,13 @@ class _View:
         return self.nodes.counts(key, per_node)
 
     def selecting_groups(self, kind):
-        return [(g.term, self.nodes.counts(g.term.topology_key, g.per_node))
-                for g in self.cache.matching_groups(kind, self.rec)]
+        return [(term, self.nodes.counts(term.topology_key, per_node))
+                for term, per_node in self.cache.selecting(kind, self.rec)]
 
     def selects_itself(self, terms):
-        rec = self.rec
-        return all(self.cache.incoming_selects(t, rec.namespace, rec.labels) for t in terms)
+        rec, cache = self.rec, self.cache
+        with cache.lock:
+            return all(cache.incoming_selects(t, rec.namespace, rec.labels) for t in terms)
 
 
 class Extender:
@@ -293,9 +295,7 @@ class Extender:
         if unmarked:
             return _all_failed(names, nodelist, ERR_UNMARKED_PENDING % (
                 len(unmarked), ", ".join(sorted(unmarked)[:3])))
-        with cache.lock:
-            code = self._codes(rec, terms, names)
-        codes = code.tolist()
+        codes = self._codes(rec, terms, names).tolist()
         failed = {n: _REASONS[c] for n, c in zip(names, codes) if c}
         if len(failed) < len(names):
             cache.assume(rec)
@@ -307,7 +307,7 @@ class Extender:
                 "FailedNodes": failed, "Error": ""}
 
     def _codes(self, rec, terms, names):
-        """Per requested node, an index into _REASONS (0: passes). Under cache.lock."""
+        """Per requested node, an index into _REASONS (0: passes)."""
         view = _View(self.cache, rec, names, self._last)
         code = interpod.filter_codes(view, terms.get("required_affinity", ()),
                                      terms.get("required_anti", ()))
@@ -348,8 +348,7 @@ class Extender:
                              "scoring without them", rec.key, left, self.pending_wait)
             if terms.get("preferred_affinity") or terms.get("preferred_anti") \
                     or cache.selected_by(existing, rec):
-                with cache.lock:
-                    scores = self._scores(rec, terms, names)
+                scores = self._scores(rec, terms, names)
             if unfiltered:
                 cache.assume(rec)
         if scores is None:

@@ -8,7 +8,15 @@ without its extended terms (the extender refuses it at filter time, the validati
 webhook at admission), and any other failure to index a pod skips that pod; both are
 logged once per pod and annotation, and counted in
 ``hwaffinity_webhook_cache_pod_errors_total{reason}``. The watch and the list go on.
+
+One pod's terms cost every decision bounded work: a pod with more than
+``MAX_EXTENDED_TERMS`` extended terms, or a selector of more than
+``MAX_SELECTOR_REQUIREMENTS`` requirements, is malformed (the extender refuses it with
+the field named), and the lock is held for one term's selection at a time
+(``select``, ``selecting``), never for a whole decision, so that the watch, the
+admission webhooks and the other callers get it between two terms.
 """
+import collections
 import logging
 import threading
 import time
@@ -38,6 +46,25 @@ UNMARKED_GRACE_S = 60.0
 _STUCK = float("-inf")      # the first-seen time of a pod taken as stuck (reported once)
 MALFORMED, INTERNAL = "malformed_annotation", "internal"   # pod error reasons
 _PARSE_CACHE_MAX = 1024
+# What one pod's extended terms may ask of every decision (doc/webhook.md): each term is
+# one selection over the index under its lock, each requirement one check per pod
+# scanned. Pods carry a few terms of a few requirements; an annotation of 256 KiB could
+# carry 1,600 terms, whose filter held the lock for over a minute on 30,000 pods.
+MAX_EXTENDED_TERMS = 32
+MAX_SELECTOR_REQUIREMENTS = 16
+# Distinct extended terms of pending pods (of the kinds asked) that ``selected_by_live``
+# matches a pod against at most; past it the answer is yes (the pod is marked for the
+# extender, which decides), so that pods left pending by the thousand, each with terms
+# of its own, cannot make every pod's admission slow (each term: a few microseconds).
+MAX_PENDING_TERMS_CHECKED = 4096
+# Time that ``selected_by_live`` (admission's marking, under /mutate's 3 s timeout and
+# failurePolicy Fail) spends matching a new pod class against bound pods' distinct
+# extended terms at most; past it the answer is yes, as above. Bound pods by the
+# thousand, each with terms of its own, cost a new class about 1 s (the matches are kept
+# per class, so the extender's filter, then later pods of that class, pay only once):
+# without this, they could make every pod creation in the cluster fail.
+MARKING_BUDGET_S = 0.5
+_CHECK_CLOCK_EVERY = 256        # groups matched between two looks at the clock
 
 
 def _meta(obj):
@@ -83,6 +110,33 @@ def marked_verbs(spec):
     return frozenset(v for v in VERBS if not names.isdisjoint(MARKS[v]))
 
 
+def _bounded(sched_terms):
+    """SCHED_TERMS (``annotations.SchedulingTerms``) when within the limits
+    (``check_limits``); InputError naming the field otherwise."""
+    check_limits([t for ts in sched_terms.pod_terms.values() for t in ts])
+    return sched_terms
+
+
+def check_limits(terms):
+    """InputError naming the field when the extended pod terms TERMS (one pod's, of both
+    annotations) are over ``MAX_EXTENDED_TERMS`` or a selector of one of them is over
+    ``MAX_SELECTOR_REQUIREMENTS``: what the extender refuses, admission refuses too."""
+    if len(terms) > MAX_EXTENDED_TERMS:
+        raise InputError("%d extended pod affinity terms, over the extender's limit of %d"
+                         % (len(terms), MAX_EXTENDED_TERMS),
+                         field=terms[MAX_EXTENDED_TERMS].field)
+    for t in terms:
+        for part, selector, extra in (
+                ("labelSelector", t.selector,
+                 len(t.match_label_keys or ()) + len(t.mismatch_label_keys or ())),
+                ("namespaceSelector", t.ns_selector, 0)):
+            count = len(selector.requirements) + extra
+            if count > MAX_SELECTOR_REQUIREMENTS:
+                raise InputError("%d requirements, over the extender's limit of %d"
+                                 % (count, MAX_SELECTOR_REQUIREMENTS),
+                                 field="%s.%s" % (t.field, part))
+
+
 def _apply_event(table, event_type, name, labels):
     """A watch event on TABLE ({name: labels}); True if it changed it."""
     if event_type == "DELETED":
@@ -109,6 +163,10 @@ class CacheMetrics:
         self.pending_dropped = Counter(
             "hwaffinity_webhook_pending_dropped", "Pending records dropped unconfirmed: "
             "over the cap, or expired", ["reason"], registry=registry)
+        self.marked_unlooked = Counter(
+            "hwaffinity_webhook_marked_past_budget", "Pods marked for the extender without "
+            "looking at every other pod's terms: too many to match within the marking's "
+            "budget (bound) or limit (pending)", ["terms"], registry=registry)
 
 
 class PodRecord:
@@ -203,6 +261,7 @@ class PodCache:
         self._groups = {kind: {} for kind in EXISTING_KINDS}
         self._extended = {}         # key -> PodRecord: bound pods with extended terms
         self._pending_extended = {}  # key -> PodRecord: pending pods with extended terms
+        self._pending_groups = {kind: {} for kind in EXISTING_KINDS}    # their terms
         self._unmarked = {}         # namespace -> {key: (PodRecord, first seen)}: pending,
                                     # without the filter's mark
         self._unmarked_placed = threading.Condition(self.lock)
@@ -216,8 +275,8 @@ class PodCache:
         if got is None:
             names = (term_annotations.POD_AFFINITY, term_annotations.REQUIRED_DURING_EXECUTION)
             try:
-                got = term_annotations.scheduling_terms(
-                    {n: a for n, a in zip(names, ann) if a is not None})
+                got = _bounded(term_annotations.scheduling_terms(
+                    {n: a for n, a in zip(names, ann) if a is not None}))
             except InputError as e:
                 got = e
             if len(self._parsed) >= _PARSE_CACHE_MAX:
@@ -314,9 +373,10 @@ class PodCache:
         return self._namespaces.get(namespace, {})
 
     def _forget_matches(self):
-        for groups in self._groups.values():
-            for g in groups.values():
-                g.forget_matches()
+        for table in (self._groups, self._pending_groups):
+            for groups in table.values():
+                for g in groups.values():
+                    g.forget_matches()
 
     # -- pods --------------------------------------------------------------------
     def on_pod(self, event_type, obj):
@@ -324,17 +384,18 @@ class PodCache:
             self._isolated(self._on_pod, event_type, obj)
 
     def _isolated(self, apply, event_type, obj, *args):
-        """APPLY(EVENT_TYPE, OBJ, *ARGS); an exception is that pod's: logged, counted,
-        and the pod not indexed."""
+        """APPLY(EVENT_TYPE, OBJ, *ARGS) (its result); an exception is that pod's: logged,
+        counted, and the pod not indexed (None)."""
         try:
-            apply(event_type, obj, *args)
+            return apply(event_type, obj, *args)
         except Exception as e:
             meta = _meta(obj)
             self.metrics.pod_errors.labels(INTERNAL).inc()
             LOG.exception("pod %s/%s (%s) not indexed: %s: %s", meta.get("namespace"),
                           meta.get("name"), event_type, type(e).__name__, e)
+            return None
 
-    def _on_pod(self, event_type, obj, previous=None):
+    def _on_pod(self, event_type, obj):
         rec = self.describe(obj) if event_type != "DELETED" else None
         with self.lock:
             if event_type == "DELETED":
@@ -347,7 +408,7 @@ class PodCache:
                 self._track_pending(key, None)
                 self.assumed.confirm(key, meta.get("uid"))
                 return
-            self._put(rec, previous)
+            self._put(rec)
 
     def _put(self, rec, previous=None):
         """Index REC; PREVIOUS: the pods before a relist (None: the cache's own)."""
@@ -373,15 +434,20 @@ class PodCache:
     def sync_pods(self, objs):
         """Replace every pod after a (re)list, each pod on its own (``_isolated``).
         Pending records of pods listed bound or terminal are confirmed; the others stay
-        (a pod created after the list began)."""
+        (a pod created after the list began). The pods are described (their annotations
+        parsed: two thirds of the work) before the lock is taken, and indexed under it."""
+        listed = [(obj, rec) for obj, rec in (
+            (obj, self._isolated(lambda _event, o: self.describe(o), "LISTED", obj))
+            for obj in objs if isinstance(obj, dict)) if rec is not None]
         with self.lock:
             previous, unmarked = self._pods, self._unmarked
             self._pods, self._by_ns, self._extended = {}, {}, {}
             self._pending_extended, self._unmarked = {}, {}
             self._groups = {kind: {} for kind in EXISTING_KINDS}
-            for obj in objs:
-                if isinstance(obj, dict):
-                    self._isolated(self._on_pod, "LISTED", obj, previous)
+            self._pending_groups = {kind: {} for kind in EXISTING_KINDS}
+            for obj, rec in listed:
+                self._isolated(lambda _event, _obj, r=rec: self._put(r, previous),
+                               "LISTED", obj)
             for namespace, pods in self._unmarked.items():     # first seen, as before
                 before = unmarked.get(namespace, {})
                 for key, (rec, _seen) in pods.items():
@@ -391,10 +457,12 @@ class PodCache:
 
     def _track_pending(self, key, rec):
         """Keep the pending-pod tables true for pod KEY, now REC (None: deleted)."""
+        old = self._pending_extended.pop(key, None)
+        if old is not None:
+            self._add_terms(old, -1, self._pending_groups, "")
         if rec is not None and rec.pending and rec.terms is not None:
             self._pending_extended[key] = rec
-        else:
-            self._pending_extended.pop(key, None)
+            self._add_terms(rec, 1, self._pending_groups, "")
         namespace = key.partition("/")[0]
         pods = self._unmarked.get(namespace)
         if rec is not None and rec.pending and FILTER not in rec.verbs:
@@ -425,15 +493,19 @@ class PodCache:
         if self._extended.pop(rec.key, None) is not None:
             self._add_terms(rec, -1)
 
-    def _add_terms(self, rec, n):
+    def _add_terms(self, rec, n, table=None, node=None):
+        """Count REC's terms N times (1 or -1) in TABLE ({kind: {group key: Group}}; by
+        default the bound pods' groups) on NODE (by default REC's node)."""
+        table = self._groups if table is None else table
+        node = rec.node if node is None else node
         for kind, terms in rec.terms.items():
-            groups = self._groups[kind]
+            groups = table[kind]
             for t in terms:
                 gk = group_key(t)
                 g = groups.get(gk)
                 if g is None:
                     g = groups[gk] = Group(t, kind)
-                g.add(rec.node, n)
+                g.add(node, n)
                 if g.size <= 0:
                     del groups[gk]
 
@@ -459,10 +531,18 @@ class PodCache:
         resolved terms {kind: (AffinityTerm, ...)} are TERMS) is left, at most TIMEOUT
         seconds; return how many relevant pending pods remain unresolved. Relevant: a
         verified pending pod that one of POD's terms selects, or whose own terms select
-        POD, and that no filter waited for already (``assumed``)."""
+        POD, and that no filter waited for already (``assumed``). Each record is judged
+        once per wait, not at each wake (every confirmation wakes every waiter)."""
         rec = pod if isinstance(pod, PodRecord) else self.describe(pod)
         flat = tuple(t for ts in (terms or {}).values() for t in ts)
-        return self.assumed.wait(rec.key, lambda p: self._relevant(p, rec, flat), timeout)
+        judged = {}
+
+        def relevant(p):
+            got = judged.get(p)
+            if got is None:
+                got = judged[p] = self._relevant(p, rec, flat)
+            return got
+        return self.assumed.wait(rec.key, relevant, timeout)
 
     def _relevant(self, p, rec, flat_terms):
         for t in flat_terms:
@@ -476,7 +556,7 @@ class PodCache:
                         return True
         return False
 
-    # -- reads for the extender (hold ``lock`` around a decision) ----------------
+    # -- reads for the extender (each under ``lock``, one selection at a time) -----
     def incoming_selects(self, term, namespace, labels):
         """Does the incoming pod's TERM select a pod in NAMESPACE with LABELS? The
         engine resolves an incoming term's namespaceSelector over the known
@@ -541,6 +621,12 @@ class PodCache:
                     per_node[p.node] = per_node.get(p.node, 0) + 1
             return per_node
 
+    def selecting(self, kind, pod):
+        """(term, {node: count}) of each group of bound pods' extended terms of KIND
+        that selects POD (a PodRecord): copies, to be counted outside the lock."""
+        with self.lock:
+            return [(g.term, dict(g.per_node)) for g in self.matching_groups(kind, pod)]
+
     def matching_groups(self, kind, pod):
         """Groups of bound pods' extended terms of KIND that select POD (a PodRecord)."""
         with self.lock:
@@ -550,12 +636,13 @@ class PodCache:
             ns_labels = self.ns_labels(pod.namespace)
             return [g for g in groups.values() if g.matches(pod, ns_labels)]
 
-    def selected_by(self, kinds, pod):
+    def selected_by(self, kinds, pod, deadline=None):
         """Does an extended term of one of KINDS, of a bound pod or of a verified pending
-        pod other than POD, select POD (a PodRecord)?"""
+        pod other than POD, select POD (a PodRecord)? Past DEADLINE (``time.monotonic``;
+        None: none), the bound pods' terms still to match count as selecting it."""
         with self.lock:
             for kind in kinds:
-                if self.matching_groups(kind, pod):
+                if self._any_group_selects(kind, pod, deadline):
                     return True
             if len(self.assumed):
                 ns_labels = self.ns_labels(pod.namespace)
@@ -568,17 +655,43 @@ class PodCache:
                                 return True
             return False
 
+    def _any_group_selects(self, kind, pod, deadline):
+        """Does a group of bound pods' extended terms of KIND select POD; yes past
+        DEADLINE (None: no deadline), counted."""
+        groups = self._groups[kind]
+        if not groups:
+            return False
+        ns_labels = self.ns_labels(pod.namespace)
+        for i, g in enumerate(groups.values()):
+            if g.matches(pod, ns_labels):
+                return True
+            if deadline is not None and i % _CHECK_CLOCK_EVERY == _CHECK_CLOCK_EVERY - 1 \
+                    and time.monotonic() > deadline:
+                self.metrics.marked_unlooked.labels("bound").inc()
+                return True
+        return False
+
     # -- pods that kube-scheduler places without the extender ---------------------
     def selected_by_live(self, kinds, rec):
         """Does an extended term of one of KINDS of another live pod select the pod REC
-        (a PodRecord): bound, let through by the extender (assumed) or still pending?"""
-        if self.selected_by(kinds, rec):
+        (a PodRecord): bound, let through by the extender (assumed) or still pending?
+        Pending pods' terms are matched once per distinct term and pod class, and not
+        at all past ``MAX_PENDING_TERMS_CHECKED`` of them (then: yes); bound pods' terms
+        within ``MARKING_BUDGET_S`` (then: yes)."""
+        if self.selected_by(kinds, rec, time.monotonic() + MARKING_BUDGET_S):
             return True
         with self.lock:
+            groups = [(kind, self._pending_groups[kind]) for kind in kinds]
+            if sum(len(g) for _kind, g in groups) > MAX_PENDING_TERMS_CHECKED:
+                self.metrics.marked_unlooked.labels("pending").inc()
+                return True         # too many to look at: the extender decides
             ns_labels = self.ns_labels(rec.namespace)
-            for key, p in self._pending_extended.items():
-                if key != rec.key and any(t.matches(rec.namespace, rec.labels, ns_labels)
-                                          for kind in kinds for t in p.terms.get(kind, ())):
+            own = self._pending_extended.get(rec.key)
+            for kind, table in groups:
+                mine = collections.Counter(map(group_key, own.terms.get(kind, ()))) \
+                    if own is not None else {}
+                if any(g.size > mine.get(gk, 0) and g.matches(rec, ns_labels)
+                       for gk, g in table.items()):
                     return True
         return False
 
