@@ -23,18 +23,16 @@ import os
 import posixpath
 import stat
 
-import yaml
-
 from tacker_hwaffinity import etsi_types
 from tacker_hwaffinity.csar import drivers, meta, sw_images, zipio
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.objects import package_yaml
 
 IMAGES_DIR = "Files/images/"
 DEFINITIONS = "Definitions/"
 HEADER = [("TOSCA-Meta-File-Version", "1.0"), ("CSAR-Version", "1.1"),
           ("Created-by", "tacker-hwaffinity")]
 _YAML = (".yaml", ".yml")
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclasses.dataclass
@@ -90,20 +88,10 @@ def _scan(src, exclude):
 
 
 def _load_yaml(member, name):
-    try:
-        return yaml.load(member.content(), Loader=_Loader)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = " at line %d" % (mark.line + 1) if mark else ""
-        problem = getattr(e, "problem", None) or e
-        if isinstance(e, yaml.reader.ReaderError):     # its str() spans three lines
-            problem = "unacceptable character #x%04x at position %d: %s" % (
-                e.character if isinstance(e.character, int) else ord(e.character[:1] or "\0"),
-                e.position, e.reason)
-        raise InputError("not valid YAML%s: %s" % (where, " ".join(str(problem).split())),
-                         source=name)
-    except UnicodeDecodeError as e:
-        raise InputError("not UTF-8 text (%s)" % e.reason, source=name)
+    """The YAML of MEMBER (package path NAME), read within ``package_yaml``'s bounds."""
+    if isinstance(member.data, bytes):
+        return package_yaml.loads(member.data, name)
+    return package_yaml.read(member.data, source=name)
 
 
 def _definitions(files):

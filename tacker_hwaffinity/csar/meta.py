@@ -6,14 +6,15 @@ runs of empty lines (``\\n\\n+``) and reads each block with
 ``yaml.safe_load``. We read it the way Tacker splits it, and refuse what the
 readers would see differently: CR line ends, lines of only spaces (not a
 separator for Tacker), lines that are not ``Key: value``, a key twice in one
-block, values YAML does not read back as the same string.
+block, values YAML does not read back as the same string (read by
+``objects.package_yaml``, within its bounds: ``str()`` of a value whose aliases
+expand to a billion values would not end).
 """
 import dataclasses
 import os
 
-import yaml
-
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.objects import package_yaml
 
 PATH = "TOSCA-Metadata/TOSCA.meta"
 ALGORITHM = "SHA-256"
@@ -90,8 +91,8 @@ def _entry(line, number, source):
 def _reads_back(key, value, exact=False):
     """Does YAML read ``key: value`` back as VALUE (EXACT: as that very string)?"""
     try:
-        loaded = yaml.safe_load("%s: %s" % (key, value))
-    except yaml.YAMLError:
+        loaded = package_yaml.loads("%s: %s" % (key, value), PATH)
+    except InputError:      # not YAML, or over the loader's bounds (an alias bomb)
         return False
     if not isinstance(loaded, dict):
         return False

@@ -7,6 +7,11 @@ driver registered and byte-identical to the installed one; every image a
 VDU boots from carried, with its SHA-512 as the VDU's checksum; for a CNF (YAML
 under ``Files/kubernetes/``) every manifest against the Kubernetes models
 and, given a cluster snapshot, the placement ``hwaffinity plan`` predicts.
+
+Every YAML or JSON file is read by ``objects.package_yaml``, within its bounds
+(size, values with aliases expanded, depth, CPU time): a TOSCA file over them is
+a problem found before Tacker's upload check and the flavours, which are then
+skipped (tosca-parser would read it unbounded).
 """
 import dataclasses
 import os
@@ -17,7 +22,7 @@ from tacker_hwaffinity.csar import (integrity, manifests, placement, sw_images, 
                                     vnfd, zipio)
 from tacker_hwaffinity.csar.problems import Problem, from_error
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.objects.yamlio import parse_documents
+from tacker_hwaffinity.objects import package_yaml
 
 K8S_DIR = "Files/kubernetes/"
 _MANIFEST_EXT = (".yaml", ".yml", ".json")
@@ -87,6 +92,11 @@ def _imports(report, root):
     from tacker_hwaffinity.translator import loader
     try:
         count = loader.check_imports(root)
+    except package_yaml.OverBound as e:
+        report.problems.append(vnfd.relative(e, root))
+        report.checks.append("YAML files: one over the loader's bounds; Tacker's upload check "
+                             "and the flavours skipped (they would read it unbounded)")
+        return False
     except InputError as e:
         report.problems.append(vnfd.relative(e, root))
         report.checks.append("imports: refused; Tacker's upload check and the flavours "
@@ -104,11 +114,9 @@ def _manifests(report, root, names, schema_check=None):
     files = [n for n in names if n.startswith(K8S_DIR) and n.endswith(_MANIFEST_EXT)]
     for name in files:
         try:
-            with open(os.path.join(root, name), encoding="utf-8") as f:
-                docs = parse_documents(f.read(), name)
-        except (InputError, UnicodeDecodeError) as e:
-            report.problems.append(Problem(name, getattr(e, "message", None) or
-                                           "not UTF-8 text (%s)" % e))
+            docs = package_yaml.read_manifests(os.path.join(root, name), name)
+        except InputError as e:
+            report.problems.append(Problem(name, e.message, e.obj, e.field))
             continue
         for obj in docs:
             report.problems.extend(manifests.check(obj, name))

@@ -7,13 +7,10 @@ heat-translator and our extension (``translator.run``).
 """
 import os
 
-import yaml
-
 from tacker_hwaffinity.csar import drivers, tacker_checks
 from tacker_hwaffinity.csar.problems import Problem
 from tacker_hwaffinity.errors import InputError
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from tacker_hwaffinity.objects import package_yaml
 
 
 def relative(error, root):
@@ -25,18 +22,15 @@ def relative(error, root):
 
 
 def definitions(root, names, problems):
-    """{path: parsed YAML} of every Definitions/*.yaml file."""
+    """{path: parsed YAML} of every Definitions/*.yaml file (read within the bounds of
+    ``package_yaml``); each that cannot be read is a problem."""
     out = {}
     for name in names:
         if name.startswith("Definitions/") and name.endswith((".yaml", ".yml")):
             try:
-                with open(os.path.join(root, name), "rb") as f:
-                    out[name] = yaml.load(f, Loader=_Loader)
-            except yaml.YAMLError as e:
-                mark = getattr(e, "problem_mark", None)
-                where = " at line %d" % (mark.line + 1) if mark else ""
-                problems.append(Problem(name, "not valid YAML%s: %s"
-                                        % (where, getattr(e, "problem", e))))
+                out[name] = package_yaml.read(os.path.join(root, name), source=name)
+            except InputError as e:
+                problems.append(Problem(name, e.message, e.obj, e.field))
     return out
 
 
@@ -47,9 +41,9 @@ def flavours(root, translate, problems, checks):
     translator.register()
     run.quiet_libraries()
     ids = set()
-    for path in loader._package_yaml_files(root):
+    for path in loader.flavour_candidates(root):
         try:
-            fid = loader._flavour_of(loader._read_yaml(path))
+            fid = loader.flavour_of(package_yaml.read(path))
         except InputError:
             continue                    # reported by definitions() or the loader below
         if fid is not None:

@@ -35,8 +35,9 @@ class TextChunks:
         return chunk
 
 
-class _StrictConstruction:
-    """SafeConstructor with duplicate keys refused and bad values located."""
+class StrictConstruction:
+    """SafeConstructor with bad values located (the loaders below also refuse duplicate
+    keys; ``package_yaml``'s keep the last, as tosca-parser does)."""
 
     def construct_object(self, node, deep=False):
         try:
@@ -65,14 +66,14 @@ def _construct_strict_mapping(loader, node, deep=False):
     return yaml.SafeLoader.construct_mapping(loader, node, deep=deep)
 
 
-class _PureStrictLoader(_StrictConstruction, yaml.SafeLoader):
+class _PureStrictLoader(StrictConstruction, yaml.SafeLoader):
     """PyYAML's pure-Python SafeLoader, strict."""
 
 
 _PureStrictLoader.add_constructor("tag:yaml.org,2002:map", _construct_strict_mapping)
 
 if LIBYAML:
-    class _CStrictLoader(_StrictConstruction, Composer, yaml.CSafeLoader):
+    class _CStrictLoader(StrictConstruction, Composer, yaml.CSafeLoader):
         """libyaml's parser under PyYAML's composer, strict."""
 
         def __init__(self, stream):

@@ -20,7 +20,8 @@ they are added from the installed ``tacker``, as ``hwaffinity csar build`` adds
 them to the package.
 
 Accepted inputs: a CSAR (``.zip``/``.csar``), an unpacked package directory,
-a flavour file, a top VNFD next to its flavour files, or a plain template.
+a flavour file, a top VNFD next to its flavour files, or a plain template. Every
+file is read by ``objects.package_yaml``, within its bounds.
 """
 import contextlib
 import dataclasses
@@ -32,19 +33,14 @@ import types
 import urllib.error
 import zipfile
 
-import yaml
-
 from tacker_hwaffinity import etsi_types
 from tacker_hwaffinity.csar import meta, zipio
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.objects import package_yaml
 
 _URL_PREFIXES = ("http://", "https://", "ftp://")
-MAX_YAML_BYTES = 16 << 20   # one VNFD or types file (ETSI's vnfd types: 120 KB)
 MAX_IMPORT_DEPTH = 32       # files in one chain of imports (ETSI's own are 3 deep)
 _YAML_EXT = (".yaml", ".yml")
-
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
 
 @dataclasses.dataclass
 class Vnfd:
@@ -57,29 +53,8 @@ class Vnfd:
     parsed_params: dict
 
 
-def _read_yaml(path, field=None):
-    try:
-        with open(path, encoding="utf-8") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > MAX_YAML_BYTES:
-                raise InputError("%d bytes, over the %d a VNFD file may hold"
-                                 % (size, MAX_YAML_BYTES), source=path, field=field)
-            data = yaml.load(f, Loader=_Loader)
-    except OSError as e:
-        raise InputError("cannot read: %s" % (e.strerror or e), source=path)
-    except UnicodeDecodeError as e:
-        raise InputError("not UTF-8 text (%s): a VNFD is YAML" % e.reason, source=path,
-                         field=field)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = " at line %d" % (mark.line + 1) if mark else ""
-        problem = getattr(e, "problem", None) or getattr(e, "reason", None) or e
-        raise InputError("not valid YAML%s: %s" % (where, " ".join(str(problem).split())),
-                         source=path, field=field)
-    return data
-
-
-def _flavour_of(data):
+def flavour_of(data):
+    """The ``substitution_mappings.properties.flavour_id`` of a loaded YAML file, or None."""
     if not isinstance(data, dict):
         return None
     topo = data.get("topology_template")
@@ -88,7 +63,7 @@ def _flavour_of(data):
     return props.get("flavour_id") if isinstance(props, dict) else None
 
 
-def _package_yaml_files(root):
+def flavour_candidates(root):
     """YAML files at the root and one directory down, as Tacker scans them."""
     found = []
     for item in sorted(os.listdir(root)):
@@ -246,7 +221,7 @@ class _ImportWalk:
             real = os.path.realpath(target)
             self._check_chain(file_path, real, chain)
             if real not in self.done:
-                sub = _read_yaml(target)
+                sub = package_yaml.read(target)
                 if isinstance(sub, dict):
                     self.walk(target, sub.get("imports"), False, chain + [real])
                 self.done.add(real)
@@ -267,7 +242,8 @@ def _resolve_imports(path, data, flavour_dir, root, original=None):
 def check_imports(root):
     """Check the imports of every TOSCA file of the extracted package ROOT (any
     depth) as the loader does, before tosca-parser or Tacker reads them: an
-    InputError for a fetch, a file outside ROOT or a cycle. Returns the file count."""
+    InputError for a fetch, a file outside ROOT, a cycle or a YAML file over the
+    loader's bounds (``package_yaml.OverBound``). Returns the file count."""
     count = 0
     for folder, dirs, files in os.walk(root):
         dirs.sort()
@@ -276,7 +252,9 @@ def check_imports(root):
             if not name.endswith(_YAML_EXT):
                 continue
             try:
-                data = _read_yaml(path)
+                data = package_yaml.read(path)
+            except package_yaml.OverBound:
+                raise       # tosca-parser and Tacker would read it without our bounds
             except InputError:
                 continue    # not one YAML document (a manifest?); imported, it is refused
             if isinstance(data, dict) and "tosca_definitions_version" in data:
@@ -334,7 +312,7 @@ def _param_data(data):
         uri, _ = _import_uri(imp)
         if not uri or _is_url(uri) or not os.path.isfile(uri):
             continue
-        types = (_read_yaml(uri) or {}).get("node_types") or {}
+        types = (package_yaml.read(uri) or {}).get("node_types") or {}
         for key, prop in ((types.get(node_type) or {}).get("properties") or {}).items():
             if not params.get(key) and isinstance(prop, dict):
                 params[key] = prop.get("default")
@@ -366,11 +344,11 @@ def _prepare(path, data, flavour, root, original=None):
 def _from_directory(root, flavour, where, original=None):
     """The flavour of the package ROOT (a copy of the source ORIGINAL, if given)."""
     candidates = []
-    for f in _package_yaml_files(root):
-        data = _read_yaml(f)
-        candidates.append((f, data, _flavour_of(data)))
+    for f in flavour_candidates(root):
+        data = package_yaml.read(f)
+        candidates.append((f, data, flavour_of(data)))
     path, data = _pick_flavour(candidates, flavour, where)
-    return _prepare(path, data, _flavour_of(data), root,
+    return _prepare(path, data, flavour_of(data), root,
                     None if original is None else os.path.realpath(original))
 
 
@@ -385,8 +363,8 @@ def package_root(path):
 
 
 def _from_file(path, flavour):
-    data = _read_yaml(path)
-    own = _flavour_of(data)
+    data = package_yaml.read(path)
+    own = flavour_of(data)
     if own is not None:
         if flavour is not None and flavour != own:
             raise InputError("this file is deployment flavour %r, not %r" % (own, flavour),
@@ -400,13 +378,13 @@ def _from_file(path, flavour):
         return _prepare(path, data, None, package_root(path))       # a plain template
     # A top VNFD: its flavours are among the files it imports (no other file is read).
     root = package_root(path)
-    candidates = [(f, d, _flavour_of(d)) for f, d in _imported_files(path, data, root)]
+    candidates = [(f, d, flavour_of(d)) for f, d in _imported_files(path, data, root)]
     if not any(c[2] is not None for c in candidates):
         raise InputError("imports no deployment flavour file (substitution_mappings."
                          "properties.flavour_id): give the flavour file, or the package "
                          "directory", source=path, field="imports")
     found, found_data = _pick_flavour(candidates, flavour, path)
-    return _prepare(found, found_data, _flavour_of(found_data), root)
+    return _prepare(found, found_data, flavour_of(found_data), root)
 
 
 def _imported_files(path, data, root):
@@ -419,7 +397,7 @@ def _imported_files(path, data, root):
     for index, entry in enumerate(imports if isinstance(imports, list) else ()):
         target, _ = walk.target_of(path, here, index, entry)
         if not _is_url(_import_uri(entry)[0]):      # a URL import is types, not a flavour
-            found.append((target, _read_yaml(target)))
+            found.append((target, package_yaml.read(target)))
     return found
 
 
@@ -439,9 +417,9 @@ def _lacking_etsi(root):
     directory (``csar/k8s-cluster``), to which ``hwaffinity csar build`` adds them."""
     out = set()
     root = os.path.abspath(root)        # an import may be absolute: compare absolute paths
-    for f in _package_yaml_files(root):
+    for f in flavour_candidates(root):
         try:
-            data = _read_yaml(f)
+            data = package_yaml.read(f)
         except InputError:
             continue
         imports = data.get("imports") if isinstance(data, dict) else None

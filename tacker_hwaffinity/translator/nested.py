@@ -12,28 +12,20 @@ templates it changed (only those; the others stay byte for byte).
 import yaml
 
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.objects import package_yaml
 from tacker_hwaffinity.translator import names
 
 
-# libyaml when PyYAML has it: these templates are parsed and written on every
-# translation, and the pure-Python codec would double our share of its time.
-_BaseLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# libyaml when PyYAML has it: these templates are written on every translation, and
+# the pure-Python codec would double our share of its time.
 _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
 
 
-class _Loader(_BaseLoader):
-    """Safe loader that keeps ``2013-05-23`` a string, as Heat's loader does."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    first: [(tag, regexp) for tag, regexp in resolvers
-            if tag != "tag:yaml.org,2002:timestamp"]
-    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
-
-
-def load(text):
-    return yaml.load(text, Loader=_Loader)
+def load(text, file_name):
+    """The nested template FILE_NAME heat-translator wrote as TEXT, read as Heat reads it
+    (``2013-05-23`` stays a string) within ``package_yaml``'s bounds: its values come
+    from the package (shared ones written as aliases)."""
+    return package_yaml.loads(text, "nested template %s" % file_name, dates=False)
 
 
 def dump(data):
@@ -63,7 +55,7 @@ class NestedTemplates:
 
     def _template(self, file_name):
         if file_name not in self._data:
-            self._data[file_name] = load(self._holders[file_name][file_name])
+            self._data[file_name] = load(self._holders[file_name][file_name], file_name)
         return self._data[file_name]
 
     def locate(self, server):

@@ -41,6 +41,5 @@ def test_a_binary_vnfd_is_one_line(tmp_path, capsys):
         f.write(b"a: \xff\xfe\n")
     status, _, errors = _build(capsys, src, "--output-file", str(tmp_path / "x.zip"))
     assert status == 2
-    assert errors == ["hwaffinity csar: error: Definitions/bad.yaml: not valid YAML: "
-                      "unacceptable character #x00ff at position 3: invalid leading UTF-8 "
-                      "octet"]
+    assert errors == ["hwaffinity csar: error: Definitions/bad.yaml: not UTF-8 text "
+                      "(invalid start byte): a VNFD is YAML"]
