@@ -17,6 +17,7 @@ import sys
 from tacker_hwaffinity import extras
 from tacker_hwaffinity.cli import output
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.redaction import yaml_error
 
 PASSWORD_ENV = "HWAFFINITY_SSH_PASSWORD"
 
@@ -74,8 +75,8 @@ def _params_file(path):
     import yaml
     try:
         params = yaml.safe_load(_read(path, "--params")) or {}
-    except yaml.YAMLError as e:
-        raise InputError("not valid YAML: %s" % e, source=path) from None
+    except yaml.YAMLError as e:     # its text may quote a password or a key
+        raise InputError("not valid YAML (%s)" % yaml_error(e), source=path) from None
     if not isinstance(params, dict):
         raise InputError("expected an object (additionalParams)", source=path)
     return params

@@ -95,8 +95,8 @@ def connect(kubeconfig=None, context=None):
         except config.ConfigException as e:
             raise KubeError("kubeconfig %s: %s" % (kubeconfig, _first_line(e)))
         except Exception as e:  # noqa: BLE001 - malformed YAML, missing files, ...
-            raise KubeError("kubeconfig %s: cannot be used (%s: %s)"
-                            % (kubeconfig, type(e).__name__, _first_line(e)))
+            raise KubeError("kubeconfig %s: cannot be used (%s)"
+                            % (kubeconfig, _described(e))) from None
         if context is None:
             try:
                 _, active = config.list_kube_config_contexts(config_file=kubeconfig)
@@ -106,7 +106,30 @@ def connect(kubeconfig=None, context=None):
                           type(e).__name__, _first_line(e))
                 context = None
     configuration.retries = RETRIES
-    return Connection(client.ApiClient(configuration), configuration.host, context)
+    return Connection(client.ApiClient(configuration), _without_userinfo(configuration.host),
+                      context)
+
+
+def _without_userinfo(server):
+    """SERVER as messages name it: its URL as urllib3 (the client's HTTP library) reads
+    it, without a ``user:password@``."""
+    from urllib3.util import parse_url
+    from urllib3.exceptions import LocationParseError
+    try:
+        return parse_url(server)._replace(auth=None).url
+    except LocationParseError:
+        return "(an API server URL urllib3 cannot parse)"
+
+
+def _described(e):
+    """E's type and first line; of a YAML error its type and place only (its text may
+    quote a credential: ``redaction``)."""
+    import yaml
+
+    from tacker_hwaffinity.redaction import yaml_error
+    if isinstance(e, yaml.YAMLError):
+        return yaml_error(e)
+    return "%s: %s" % (type(e).__name__, _first_line(e))
 
 
 def _first_line(e):

@@ -117,6 +117,18 @@ def load_tacker_conf(environ=os.environ):
     register(conf)
     try:
         conf(args=[], project="tacker", default_config_files=files, default_config_dirs=[])
+    except cfg.ConfigFileParseError as e:
+        raise InputError(_unparsable(e), source=e.config_file) from None
     except cfg.Error as e:
         raise InputError("tacker.conf: %s" % e) from None
     return conf
+
+
+def _unparsable(e):
+    """Where oslo.config's parse error E is, without the line it quotes: tacker.conf
+    holds passwords (the database URL, keystone_authtoken)."""
+    from oslo_config import iniparser
+    cause = e.__context__
+    where = " at line %d (%s)" % (cause.lineno, cause.msg) \
+        if isinstance(cause, iniparser.ParseError) else ""
+    return "tacker.conf cannot be parsed%s; the line is not shown, it may hold a secret" % where

@@ -26,6 +26,7 @@ import time
 
 from tacker_hwaffinity.mgmt import install_plan as ip
 from tacker_hwaffinity.mgmt.reconcile import HookFailed
+from tacker_hwaffinity.ssh.redact import Redactor
 
 LOG = logging.getLogger("tacker_hwaffinity.mgmt")
 # Constant: values only ever arrive as quoted arguments ("$@").
@@ -33,6 +34,21 @@ UNPACK = ("umask 077; d=$(mktemp -d) || exit {rc}; "
           "trap 'rm -rf \"$d\"' EXIT; trap 'exit 129' HUP; trap 'exit 130' INT; "
           "trap 'exit 143' TERM; tar -xf - -C \"$d\" || exit {rc}; cd \"$d\" || exit {rc}; "
           "\"$@\"").format(rc=ip.EXIT_UNPACK)
+
+
+# the join file's values that are credentials (install_k8s.sh writes KEY=VALUE lines)
+JOIN_SECRETS = ("token", "certificate_key")
+
+
+def join_secrets(join_text):
+    """The join file's text and each of its credentials on its own (the bootstrap token,
+    the certificate key), for the redactors: a message may quote one alone."""
+    found = [join_text] if join_text else []
+    for line in (join_text or "").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() in JOIN_SECRETS and value.strip():
+            found.append(value.strip())
+    return found
 
 
 def bundle(script, join_text=None):
@@ -90,7 +106,7 @@ class Installer:
         command = ["sh", "-c", UNPACK, "sh"] + self._sudo() + ["bash", "./" + ip.SCRIPT_NAME]
         timeout = 120 if dry_run else self.opts["timeout"]
         r = self.session(node).run(command + argv, stdin=bundle(self.script, join_text),
-                                   timeout=timeout, secrets=[join_text] if join_text else ())
+                                   timeout=timeout, secrets=join_secrets(join_text))
         return r.exit_status, r.stdout, r.stderr
 
     def _each(self, nodes, fn, parallel):
@@ -128,7 +144,8 @@ class Installer:
         started = time.monotonic()
         status, out, err = self.run_script(node, plan, join_text=join_text)
         if status != 0:
-            raise HookFailed(ip.failure(node, status, out, err))
+            raise HookFailed(Redactor(join_secrets(join_text))(ip.failure(node, status, out,
+                                                                          err)))
         lines = ip.parse_output(out)
         result = lines.get("HWAFFINITY_RESULT") or {}
         entry = {"server": node.server_id, "name": node.name, "role": node.role,

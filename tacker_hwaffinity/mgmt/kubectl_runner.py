@@ -87,3 +87,38 @@ def kubeconfig_from_vim(endpoint, bearer_token, ssl_ca_cert=None):
         "clusters": [{"name": "vim", "cluster": cluster}],
         "users": [{"name": "vim", "user": {"token": bearer_token}}],
         "contexts": [{"name": "vim", "context": {"cluster": "vim", "user": "vim"}}]})
+
+
+# the kubeconfig fields holding a credential (users[].user and its auth-provider config)
+CREDENTIAL_FIELDS = ("token", "password", "client-key-data", "id-token", "refresh-token",
+                     "client-secret")
+
+
+def kubeconfig_secrets(kubeconfig):
+    """Each credential of the KUBECONFIG text (YAML or JSON) on its own, a client key also
+    decoded (PEM); none when it is no YAML, as then kubectl cannot use it either."""
+    import base64
+    import binascii
+
+    import yaml
+    try:
+        doc = yaml.safe_load(kubeconfig or "")
+    except yaml.YAMLError:
+        return []
+    found = []
+
+    def walk(node):
+        items = node.items() if isinstance(node, dict) else \
+            enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            if key in CREDENTIAL_FIELDS and isinstance(value, str) and value:
+                found.append(value)
+                if key == "client-key-data":
+                    try:
+                        found.append(base64.b64decode(value).decode("utf-8", "replace"))
+                    except (binascii.Error, ValueError):
+                        pass
+            else:
+                walk(value)
+    walk(doc)
+    return found

@@ -255,7 +255,8 @@ EXPECTED = ("InputError", "HookFailed", "OpenStackError", "KubeAccessError", "SS
 
 
 def redactor(job):
-    """A Redactor knowing every secret of JOB (parameters, VIM password, kubeconfig)."""
+    """A Redactor knowing every secret of JOB (parameters, VIM password, kubeconfig, and
+    each credential of a kubeconfig on its own: a bearer token, a client key)."""
     from tacker_hwaffinity.labeling import params as parameters
     from tacker_hwaffinity.ssh.redact import Redactor
     redact = Redactor()
@@ -263,6 +264,9 @@ def redactor(job):
         redact.add_lines(s)
     redact.add((job.access or {}).get("password"))
     redact.add_lines(job.kubeconfig)
+    for kubeconfig in (job.kubeconfig, job.params["hwaffinity"].get("kubeconfig")):
+        for s in kube_access.kubeconfig_secrets(kubeconfig):
+            redact.add_lines(s)
     return redact
 
 

@@ -10,6 +10,7 @@ import os
 import yaml
 
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.redaction import yaml_error
 
 REQUIRED = ("auth_url", "username", "password", "project_name")
 CLOUDS_YAML = ("clouds.yaml", "~/.config/openstack/clouds.yaml", "/etc/openstack/clouds.yaml")
@@ -66,8 +67,11 @@ def _from_clouds_yaml(name, env):
         try:
             with open(path, encoding="utf-8") as f:
                 doc = yaml.safe_load(f) or {}
-        except (OSError, yaml.YAMLError) as e:
-            raise InputError("cannot read: %s" % getattr(e, "strerror", None) or e, source=path)
+        except OSError as e:
+            raise InputError("cannot read: %s" % (e.strerror or type(e).__name__), source=path)
+        except yaml.YAMLError as e:
+            raise InputError("not valid YAML (%s; its text is not shown: it holds "
+                             "credentials)" % yaml_error(e), source=path) from None
         cloud = (doc.get("clouds") or {}).get(name)
         if cloud is None:
             continue

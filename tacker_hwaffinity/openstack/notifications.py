@@ -11,10 +11,13 @@ The listener uses oslo.messaging, as Nova does: exchange ``nova``, topic
 ``versioned_notifications`` (Nova's defaults), priority ``info``, in its own pool (a
 queue of its own, so it never takes notifications from another consumer such as
 Ceilometer). Only the leader listens. The transport URL holds a password: it is
-never logged (``redacted``).
+never logged. What is logged of the URL is what oslo.messaging's own parser
+(``TransportURL.parse``) reads in it, rebuilt without the passwords (``redacted``); the
+listener's transport is made from that same parse.
 """
 import logging
 import re
+import urllib.parse
 
 from tacker_hwaffinity.extras import install_hint
 
@@ -34,13 +37,91 @@ MOVE_EVENTS = (
 _EVENT_RE = "^(%s)$" % "|".join(re.escape(e) for e in MOVE_EVENTS)
 
 
+def parse(url, conf=None):
+    """URL as oslo.messaging reads it (its ``TransportURL``); ValueError, naming the
+    reason but nothing of the URL, if it cannot read it."""
+    import oslo_messaging as messaging
+    from oslo_config import cfg
+    logging.getLogger("oslo_messaging.transport").addFilter(_HOSTS_OF_A_MIXED_URL)
+    try:
+        return messaging.TransportURL.parse(conf or cfg.ConfigOpts(), url)
+    except messaging.InvalidTransportURL as e:
+        raise ValueError(str(e)) from None
+    except ValueError as e:  # urllib's netloc check, a port that is no number, a bad [IPv6]
+        raise ValueError("%s (not a host:port, or a netloc urllib refuses)"
+                         % type(e).__name__) from None
+
+
+class _HostsNotShown(logging.Filter):
+    """oslo.messaging's warning about a URL with and without passwords lists the hosts
+    without one, which are parts of a password that holds an unescaped ',': it is kept,
+    without the lists."""
+
+    def filter(self, record):
+        if str(record.msg).startswith("All hosts must be set with username/password"):
+            record.msg = ("All hosts must be set with username/password or not at the same "
+                          "time (the hosts are not shown: they may be parts of a password)")
+            record.args = ()
+        return True
+
+
+_HOSTS_OF_A_MIXED_URL = _HostsNotShown()
+
+
 def redacted(url):
-    """URL without the passwords (``rabbit://user:***@host:port/``; every host of a
-    cluster URL ``rabbit://u:p@h1,u:p@h2/``)."""
-    return _CREDENTIALS.sub(r"\1\2:***@", url)
+    """What of URL can be logged: each host as oslo.messaging parses it, with its user
+    name and ``***`` for its password, and the virtual host (the query, driver options,
+    is left out): ``rabbit://user:***@h1:5672,user:***@h2:5672/vhost``. A URL it cannot
+    parse, or whose userinfo it would not read whole as userinfo (an unescaped ``/ ? # ,``
+    in a password moves the rest into the path or a host), shows only its transport."""
+    try:
+        parsed = parse(url)
+    except (ImportError, ValueError):
+        return _transport_only(url)
+    if not _userinfo_whole(url, parsed):
+        return _transport_only(url)
+    return _shown(parsed)
 
 
-_CREDENTIALS = re.compile(r"(://|,)([^:@/,]*):([^@/,]*)@")
+def _userinfo_whole(url, parsed):
+    """Whether every ``@`` of URL ends a userinfo oslo.messaging read as one: none after
+    the hosts, and a password on every host when one has a user."""
+    split = urllib.parse.urlsplit(url)   # the split TransportURL.parse starts with
+    if "@" in split.path + split.query + split.fragment:
+        return False
+    return "@" not in split.netloc or all(h.password is not None for h in parsed.hosts)
+
+
+def _shown(parsed):
+    """PARSED as ``TransportURL.__str__`` writes it, ``***`` for each password, no query."""
+    netlocs = []
+    for host in parsed.hosts:
+        userinfo = "" if host.username is None else "%s:***@" % urllib.parse.quote(
+            host.username, "")
+        name = host.hostname or ""
+        port = "" if host.port is None else ":%d" % host.port
+        netlocs.append(userinfo + ("[%s]" % name if ":" in name else name) + port)
+    return "%s://%s/%s" % (parsed.transport, ",".join(netlocs),
+                           urllib.parse.quote(parsed.virtual_host or ""))
+
+
+def _transport_only(url):
+    scheme = _SCHEME.match(url) if isinstance(url, str) else None
+    return "%s://(not shown: oslo.messaging cannot read it as host list and userinfo)" % (
+        scheme.group(1) if scheme else "?")
+
+
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def _masked(text, parsed):
+    """TEXT (an error of the transport) without the passwords of PARSED, in any form."""
+    for host in parsed.hosts:
+        if host.password:
+            for form in sorted({host.password, urllib.parse.quote(host.password, ""),
+                                urllib.parse.quote(host.password)}, key=len, reverse=True):
+                text = text.replace(form, "***")
+    return text
 
 
 def server_id(payload):
@@ -96,17 +177,24 @@ class NotificationListener:
             self.log.warning("Nova notifications: not listening: %s (the controller "
                              "extra: %s)", e, install_hint("controller"))
             return
+        conf = cfg.ConfigOpts()
+        conf([], project="hwaffinity", default_config_files=[], default_config_dirs=[])
         try:
-            conf = cfg.ConfigOpts()
-            conf([], project="hwaffinity", default_config_files=[], default_config_dirs=[])
-            transport = messaging.get_notification_transport(conf, url=self.url)
+            parsed = parse(self.url, conf)
+        except ValueError as e:
+            self.log.warning("Nova notifications: not listening on %s: %s",
+                             redacted(self.url), e)
+            return
+        try:
+            transport = messaging.get_notification_transport(conf, url=parsed)
             listener = messaging.get_notification_listener(
                 transport, [messaging.Target(topic=self.topic, exchange=self.exchange)],
                 [_Endpoint(self.on_event, self.log)], executor="threading", pool=self.pool)
             listener.start()
-        except Exception as e:  # noqa: BLE001 - a bad URL or driver: say it, poll on
-            self.log.warning("Nova notifications: not listening on %s: %s",
-                             redacted(self.url), e)
+        except Exception as e:  # noqa: BLE001 - a bad driver or broker: say it, poll on
+            self.log.warning("Nova notifications: not listening on %s: %s: %s",
+                             redacted(self.url), type(e).__name__,
+                             _masked(str(e), parsed))
             return
         self._listener = listener
         self.log.info("Nova notifications: listening on %s", self.describe())
