@@ -3,7 +3,10 @@ restart gives every container back what it had."""
 import json
 import os
 
+from tacker_hwaffinity import safewrite
+
 CHECKPOINT = "nri-grants.json"      # the journal's file name in the agent's state directory
+COMPACT_LINES = 1024                # appended lines past which a rewrite may be due
 
 
 class Checkpoint:
@@ -12,11 +15,14 @@ class Checkpoint:
     trusts ``cpu_manager_state``. A journal, so that a decision costs one short
     append, not a rewrite of every pod: each line is ``{"uid": U, "grants": G}`` (G
     null: the pod is gone) and the last line of a pod wins; ``rewrite`` compacts it
-    (tmp file and rename) at every Synchronize."""
+    (tmp file and rename) at every Synchronize, and whenever the lines appended since
+    outnumber ``COMPACT_LINES`` and twice the pods (``stale``): so a pod resized again
+    and again grows it by a bounded amount, not forever."""
 
     def __init__(self, path):
         self.path = path
         self._file = None
+        self.appended = 0       # lines appended since the last rewrite
 
     def load(self, log):
         if not self.path or not os.path.exists(self.path):
@@ -45,20 +51,24 @@ class Checkpoint:
         if not self.path:
             return
         self.close()
-        tmp = self.path + ".tmp"
-        with open(tmp, "w") as f:
-            for uid in sorted(records):
-                f.write(_line(uid, records[uid]))
-        os.replace(tmp, self.path)
+        safewrite.replace_file(self.path, "".join(
+            _line(uid, records[uid]) for uid in sorted(records)).encode("utf-8"))
+        self.appended = 0
+
+    def stale(self, pods):
+        """True when the journal should be rewritten: its appended lines outnumber
+        COMPACT_LINES and twice PODS (how many pods it records)."""
+        return self.appended > max(COMPACT_LINES, 2 * pods)
 
     def record(self, uid, grants):
         """Append the grants of pod UID (None: forget the pod)."""
         if not self.path:
             return
         if self._file is None:
-            self._file = open(self.path, "a")
+            self._file = safewrite.open_append(self.path)
         self._file.write(_line(uid, grants))
         self._file.flush()
+        self.appended += 1
 
     def close(self):
         if self._file is not None:

@@ -150,13 +150,16 @@ class AgentDaemon:
     def _start_cgroupfs(self, prepared, conn, metrics, context):
         from tacker_hwaffinity.agent import cgroupfs
         from tacker_hwaffinity.agent.node import NodeState
+        from tacker_hwaffinity.agent.recorder import QueuedPodApi, Recorder
         from tacker_hwaffinity.agent.runner import Agent, PodApi, PodsByUid, pod_uid
         from tacker_hwaffinity.kube.informer import Informer, InformerMetrics
         config, log, workers = self.config, context.log, context.workers
         writer = cgroupfs.Writer(prepared.layout, cpu_map=prepared.cpu_map,
                                  mem_map=prepared.mem_map, dry_run=config.dry_run)
         pods = PodsByUid()       # the agent reads its pods from the informer's store
-        agent = Agent(PodApi(conn), config.node,
+        # the API writes leave the agent's lock and its informer's thread: the recorder's
+        recorder = Recorder(PodApi(conn), metrics, log, dry_run=config.dry_run)
+        agent = Agent(QueuedPodApi(recorder), config.node,
                       NodeState(prepared.machine, config=config.placement), prepared.layout,
                       writer, metrics, log=log, dry_run=config.dry_run, pods=pods)
         informer = Informer(conn, conn.core().list_pod_for_all_namespaces, "Pod",
@@ -172,6 +175,7 @@ class AgentDaemon:
                     config.node, informer.last_error or "listing")
             return True, "ok"
         workers.start("pod-watch", informer.run, workers.stop)
+        workers.start("recorder", recorder.run, workers.stop)
         workers.start("resync", resync, agent, workers.stop, config.resync, informer.synced)
         return ready, "watching the pods of node %s" % config.node
 

@@ -17,7 +17,10 @@ with pods and containers built from the NRI messages (``agent.nri_subjects``):
 * ``StopContainer``: the grant is released (an init container's CPUs go back to
   the pool); the checkpoint keeps it, so a restarted container gets it back;
   ``RemoveContainer``/``RemovePodSandbox`` (state changes, answered at once):
-  the grown pools are sent with ``UpdateContainers`` from another thread.
+  the grown pools are sent with ``UpdateContainers`` from another thread; updates
+  waiting there are merged per container (the newest cpuset wins), so however many
+  removals come while the runtime is slow to answer, at most one update per
+  container waits.
 
 One container is one container's problem: a request that names no container id,
 a pod whose annotations ask more than the caps, affinities that take longer than
@@ -25,15 +28,19 @@ their budget, or any exception while one container is handled, leaves that
 container unpinned (it runs as the kubelet asked), logs it, counts it in
 ``hwaffinity_agent_refused_total`` by reason and, where the pod is known, sends an
 Event; the other containers of the batch are answered, and so are later requests.
+The requests are answered one at a time, under one lock: each namespace has a share
+of that time (``TimeShare``), and a namespace that spent it has its containers left
+unpinned at once (reason ``budget``), so that however many costly containers one
+namespace starts together, another's answer comes well within the runtime's timeout.
 
 No cgroup file is written in this mode, and nothing on a container's start path
 waits for the API server: the ``hwaffinity.io/numa`` annotation and Events are
 queued for ``agent.recorder.Recorder``, which retries with backoff while the server
 is down. The grants are kept in ``agent.checkpoint.Checkpoint``.
 """
+import contextlib
 import json
 import logging
-import queue
 import threading
 import time
 
@@ -42,7 +49,7 @@ from tacker_hwaffinity.agent.cgroupfs import map_ids
 from tacker_hwaffinity.agent.node import ANNOTATION, INTERNAL, OVER_BUDGET
 from tacker_hwaffinity.agent.runner import REASON_PLACEMENT, REASON_RESTORE, set_gauges
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.nri import api
+from tacker_hwaffinity.nri import api, wire
 from tacker_hwaffinity.numa.cpuset import format_list
 from tacker_hwaffinity.numa.request import RESERVED
 
@@ -50,11 +57,58 @@ EVENTS = api.event_mask(api.CREATE_CONTAINER, api.UPDATE_CONTAINER, api.STOP_CON
                         api.REMOVE_CONTAINER, api.REMOVE_POD_SANDBOX)
 REASON_FORGED = "NUMAGrantIgnored"
 BAD_REQUEST = "request"         # refusal reason: a message the agent cannot act on
+REPORTED_PER_POD = 64           # Events remembered per pod, so as to send each once
 # Seconds a Synchronize may spend placing containers its checkpoint has no grant for:
 # half of containerd's 2 s request timeout, so that one grant's own budget
 # (node.AFFINITY_BUDGET) past it still answers in time. The rest stay unpinned.
 SYNC_BUDGET = 1.0
+# Each namespace's share of the request worker: past SHARE_FREE_S seconds per container
+# (an ordinary decision takes a few ms), it may spend SHARE_S at once and SHARE_RATE_S a
+# second; so that however many costly containers one namespace starts at once, another's
+# wait behind them stays far below containerd's 2 s request timeout.
+SHARE_S, SHARE_RATE_S, SHARE_FREE_S = 0.25, 0.125, 0.05
 _LIVE = (api.CONTAINER_CREATED, api.CONTAINER_RUNNING, api.CONTAINER_PAUSED)
+
+
+class OverShare(Exception):
+    """A namespace spent its share of the agent's time: its container is not placed."""
+
+
+class TimeShare:
+    """Each namespace's share of the agent's time, a token bucket: a request's cost past
+    FREE seconds is charged to its namespace, which may spend CAPACITY seconds at once
+    and RATE seconds a second; ``check`` raises OverShare while it is spent. Only the
+    namespaces that spent lately are kept (a whole share is forgotten)."""
+
+    def __init__(self, capacity=SHARE_S, rate=SHARE_RATE_S, free=SHARE_FREE_S,
+                 clock=time.monotonic):
+        self.capacity, self.rate, self.free, self.clock = capacity, rate, free, clock
+        self._left = {}         # namespace -> (seconds left, when)
+
+    def __len__(self):
+        return len(self._left)
+
+    def check(self, namespace):
+        if self.left(namespace) <= 0:
+            raise OverShare("namespace %s spent its share of the agent's time (%.2f s at "
+                            "once, %.3f s a second)" % (namespace, self.capacity, self.rate))
+
+    def charge(self, namespace, seconds):
+        if seconds > self.free:
+            self._left[namespace] = (self.left(namespace) - (seconds - self.free),
+                                     self.clock())
+            if len(self._left) > 64:
+                for ns in list(self._left):
+                    self.left(ns)       # forgets the whole ones
+
+    def left(self, namespace):
+        """The seconds NAMESPACE may spend now."""
+        left, when = self._left.get(namespace, (self.capacity, None))
+        if when is not None:
+            left = min(self.capacity, left + (self.clock() - when) * self.rate)
+        if left >= self.capacity:
+            self._left.pop(namespace, None)
+        return left
 
 
 def _ref(pod):
@@ -80,8 +134,11 @@ class NriAgent:
         self.synchronized = threading.Event()
         self.runtime = ("", "")
         self.lock = threading.Lock()
-        self._async = queue.Queue()
-        self._reported = set()  # (pod uid, reason, message) already sent
+        self.share = TimeShare()    # each namespace's share of the time under the lock
+        self._async = {}        # container id -> the update run_updates sends next
+        self._async_lock = threading.Lock()
+        self._async_ready = threading.Event()
+        self._reported = {}     # pod uid -> {(reason, message)} already sent
         self._formatted = {}    # frozenset of ids -> kernel list text
 
     # -- NRI handler -----------------------------------------------------
@@ -95,6 +152,8 @@ class NriAgent:
 
     def synchronize(self, pods, containers):
         t0 = time.monotonic()
+        pods, containers = self._readable("pod sandbox", pods), \
+            self._readable("container", containers)
         with self.lock:
             self.state = self.state_factory()
             self.records = self.checkpoint.load(self.log)
@@ -104,6 +163,9 @@ class NriAgent:
                     and c.get("pod_sandbox_id") in sandboxes]
             uids = {sandboxes[c["pod_sandbox_id"]].get("uid") for c in live}
             self.records = {u: r for u, r in self.records.items() if u in uids}
+            # pods removed while the connection was down: forgotten here, not kept
+            self._reported = {u: r for u, r in self._reported.items() if u in uids}
+            self.recorder.retain(uids)
             # recorded grants first, so that a container placed afresh takes no CPU of theirs
             live.sort(key=lambda c: (
                 (c.get("name") not in self.records.get(
@@ -145,7 +207,8 @@ class NriAgent:
         t0 = time.monotonic()
         with self.lock:
             try:
-                key = self._admit(pod, container)
+                with self._charged(pod):
+                    key = self._admit(pod, container)
             except Exception as e:  # noqa: BLE001 - that container's failure, see _refused
                 self._refused("CreateContainer", pod, container, e)
                 return None, []
@@ -166,7 +229,8 @@ class NriAgent:
     def update_container(self, pod, container, resources):
         with self.lock:
             try:
-                return self._update_container(pod, container, resources)
+                with self._charged(pod):
+                    return self._update_container(pod, container, resources)
             except Exception as e:  # noqa: BLE001 - that container's failure, see _refused
                 self._refused("UpdateContainer", pod, container, e)
                 return []
@@ -211,7 +275,9 @@ class NriAgent:
                 self._refused("StateChange", pod, container, e)
                 return
         if updates:
-            self._async.put(updates)
+            with self._async_lock:
+                self._async.update((u["container_id"], u) for u in updates)
+                self._async_ready.set()
 
     def _state_change(self, event, pod, container):
         if event == api.REMOVE_CONTAINER:
@@ -221,7 +287,7 @@ class NriAgent:
             self.state.forget(uid)
             self.records.pop(uid, None)
             self.recorder.forget(uid)
-            self._reported = {r for r in self._reported if r[0] != uid}
+            self._reported.pop(uid, None)
             updates = self._updates()
             self._save(uid, gone=True)
         else:
@@ -233,12 +299,14 @@ class NriAgent:
 
     # -- asynchronous updates --------------------------------------------
     def run_updates(self, stop):
-        """Send the updates of state changes (removals) with UpdateContainers."""
+        """Send the updates of state changes (removals) with UpdateContainers: all
+        that wait, one call, one update per container."""
         while not stop.is_set():
-            try:
-                updates = self._async.get(timeout=0.5)
-            except queue.Empty:
+            if not self._async_ready.wait(0.5):
                 continue
+            with self._async_lock:
+                self._async_ready.clear()
+                updates, self._async = [u for _, u in sorted(self._async.items())], {}
             plugin = self.plugin
             if plugin is None:
                 continue
@@ -254,14 +322,29 @@ class NriAgent:
                                  f.get("container_id"))
 
     # -- internals ---------------------------------------------------------
+    def _readable(self, what, items):
+        """ITEMS of a Synchronize but those the wire could not read (``wire.INVALID``:
+        over their fields' cap, say): each logged and counted, left as the runtime has
+        it (a container of an unreadable sandbox is not live here)."""
+        bad = [i for i in items if wire.INVALID in i]
+        for item in bad:
+            self.metrics.refused.labels(BAD_REQUEST).inc()
+            self.log.warning("NRI Synchronize: a %s not read: %s", what, item[wire.INVALID])
+        return [i for i in items if wire.INVALID not in i] if bad else items
+
     def _runtime(self):
         return self.runtime[0] or "containerd"
 
     def _refused(self, method, sandbox, container, error):
         """Handling CONTAINER of SANDBOX in METHOD raised ERROR: the container is left as
         the kubelet asked; logged, counted by reason, and an Event when the pod is known."""
-        reason = BAD_REQUEST if isinstance(error, InputError) else INTERNAL
+        reason = OVER_BUDGET if isinstance(error, OverShare) else \
+            BAD_REQUEST if isinstance(error, InputError) else INTERNAL
         self.metrics.refused.labels(reason).inc()
+        if reason == OVER_BUDGET:
+            self._event(nri_subjects.pod(sandbox), REASON_PLACEMENT, "container %s: not "
+                        "pinned: %s" % (container.get("name"), error))
+            return
         what = "container %s (%s) of pod %s/%s" % (
             container.get("name") or "?", container.get("id") or "no id",
             sandbox.get("namespace") or "?", sandbox.get("name") or "?")
@@ -273,6 +356,18 @@ class NriAgent:
         if pod is not None:
             self._event(pod, REASON_PLACEMENT, "container %s: not pinned: internal error "
                         "(%s: %s)" % (container.get("name"), type(error).__name__, error))
+
+    @contextlib.contextmanager
+    def _charged(self, sandbox):
+        """Within the share of the agent's time of SANDBOX's namespace (``TimeShare``;
+        else OverShare), charged the time it holds the lock."""
+        namespace = sandbox.get("namespace") or ""
+        self.share.check(namespace)
+        t0 = time.monotonic()
+        try:
+            yield
+        finally:
+            self.share.charge(namespace, time.monotonic() - t0)
 
     def _admit(self, sandbox, container):
         uid = sandbox.get("uid") or sandbox.get("id")
@@ -365,6 +460,8 @@ class NriAgent:
                 self.checkpoint.record(uid, None)
             elif self._merge(uid):
                 self.checkpoint.record(uid, self.records[uid])
+            if self.checkpoint.stale(len(self.records)):
+                self.checkpoint.rewrite(self.records)
         except OSError as e:
             self._checkpoint_failed(e)
 
@@ -392,11 +489,14 @@ class NriAgent:
                                                    separators=(",", ":")))
 
     def _event(self, pod, reason, message):
-        """Log and queue the Event once; True when it is new."""
-        key = (pod.uid, reason, message)
-        if key in self._reported:
+        """Log and queue the Event once (a pod's first REPORTED_PER_POD messages are
+        remembered, then forgotten together); True when it is new."""
+        sent = self._reported.setdefault(pod.uid, set())
+        if (reason, message) in sent:
             return False
-        self._reported.add(key)
+        if len(sent) >= REPORTED_PER_POD:
+            sent.clear()
+        sent.add((reason, message))
         self.log.warning("pod %s: %s", pod.ref, message)
         self.recorder.event(_ref(pod), reason, message)
         return True

@@ -7,13 +7,18 @@ shared adapter (``kube.informer``, ``kube.events``). Events arrive on the
 informer's thread and the periodic full reconcile on another: one lock makes
 them take turns.
 
-Faults: an API error in a patch or an Event is logged and retried at the next
-reconcile (the decision stands); a container whose cgroup vanished between
-decision and write gives its grant back (a restart with a new ID places it
-again); a cgroup write the kernel refuses is an Event on the pod and the
-container keeps what it had. A grant recorded in the pod's annotation that the
-engine would not make for the container (anyone who can write the pod can write
-the annotation) is a Warning Event, and the container is placed afresh.
+The daemon hands the API writes to ``agent.recorder.Recorder`` (through
+``QueuedPodApi``), so the lock is never held across an API call and one pod's slow or
+refused patch delays no other pod's cgroup writes.
+
+Faults: an API error in a patch or an Event is logged and retried (by the
+recorder, or at the next reconcile with an API that raises) and the decision
+stands; a container whose cgroup vanished between decision and write gives its
+grant back (a restart with a new ID places it again); a cgroup write the kernel
+refuses is an Event on the pod and the container keeps what it had. A grant
+recorded in the pod's annotation that the engine would not make for the container
+(anyone who can write the pod can write the annotation) is a Warning Event, and
+the container is placed afresh.
 """
 import logging
 import threading
@@ -120,8 +125,8 @@ def pod_uid(obj):
 
 
 class Agent:
-    """API: a PodApi (or anything with its two methods; tests and benchmarks pass a
-    recorder)."""
+    """API: a PodApi (or anything with its two methods: the daemon passes a
+    ``recorder.QueuedPodApi``; tests and benchmarks pass a recorder)."""
 
     def __init__(self, api, node, state, layout, writer, metrics, log=None, dry_run=False,
                  pods=None):

@@ -63,7 +63,12 @@ LinuxPodSandbox = Message("LinuxPodSandbox", [
     F(1, "pod_overhead", LinuxResources), F(2, "pod_resources", LinuxResources),
     F(3, "cgroup_parent", "string"), F(4, "cgroups_path", "string"),
     F(5, "namespaces", LinuxNamespace, repeated=True), F(6, "resources", LinuxResources)])
-PodSandbox = Message("PodSandbox", [
+# Fields a pod sandbox and a container may hold (labels, annotations, args, env, mounts:
+# one each), so that what a pod's creator writes bounds the time its messages take to
+# read (a few ms each; wire.py): a real pod has tens, a container hundreds (its env).
+MAX_SANDBOX_FIELDS, MAX_CONTAINER_FIELDS = 2048, 8192
+
+PodSandbox = Message("PodSandbox", max_fields=MAX_SANDBOX_FIELDS, fields=[
     F(1, "id", "string"), F(2, "name", "string"), F(3, "uid", "string"),
     F(4, "namespace", "string"), F(5, "labels", Map("string", "string")),
     F(6, "annotations", Map("string", "string")), F(7, "runtime_handler", "string"),
@@ -72,10 +77,10 @@ PodSandbox = Message("PodSandbox", [
 LinuxContainer = Message("LinuxContainer", [
     F(1, "namespaces", LinuxNamespace, repeated=True), F(3, "resources", LinuxResources),
     F(4, "oom_score_adj", OptionalInt), F(5, "cgroups_path", "string")])
-Container = Message("Container", [
+Container = Message("Container", max_fields=MAX_CONTAINER_FIELDS, fields=[
     F(1, "id", "string"), F(2, "pod_sandbox_id", "string"), F(3, "name", "string"),
     F(4, "state", "enum"), F(5, "labels", Map("string", "string")),
-    F(6, "annotations", Map("string", "string")), F(7, "args", "string", True),
+    F(6, "annotations", Map("string", "string")),
     F(11, "linux", LinuxContainer), F(12, "pid", "uint32")])
 
 LinuxContainerAdjustment = Message("LinuxContainerAdjustment", [
@@ -106,8 +111,9 @@ ConfigureRequest = Message("ConfigureRequest", [
     F(3, "runtime_version", "string"), F(4, "registration_timeout", "int64"),
     F(5, "request_timeout", "int64")])
 ConfigureResponse = Message("ConfigureResponse", [F(2, "events", "int32")])
-SynchronizeRequest = Message("SynchronizeRequest", [
-    F(1, "pods", PodSandbox, repeated=True), F(2, "containers", Container, repeated=True),
+SynchronizeRequest = Message("SynchronizeRequest", [        # one bad pod: its error
+    F(1, "pods", PodSandbox, repeated=True, isolated=True),
+    F(2, "containers", Container, repeated=True, isolated=True),
     F(3, "more", "bool")])
 SynchronizeResponse = Message("SynchronizeResponse", [
     F(1, "update", ContainerUpdate, repeated=True), F(2, "more", "bool")])

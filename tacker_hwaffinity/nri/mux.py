@@ -4,7 +4,10 @@ Each chunk on the socket is ``connection id (u32 BE) | length (u32 BE) | bytes``
 (containerd/nri ``pkg/net/multiplex``). Connection 1 carries the plugin's
 service (the runtime is the ttrpc client), connection 2 the runtime's service
 (the plugin is the client). One thread reads the socket and hands each chunk to
-the sink of its connection; writers share a lock so chunks never interleave.
+the sink of its connection; writers share a lock so chunks never interleave. A
+write the runtime takes nothing of for ``SEND_STALL_S`` (it stopped reading) closes
+the connection, so no writer holds that lock longer than twice that (the part of a
+write the kernel took before the stall, then the stall) once the runtime stops.
 """
 import socket
 import struct
@@ -15,6 +18,7 @@ from tacker_hwaffinity.nri.ttrpc import HEADER_LEN, MAX_DATA
 PLUGIN_CONN, RUNTIME_CONN = 1, 2
 CHUNK = struct.Struct(">II")
 MAX_CHUNK = HEADER_LEN + MAX_DATA
+SEND_STALL_S = 2.5      # the longest one send() waits for the runtime to take bytes
 
 
 class MuxError(Exception):
@@ -27,6 +31,10 @@ class Mux:
 
     def __init__(self, sock, sinks, on_close):
         self.sock = sock
+        # a blocking socket whose sends alone time out (SO_SNDTIMEO): reads wait for the
+        # runtime's next request however long it takes, a send SEND_STALL_S at most
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, struct.pack(
+            "ll", int(SEND_STALL_S), int(SEND_STALL_S % 1 * 1e6)))
         self.sinks = dict(sinks)
         self.on_close = on_close
         self._wlock = threading.Lock()
@@ -41,6 +49,8 @@ class Mux:
         return self._closed.is_set()
 
     def send(self, conn_id, data):
+        """Write DATA on connection CONN_ID whole; MuxError (and the connection closed)
+        when the socket fails or the runtime takes nothing for SEND_STALL_S."""
         view = memoryview(data)
         with self._wlock:
             if self._closed.is_set():
@@ -52,6 +62,10 @@ class Mux:
                     view = view[MAX_CHUNK:]
                     if not len(view):
                         break
+            except BlockingIOError:
+                self.close()
+                raise MuxError("writing to the NRI socket: the runtime took nothing for "
+                               "%.1f s" % SEND_STALL_S)
             except OSError as e:
                 self.close()
                 raise MuxError("writing to the NRI socket: %s" % e)

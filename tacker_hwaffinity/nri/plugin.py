@@ -29,6 +29,7 @@ import threading
 
 from tacker_hwaffinity.nri import api, ttrpc
 from tacker_hwaffinity.nri.mux import PLUGIN_CONN, RUNTIME_CONN, Mux, MuxError
+from tacker_hwaffinity.nri.wire import WireError
 
 PLUGIN_NAME = "hwaffinity"
 # requests whose error status would fail the container in the runtime (containerd's NRI
@@ -173,7 +174,9 @@ class Plugin:
             msg = request.decode(req.get("payload", b""))
             out = getattr(self, "_on_" + method)(msg)
         except Exception as e:
-            if self.log is not None:
+            if self.log is not None and isinstance(e, WireError):     # say, over a cap
+                self.log.warning("NRI %s: the request not read: %s", method, e)
+            elif self.log is not None:
                 self.log.exception("NRI %s failed", method)
             if method in CONTAINER_METHODS:
                 # an error status fails the container's creation in the runtime; without

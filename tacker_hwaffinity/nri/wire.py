@@ -12,11 +12,17 @@ not None, so an empty ``{}`` is sent as present.
 
 Bounds: a decoder is given bytes already bounded by the framing (ttrpc's 4 MiB);
 nesting deeper than ``MAX_DEPTH`` or a length running past the buffer raises
-``WireError`` rather than recursing or slicing silently.
+``WireError`` rather than recursing or slicing silently. The time a decode takes
+grows with the fields on the wire (skipped ones too: a container's args and env, a
+pod's labels, which the pod's creator chooses): a message type may cap its fields
+(``Message(max_fields=N)``, counted with every field and map entry of its own level),
+and a repeated field may be ``isolated``: an element over its cap, or otherwise
+unreadable, is that element's error (``{INVALID: why}``), not the whole message's.
 """
 import struct
 
 MAX_DEPTH = 32
+INVALID = "_invalid"        # the key of an isolated element that could not be read
 _SIGNED = {"int32", "int64", "enum"}
 _VARINT = {"bool", "int32", "int64", "uint32", "uint64", "enum"}
 
@@ -26,27 +32,30 @@ class WireError(ValueError):
 
 
 class Field:
-    __slots__ = ("number", "name", "kind", "repeated")
+    __slots__ = ("number", "name", "kind", "repeated", "isolated")
 
-    def __init__(self, number, name, kind, repeated=False):
+    def __init__(self, number, name, kind, repeated=False, isolated=False):
         self.number, self.name, self.kind, self.repeated = number, name, kind, repeated
+        self.isolated = isolated    # repeated messages: a bad element is its own error
 
 
 class Map:
     """``map<K, V>``: on the wire, repeated entries {1: key, 2: value}."""
 
-    __slots__ = ("key", "value", "entry")
+    __slots__ = ("key", "value", "entry", "strings")
 
     def __init__(self, key, value):
         self.key, self.value = key, value
         self.entry = Message("entry", [Field(1, "key", key), Field(2, "value", value)])
+        self.strings = key == value == "string"     # decoded by _string_entry
 
 
 class Message:
     """One message type: its fields by number and by name."""
 
-    def __init__(self, name, fields=()):
+    def __init__(self, name, fields=(), max_fields=None):
         self.name = name
+        self.max_fields = max_fields    # fields (map entries included) it may hold
         self.by_number = {}
         self.by_name = {}
         self.define(fields)
@@ -69,33 +78,55 @@ class Message:
         out = {}
         view = memoryview(data)
         pos, end = 0, len(view)
+        by_number = self.by_number
+        left = self.max_fields if self.max_fields is not None else end
         while pos < end:
-            tag, pos = _varint(view, pos)
+            left -= 1
+            if left < 0:
+                raise WireError("%s: more than %d fields" % (self.name, self.max_fields))
+            # one-byte varints (tags of fields 1-15, lengths under 128) read inline: a
+            # message of many small fields (a container's args or env, a pod's
+            # annotations) costs one pass of this loop per field, nothing more
+            tag = view[pos]
+            pos += 1
+            if tag & 0x80:
+                tag, pos = _varint(view, pos - 1)
             number, wtype = tag >> 3, tag & 7
             if number == 0:
                 raise WireError("%s: field number 0" % self.name)
-            field = self.by_number.get(number)
-            if wtype == 0:
-                raw, pos = _varint(view, pos)
-            elif wtype == 2:
-                size, pos = _varint(view, pos)
+            field = by_number.get(number)
+            if wtype == 2:
+                if pos >= end:
+                    raise WireError("truncated varint")
+                size = view[pos]
+                pos += 1
+                if size & 0x80:
+                    size, pos = _varint(view, pos - 1)
                 if pos + size > end:
                     raise WireError("%s: field %d runs past the message" % (self.name, number))
+                if field is None:
+                    pos += size
+                    continue
                 raw, pos = view[pos:pos + size], pos + size
-            elif wtype == 1:
-                if pos + 8 > end:
-                    raise WireError("%s: truncated fixed64" % self.name)
-                raw, pos = struct.unpack_from("<Q", view, pos)[0], pos + 8
-            elif wtype == 5:
-                if pos + 4 > end:
-                    raise WireError("%s: truncated fixed32" % self.name)
-                raw, pos = struct.unpack_from("<I", view, pos)[0], pos + 4
             else:
-                raise WireError("%s: wire type %d (groups are not supported)"
-                                % (self.name, wtype))
+                raw, pos = self._fixed_or_varint(view, pos, end, wtype)
             if field is not None:
                 self._store(out, field, wtype, raw, depth)
         return out
+
+    def _fixed_or_varint(self, view, pos, end, wtype):
+        """(value, next position) of a field of wire type WTYPE (not 2) at POS."""
+        if wtype == 0:
+            return _varint(view, pos)
+        if wtype == 1:
+            if pos + 8 > end:
+                raise WireError("%s: truncated fixed64" % self.name)
+            return struct.unpack_from("<Q", view, pos)[0], pos + 8
+        if wtype == 5:
+            if pos + 4 > end:
+                raise WireError("%s: truncated fixed32" % self.name)
+            return struct.unpack_from("<I", view, pos)[0], pos + 4
+        raise WireError("%s: wire type %d (groups are not supported)" % (self.name, wtype))
 
     def _store(self, out, field, wtype, raw, depth):
         kind = field.kind
@@ -103,6 +134,10 @@ class Message:
             if wtype != 2:
                 raise WireError("%s.%s: a map entry must be length-delimited"
                                 % (self.name, field.name))
+            if kind.strings:
+                key, value = _string_entry(raw)
+                out.setdefault(field.name, {})[key] = value
+                return
             entry = kind.entry.decode(raw, depth + 1)
             value = entry.get("value")
             if value is None:
@@ -116,7 +151,13 @@ class Message:
                 items.append(_scalar(kind, v))
             out.setdefault(field.name, []).extend(items)
             return
-        value = self._value(field, wtype, raw, depth)
+        if field.isolated:
+            try:
+                value = self._value(field, wtype, raw, depth)
+            except WireError as e:
+                value = {INVALID: str(e)}
+        else:
+            value = self._value(field, wtype, raw, depth)
         if field.repeated:
             out.setdefault(field.name, []).append(value)
         else:
@@ -196,6 +237,25 @@ def _encode_one(out, number, kind, value, force):
         _put_varint(out, value & 0xFFFFFFFFFFFFFFFF)
 
 
+def _string_entry(raw):
+    """(key, value) of a map<string, string> entry, as ``Map.entry.decode`` reads it;
+    the usual layout (key then value, lengths under 128) read inline."""
+    end = len(raw)
+    try:
+        if end >= 2 and raw[0] == 0x0a and raw[1] < 0x80:
+            k_end = 2 + raw[1]
+            if k_end == end:
+                return bytes(raw[2:]).decode("utf-8"), ""
+            if k_end + 2 <= end and raw[k_end] == 0x12 and raw[k_end + 1] < 0x80 \
+                    and k_end + 2 + raw[k_end + 1] == end:
+                return (bytes(raw[2:k_end]).decode("utf-8"),
+                        bytes(raw[k_end + 2:]).decode("utf-8"))
+    except UnicodeDecodeError:
+        raise WireError("entry: a key or value that is not UTF-8")
+    entry = _STRING_ENTRY.decode(raw)
+    return entry.get("key", ""), entry.get("value", "")
+
+
 def _tag(out, number, wtype):
     _put_varint(out, number << 3 | wtype)
 
@@ -245,3 +305,6 @@ def _zero(kind):
     if kind == "bool":
         return False
     return 0
+
+
+_STRING_ENTRY = Message("entry", [Field(1, "key", "string"), Field(2, "value", "string")])
