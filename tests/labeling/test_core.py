@@ -182,3 +182,28 @@ def test_the_documented_json_schema_is_the_generated_one():
     with open(path) as f:
         assert json.load(f) == params.json_schema(), \
             "regenerate doc/hwaffinity_param.schema.json from params.json_schema()"
+
+
+def _waits(fields, path=()):
+    """(path, field) of every number the requester sets that we wait or retry by."""
+    for name, f in fields.items():
+        if f.fields:
+            yield from _waits(f.fields, path + (name,))
+        elif f.type in ("number", "integer") and (name.endswith("timeout") or name == "retries"):
+            yield path + (name,), f
+
+
+@pytest.mark.parametrize("path,field", list(_waits(params.SPEC)),
+                         ids=lambda p: ".".join(p) if isinstance(p, tuple) else "")
+def test_a_requester_cannot_set_a_wait_past_our_maximum(path, field):
+    # doc/security.md: a lifecycle hook holds a conductor worker for at most the schema's
+    # maxima, whatever the VNF requester's additionalParams ask
+    assert field.maximum is not None
+    block = value = {}
+    for name in path[:-1]:
+        value = value.setdefault(name, {})
+    value[path[-1]] = field.maximum + 1
+    with pytest.raises(InputError) as e:
+        params.parse(dict(REF, hwaffinity_param=block))
+    assert e.value.field == "additionalParams.hwaffinity_param." + ".".join(path)
+    assert "at most" in e.value.message

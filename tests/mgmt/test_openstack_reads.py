@@ -2,7 +2,11 @@
 harness (tests/mgmt/data), and the OpenStack adapter's behaviour when Heat or
 Nova answer 5xx or not at all (replayed over HTTP: a real cloud here cannot
 be made to fail on cue)."""
+import socket
+import time
+
 import pytest
+from keystoneauth1 import noauth, session as ks_session
 
 from mgmt import openstack_replay as replay
 from tacker_hwaffinity.labeling import inventory, params as parameters
@@ -134,3 +138,20 @@ def test_a_master_vdu_that_is_not_scaled_is_found_by_vdu_id():
                                              "vdu_id: the stack has no server ghost"):
             lifecycle.discover(lifecycle.Context(
                 lifecycle.Job("instantiate_end", p, stack_id=stack_id), _openstack(cloud)))
+
+
+def test_a_cloud_that_never_answers_holds_a_read_for_our_timeouts_only():
+    # doc/security.md: an OpenStack read holds a hook, the controller's tick or relabel for
+    # at most (retries + 1) x the session's timeout plus the backoff, whatever the cloud does
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)                    # connections complete, no byte is ever answered
+        url = "http://127.0.0.1:%d" % silent.getsockname()[1]
+        sess = ks_session.Session(auth=noauth.NoAuth(endpoint=url), timeout=0.5)
+        os_ = OpenStack(sess, retries=2, backoff=0.05)
+        started = time.monotonic()
+        with pytest.raises(OpenStackError) as e:
+            os_.stack_resources("s1")
+        took = time.monotonic() - started
+    assert "no answer" in str(e.value) and "after 3 attempts" in str(e.value)
+    assert took < 3 * 0.5 + 0.05 + 0.1 + 2.0
