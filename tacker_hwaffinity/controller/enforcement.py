@@ -11,10 +11,11 @@ No tenant's object holds what the others share (doc/security.md):
   ``terminationGracePeriodSeconds`` is its owner's to set); the other namespaces go on
   meanwhile, and a pod whose eviction was accepted no longer counts against anyone's
   rules (it is being deleted, whether or not the watch has brought that yet);
-* the violators take turns: the namespace whose last eviction attempt is the oldest
-  goes first, and in it the pods not tried yet before those tried (the seed's order
-  otherwise), so a violator a PodDisruptionBudget blocks forever, or a workload whose
-  replacements violate again, cannot keep the others from their turn."""
+* the namespaces take turns: the one whose last eviction attempt is the oldest goes
+  first, and in it the seed's order holds (the pods of a moved node first: a pod a
+  budget blocks is retried, not passed over for its replica elsewhere), so a violator a
+  PodDisruptionBudget blocks forever, or a workload whose replacements violate again,
+  cannot keep the other namespaces from their turn."""
 from tacker_hwaffinity.constants import TERMINAL_PHASES
 from tacker_hwaffinity.controller import rules as rulesmod
 from tacker_hwaffinity.controller.events import COMPONENT, meta_of
@@ -23,7 +24,7 @@ from tacker_hwaffinity.kube import evict as evictmod
 from tacker_hwaffinity.kube.client import KubeError
 
 DEFAULT_GRACE_S = 30        # the API server's default terminationGracePeriodSeconds
-NEVER = float("-inf")       # the last attempt in a namespace, or on a pod, never tried
+NEVER = float("-inf")       # the last attempt in a namespace never tried
 
 
 class InFlight:
@@ -91,7 +92,6 @@ class Enforcement:
         self.blocked_until = {}     # pod key -> clock time before which not to retry
         self.stuck = {}             # uid -> pod key: evicted, never went; not picked again
         self.served = {}            # namespace -> clock time of its last eviction attempt
-        self.tried = {}             # pod key -> clock time of its last eviction attempt
 
     def new_term(self):
         """Count the affinity grace again (what the last term saw may be out of date)."""
@@ -120,12 +120,10 @@ class Enforcement:
 
     def _queue(self, due, moved_nodes):
         """The DUE violations in the order to try them: the namespace whose last attempt
-        is the oldest first (never tried: before all), in it the pod whose last attempt is
-        the oldest first (never tried: before all), else the seed's order
+        is the oldest first (never tried: before all), in it the seed's order
         (``rules.eviction_order``; the sort is stable)."""
         return sorted(rulesmod.eviction_order(due, moved_nodes),
-                      key=lambda v: (self.served.get(v.pod.namespace, NEVER),
-                                     self.tried.get(v.pod.key, NEVER)))
+                      key=lambda v: self.served.get(v.pod.namespace, NEVER))
 
     def cluster(self, namespace_objs):
         """(the rules' view of the caches, (uids, pod keys) of the objects in them); a
@@ -183,8 +181,6 @@ class Enforcement:
             del self.stuck[uid]
         for key in [k for k, t in self.blocked_until.items() if k not in keys or t <= now]:
             del self.blocked_until[key]
-        for key in [k for k in self.tried if k not in keys]:
-            del self.tried[key]
         namespaces = {k.partition("/")[0] for k in keys}
         for namespace in [n for n in self.served if n not in namespaces]:
             del self.served[namespace]
@@ -217,7 +213,7 @@ class Enforcement:
     def _evict(self, v):
         pod = self.pods.get(v.pod.namespace, v.pod.name)
         text = "evicted by %s: %s" % (COMPONENT, v.message())
-        self.served[v.pod.namespace] = self.tried[v.pod.key] = self.clock()
+        self.served[v.pod.namespace] = self.clock()
         if self.s.dry_run:
             self.log.info("would evict pod %s: %s", v.pod.key, v.message())
             self.blocked_until[v.pod.key] = self.clock() + self.s.poll_interval
