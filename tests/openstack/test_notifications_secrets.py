@@ -62,8 +62,8 @@ def test_the_logged_url_never_holds_the_password(user, password, hosts, vhost, e
     for form in _forms(password):
         assert form not in shown
     assert shown.startswith("rabbit://")
-    if encoded:  # as oslo.messaging documents: it reads the URL as written
-        assert _read_as_written(url, urllib.parse.quote(password, ""), hosts)
+    # whether oslo.messaging reads even an encoded URL as written depends on the Python
+    # under it (3.13's urlsplit refuses '[fd00::3],:p@h'): what it reads is what is shown
     if _read_as_written(url, password if not encoded else urllib.parse.quote(password, ""),
                         hosts):
         for host, port in hosts:   # what oslo.messaging connects to is still said
