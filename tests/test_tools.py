@@ -304,3 +304,26 @@ def test_no_argument_installs_everything(checkout):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert [r.split()[0] for r in ran] == STEPS
     assert ran[0] == "install-test-packages.sh "
+
+
+def test_the_whole_suite_runs_each_test_once_in_two_passes(checkout):
+    """No argument: everything installed, then the tests that need nothing on every core
+    and the integration tests one at a time; the trixie fast loop after both pass."""
+    proc, ran = checkout()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    passes = [line for line in proc.stdout.splitlines() if "running pytest" in line]
+    assert len(passes) == 2, proc.stdout
+    assert "-n auto" in passes[0] and "not (" in passes[0] and "-n auto" not in passes[1]
+    # xdist reports no deselection: its pass collected the one unmarked test only
+    assert "= 1 passed in" in proc.stdout and "3 passed, 1 deselected" in proc.stdout, \
+        proc.stdout
+    assert ran[-1] == "test-python.sh "
+
+
+def test_a_failing_first_pass_fails_the_whole_suite(checkout, tmp_path):
+    sample = tmp_path / "repo" / "tests" / "test_sample.py"
+    sample.write_text(sample.read_text() + "\ndef test_broken():\n    assert False\n")
+    proc, ran = checkout()
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "3 passed, 2 deselected" in proc.stdout
+    assert "test-python.sh " not in ran

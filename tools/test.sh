@@ -215,14 +215,29 @@ if needs tacker; then
         env PYTHON="${venv}/bin/python" bash tools/tacker-kubernetes-client.sh
 fi
 
-log "running pytest $*"
-set +e
-"${venv}/bin/python" -m pytest "$@"
-rc=$?
-set -e
-if [ "${rc}" -eq 5 ]; then
-    log "pytest collected no tests: failing"
-    exit 1
+# run_pytest ARGS...: pytest's exit status, a run that collected nothing failing
+run_pytest() {
+    local rc=0
+    log "running pytest $*"
+    "${venv}/bin/python" -m pytest "$@" || rc=$?
+    if [ "${rc}" -eq 5 ]; then
+        log "pytest collected no tests: failing"
+        rc=1
+    fi
+    return "${rc}"
+}
+
+rc=0
+if [ "${full}" -eq 1 ]; then
+    # The whole suite in two passes, each test in exactly one: the tests that need nothing
+    # installed (slow ones included) on every core, then the integration tests one at a
+    # time, since they time real servers that share the machine's cores. Each pass
+    # prints its slowest tests (doc/testing.md, "How long").
+    integration="$(registered_markers | grep -vx slow | paste -sd' ' | sed 's/ / or /g')"
+    run_pytest -p xdist -n auto --durations=15 -m "not (${integration})" || rc=$?
+    run_pytest --durations=40 -m "${integration}" || rc=$?
+else
+    run_pytest "$@" || rc=$?
 fi
 if [ "${full}" -eq 1 ] && [ "${rc}" -eq 0 ]; then
     # the whole suite ran on this Python; the fast loop also runs on the newest Python
