@@ -1,4 +1,5 @@
-"""Every command the README shows runs as shown (doc/testing.md, "The README's commands").
+"""Every command the README shows runs as shown (doc/testing.md, "The README's commands"),
+and so does every command of doc/deploy.md, the README's "Deploy to a cluster" steps.
 
 Convention (tests/doccommands.py reads it): in a ```console block (and a plain ```
 block), a line starting with `$ ` is a command (a line ending in a backslash continues it)
@@ -6,11 +7,11 @@ and the lines after it, up to the next command, are output the README shows: eac
 (but `...`) must be a line of the real output. In a ```sh or ```bash block every line that
 is not a comment is a command. A block right after `<!-- needs: REASON -->` holds commands
 that need what no test run has (a cluster, a registry, a cloud, an installation); they are
-listed below, each with its reason, and the list must match the README both ways. The
+listed below, each with its reason, and the list must match the pages both ways. The
 two Quick start commands are what CI runs: they must be in the README word for word, and
 are not run here.
 
-The others run in a fresh copy of the checkout, in README order, through bash (globs and
+The others run in a fresh copy of the checkout, in page order, through bash (globs and
 quoting as a user's shell does them), with this Python's `hwaffinity` first on PATH, and
 must exit 0 (or the status listed in EXIT_STATUS).
 """
@@ -26,6 +27,8 @@ from doccommands import commands, shows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 README = os.path.join(ROOT, "README.md")
+# the pages whose commands are run: the README, then the steps moved out of it
+PAGES = (README, os.path.join(ROOT, "doc", "deploy.md"))
 
 SETUP = (
     "python3 -m venv .venv && . .venv/bin/activate && pip install '.[schema]' && "
@@ -87,24 +90,27 @@ def test_shown_output_must_be_the_printed_output_in_order():
     assert shows(["...", "c"], ["a", "b", "c"]) and not shows(["...", "b"], ["a", "b", "c"])
 
 
-def _readme_commands():
-    with open(README, encoding="utf-8") as f:
-        return commands(f.read())
+def _page_commands(pages=PAGES):
+    found = []
+    for page in pages:
+        with open(page, encoding="utf-8") as f:
+            found.extend(commands(f.read()))
+    return found
 
 
 def test_the_set_up_commands_are_in_the_readme_word_for_word():
-    shown = [c.text for c in _readme_commands() if c.lang in ("sh", "bash")]
+    shown = [c.text for c in _page_commands([README]) if c.lang in ("sh", "bash")]
     for command in SETUP:
         assert command in shown, command
 
 
 def test_the_list_of_commands_not_run_matches_the_readme():
-    found = _readme_commands()
+    found = _page_commands()
     marked = {c.text: c.needs for c in found if c.needs}
-    assert marked == NEEDS, "README <!-- needs: --> markers and NEEDS disagree"
+    assert marked == NEEDS, "the pages' <!-- needs: --> markers and NEEDS disagree"
     texts = [c.text for c in found]
     for command in list(NEEDS) + list(EXIT_STATUS):
-        assert command in texts, "stale: the README no longer shows %r" % command
+        assert command in texts, "stale: no page shows %r any more" % command
 
 
 def test_the_parser_finds_commands_output_and_markers():
@@ -135,7 +141,7 @@ def _copy_checkout(dest):
 
 @pytest.mark.slow
 def test_every_readme_command_that_needs_no_cluster_runs_as_shown(tmp_path):
-    runnable = [c for c in _readme_commands()
+    runnable = [c for c in _page_commands()
                 if c.text not in SETUP and c.text not in NEEDS]
     assert len(runnable) >= 6                         # plan, explain, audit, numa, csar...
     work = tmp_path / "checkout"
@@ -155,6 +161,6 @@ def test_every_readme_command_that_needs_no_cluster_runs_as_shown(tmp_path):
         printed = [line.rstrip() for line in (r.stdout + r.stderr).splitlines()
                    if line.strip()]
         if c.output and not shows(c.output, printed):
-            failures.append("%r: the README shows\n%s\n--- but it printed:\n%s" % (
+            failures.append("%r: the page shows\n%s\n--- but it printed:\n%s" % (
                 c, "\n".join(c.output), "\n".join(printed)))
     assert not failures, "\n\n".join(failures)

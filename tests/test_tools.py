@@ -3,11 +3,14 @@ machine's apt configuration (tools/apt-mirror.sh), no registry's host name is wr
 in the repository, every marker is registered once (tox.ini), and tools/test.sh
 installs only what the tests pytest selects need."""
 import configparser
+import fcntl
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -221,6 +224,16 @@ STEPS = ["install-test-packages.sh", "install-node-runtime.sh", "build-vm-image.
          "test-python.sh"]
 
 
+TEST_VENV = os.path.join(ROOT, "tools", "test-venv.sh")
+
+
+def _venv_path(cache, checkout):
+    """tools/test-venv.sh's venv for CHECKOUT under CACHE, with this Python."""
+    return subprocess.run(["bash", "-c", 'source "$1" && test_venv_path "$2" "$3" "$4"', "bash",
+                           TEST_VENV, str(cache), sys.executable, str(checkout)],
+                          capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+
+
 @pytest.fixture
 def checkout(tmp_path):
     """A copy of tools/test.sh in a small checkout whose provisioning steps only say that
@@ -228,7 +241,7 @@ def checkout(tmp_path):
     repo = tmp_path / "repo"
     (repo / "tools").mkdir(parents=True)
     (repo / "tests").mkdir()
-    for name in ("tools/test.sh", "tox.ini", "pyproject.toml"):
+    for name in ("tools/test.sh", "tools/test-venv.sh", "tox.ini", "pyproject.toml"):
         with open(os.path.join(ROOT, name)) as f:
             (repo / name).write_text(f.read())
     steps = tmp_path / "steps.log"
@@ -237,14 +250,12 @@ def checkout(tmp_path):
     (repo / "tests" / "test_sample.py").write_text(SAMPLE_TESTS)
     (repo / "tests" / "conftest.py").write_text(SAMPLE_CONFTEST)
     cache = tmp_path / "cache"
-    key = subprocess.run(["bash", "-c", 'printf "%d.%d-%s" $1 $2 "$(sha256sum pyproject.toml | '
-                          'cut -c1-12)"', "bash", *map(str, sys.version_info[:2])],
-                         cwd=repo, capture_output=True, text=True, check=True).stdout
-    venv = cache / ("venv-" + key)
+    venv = tmp_path / _venv_path(cache, repo)
     (venv / "bin").mkdir(parents=True)
     (venv / "bin" / "python").write_text('#!/bin/sh\nexec %s "$@"\n' % sys.executable)
     (venv / "bin" / "python").chmod(0o755)
     (venv / ".hwaffinity-editable").write_text(str(repo) + "\n")
+    (venv / ".hwaffinity-checkout").write_text(str(repo) + "\n")
 
     def run(*args):
         env = {k: v for k, v in os.environ.items()
@@ -269,6 +280,15 @@ def test_unmarked_tests_install_nothing(checkout):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert ran == []
     assert "1 passed" in proc.stdout
+
+
+def test_the_run_uses_this_checkout_s_own_venv_and_records_its_use(checkout, tmp_path):
+    record = tmp_path / _venv_path(tmp_path / "cache", tmp_path / "repo") / ".hwaffinity-checkout"
+    record.unlink()
+    proc, _ = checkout("tests/test_sample.py", "-k", "plain")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert len(os.listdir(tmp_path / "cache")) == 1 and "creating" not in proc.stdout
+    assert record.read_text() == "%s\n" % (tmp_path / "repo")
 
 
 def test_the_selected_tests_markers_decide_what_is_installed(checkout):
@@ -327,3 +347,156 @@ def test_a_failing_first_pass_fails_the_whole_suite(checkout, tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "3 passed, 2 deselected" in proc.stdout
     assert "test-python.sh " not in ran
+
+
+# --- the venv of each checkout (tools/test-venv.sh) --------------------------------------
+
+def _checkouts(tmp_path, *names):
+    paths = []
+    for name in names:
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+        paths.append(tmp_path / name)
+    return paths
+
+
+def test_two_checkouts_have_two_venvs_and_one_checkout_keeps_its_own(tmp_path):
+    one, two = _checkouts(tmp_path, "one", "two")
+    cache = tmp_path / "cache"
+    first, second = _venv_path(cache, one), _venv_path(cache, two)
+    assert first != second
+    assert first == _venv_path(cache, one)
+    version = "%d.%d" % sys.version_info[:2]
+    for venv in (first, second):
+        assert os.path.dirname(venv) == str(cache)
+        assert os.path.basename(venv).startswith("venv-%s-" % version)
+    (one / "pyproject.toml").write_text("[project]\nname = 'y'\n")
+    changed = _venv_path(cache, one)
+    assert changed != first and changed.rsplit("-", 1)[0] == first.rsplit("-", 1)[0]
+
+
+def test_venvs_of_gone_checkouts_and_superseded_ones_are_pruned(tmp_path):
+    """Gone: its checkout no longer exists and it was last used over a week ago (a CI clone
+    made again at the same path within the week finds its venv)."""
+    live, gone, recent = _checkouts(tmp_path, "live", "gone", "recent")
+    cache = tmp_path / "cache"
+    current = _venv_path(cache, live)
+    venvs = {"current": current, "gone": _venv_path(cache, gone),
+             "gone, used this week": _venv_path(cache, recent),
+             "superseded": current.rsplit("-", 1)[0] + "-0123456789ab",
+             "other python": current.replace("venv-", "venv-9.9-", 1),
+             "by hand": str(cache / "venv-by-hand"),
+             "older, gone": str(cache / "venv-3.11-0123456789ab"),
+             "older, live": str(cache / "venv-3.11-ba9876543210")}
+    eight_days_ago = time.time() - 8 * 86400
+    for name, venv in venvs.items():
+        os.makedirs(venv)
+        owner = recent if "this week" in name else gone if "gone" in name else live
+        record = ".hwaffinity-editable" if name.startswith("older") else ".hwaffinity-checkout"
+        if name != "by hand":
+            with open(os.path.join(venv, record), "w") as f:
+                f.write("%s\n" % owner)
+            if "this week" not in name:
+                os.utime(os.path.join(venv, record), (eight_days_ago, eight_days_ago))
+    for checkout in (gone, recent):
+        checkout.joinpath("pyproject.toml").unlink()
+        checkout.rmdir()
+    r = subprocess.run(["bash", "-c", 'source "$1" && prune_test_venvs "$2" "$3"', "bash",
+                        TEST_VENV, str(cache), current],
+                       capture_output=True, text=True, check=True, timeout=30)
+    removed = {name for name, venv in venvs.items() if not os.path.exists(venv)}
+    assert removed == {"gone", "superseded", "older, gone"}
+    assert sorted(r.stdout.split()) == sorted(venvs[name] for name in removed)
+
+
+# --- apt waits for a held lock (tools/apt-lock.sh) ----------------------------------------
+
+APT_LOCK = os.path.join(ROOT, "tools", "apt-lock.sh")
+LOCK_OPTION = "-o DPkg::Lock::Timeout="
+
+
+def _shell_commands(path):
+    """The lines of the script at PATH without comments and double-quoted strings (but
+    those with a command substitution)."""
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            code = re.sub(r'"(?:[^"\\]|\\.)*"',
+                          lambda m: m.group(0) if "$(" in m.group(0) else '""',
+                          line.split(" #", 1)[0])
+            if not code.lstrip().startswith("#"):
+                yield number, code
+
+
+def test_every_apt_get_of_the_tools_waits_for_a_held_lock():
+    """apt-get through apt_get or apt_get_update (tools/apt-lock.sh), or with the option
+    itself; dpkg only to read (dpkg-query, dpkg-deb, --print-architecture take no lock)."""
+    offenders, callers = [], []
+    for name in sorted(os.listdir(os.path.join(ROOT, "tools"))):
+        if not name.endswith(".sh"):
+            continue
+        path = os.path.join(ROOT, "tools", name)
+        for number, code in _shell_commands(path):
+            where = "tools/%s:%d: %s" % (name, number, code.strip())
+            for m in re.finditer(r"(?<![\w-])apt-get\b(.*)", code):
+                if not m.group(1).lstrip().startswith(LOCK_OPTION):
+                    offenders.append(where)
+            for m in re.finditer(r"(?<![\w-])dpkg\b(?!-)(.*)", code):
+                if not re.match(r"\s*--print-architecture\b", m.group(1)):
+                    offenders.append(where)
+            if re.search(r"\bapt_get(_update)?\b", code) and name != "apt-lock.sh":
+                callers.append(name)
+    assert not offenders, "apt-get without %s:\n%s" % (LOCK_OPTION, "\n".join(offenders))
+    assert {"apt-install.sh", "build-kube.sh"} <= set(callers)
+    for name in set(callers):
+        with open(os.path.join(ROOT, "tools", name)) as f:
+            assert "apt-lock.sh" in f.read(), "tools/%s uses apt_get without sourcing it" % name
+
+
+@pytest.fixture
+def apt_root(tmp_path):
+    """An APT_CONFIG whose lists, cache, dpkg status (and so their locks) and sources are
+    under TMP_PATH: apt runs for real without touching the machine's."""
+    if shutil.which("apt-get") is None:
+        pytest.skip("no apt-get on this machine")
+    for d in ("lists/partial", "cache/archives/partial", "dpkg", "sources.list.d"):
+        (tmp_path / d).mkdir(parents=True)
+    shutil.copy("/var/lib/dpkg/status", tmp_path / "dpkg" / "status")
+    (tmp_path / "sources.list").write_text("")
+    config = tmp_path / "apt.conf"
+    config.write_text("\n".join('%s "%s";' % pair for pair in (
+        ("Dir::State::Lists", tmp_path / "lists"), ("Dir::State::status", tmp_path / "dpkg" /
+                                                       "status"),
+        ("Dir::Cache", tmp_path / "cache"), ("Dir::Etc::sourcelist", tmp_path / "sources.list"),
+        ("Dir::Etc::sourceparts", tmp_path / "sources.list.d"))) + "\n")
+    return tmp_path, dict(os.environ, APT_CONFIG=str(config), HWAFFINITY_APT_LOCK_TIMEOUT="120")
+
+
+def _wait_for(condition, what, limit=60):
+    deadline = time.monotonic() + limit
+    while not condition():
+        assert time.monotonic() < deadline, "not within %d s: %s" % (limit, what)
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("lock, command, says", [
+    ("lists/lock", "apt_get_update -q", "[apt-lock] waiting for the apt lists lock"),
+    ("dpkg/lock-frontend", "apt_get install -y -q", "Waiting for cache lock"),
+])
+def test_apt_waits_while_the_lock_is_held_and_goes_on_when_it_is_released(
+        apt_root, lock, command, says):
+    root, env = apt_root
+    out = root / "out"
+    with open(root / lock, "a") as held:
+        fcntl.lockf(held, fcntl.LOCK_EX)            # apt's own kind of lock (fcntl)
+        with open(out, "w") as sink:
+            proc = subprocess.Popen(["bash", "-c", 'source "$1" && %s' % command, "bash",
+                                     APT_LOCK], env=env, stdout=sink, stderr=subprocess.STDOUT)
+        try:
+            _wait_for(lambda: says in out.read_text() or proc.poll() is not None,
+                      "%s says it waits" % command)
+            assert proc.poll() is None and says in out.read_text(), out.read_text()
+        except BaseException:
+            proc.kill()
+            proc.wait(10)
+            raise
+    assert proc.wait(60) == 0, out.read_text()

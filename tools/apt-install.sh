@@ -3,7 +3,8 @@
 #
 #   bash tools/apt-install.sh PACKAGE...
 #
-# Idempotent: apt-get update and install run only when something is missing.
+# Idempotent: apt-get update and install run only when something is missing. A held
+# dpkg or apt lock is waited for (tools/apt-lock.sh), up to 10 minutes.
 # Needs root then. Package maintainer scripts are kept from starting services
 # (policy-rc.d), so installing e.g. openssh-server or etcd-server starts no
 # daemon on a well-known port: the tests start their own on loopback.
@@ -32,7 +33,9 @@ fi
 
 log "installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -q
+# shellcheck source=tools/apt-lock.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-lock.sh"
+apt_get_update -q
 policy=/usr/sbin/policy-rc.d
 created_policy=0
 if [ ! -e "${policy}" ]; then
@@ -42,4 +45,4 @@ if [ ! -e "${policy}" ]; then
 fi
 cleanup() { if [ "${created_policy}" -eq 1 ]; then rm -f "${policy}"; fi; }
 trap cleanup EXIT
-apt-get install -y -q --no-install-recommends "${missing[@]}"
+apt_get install -y -q --no-install-recommends "${missing[@]}"

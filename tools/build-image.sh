@@ -79,7 +79,8 @@ build_base() {
     mkdir -p "${DEB_CACHE}"
     debootstrap --variant=minbase --include="${include}" --cache-dir="${DEB_CACHE}" \
         "${SUITE}" "${rootfs}" "${MIRROR}" > "${logfile}" 2>&1
-    chroot "${rootfs}" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin apt-get clean
+    chroot "${rootfs}" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+        apt-get -o DPkg::Lock::Timeout=600 clean
     # the host's name and resolver are no business of the image (runtimes mount their own)
     rm -f "${rootfs}/etc/hostname" "${rootfs}/etc/resolv.conf"
     rm -rf "${rootfs}"/var/lib/apt/lists/* "${rootfs}"/var/cache/apt/*.bin \

@@ -63,12 +63,15 @@ APT_UPDATED=0
 apt_update_once() {
     if [ "${APT_UPDATED}" -eq 0 ]; then
         log "apt-get update"
-        DEBIAN_FRONTEND=noninteractive apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt_get_update -qq
         APT_UPDATED=1
     fi
 }
 
 # Install the given Debian packages unless all of them are installed already.
+# shellcheck source=tools/apt-lock.sh
+source "$(dirname "${BASH_SOURCE[0]}")/apt-lock.sh"
+
 apt_install() {
     bash "$(dirname "${BASH_SOURCE[0]}")/apt-install.sh" "$@" || die "cannot install: $*"
 }
@@ -102,7 +105,7 @@ install_kubectl() {
     chmod 0755 "${tmp}"   # lets APT's _apt user write the download
     apt_update_once
     log "apt-get download kubectl/trixie (unpacked into the cache only)"
-    (cd "${tmp}" && apt-get download -qq kubectl/trixie) ||
+    (cd "${tmp}" && apt_get download -qq kubectl/trixie) ||
         die "cannot download trixie's kubectl: run tools/install-node-runtime.sh first (it adds the pinned trixie source)"
     dpkg-deb -x "${tmp}"/kubectl_*.deb "${tmp}/root"
     install -m 0755 "${tmp}/root/usr/bin/kubectl" "${BIN_DIR}/kubectl"
@@ -166,7 +169,7 @@ build() {
     mkdir -p "${work}/src"
     chmod 0755 "${work}" "${work}/src"
     log "apt-get source ${DEB_SRC_PACKAGE} into ${work}/src"
-    (cd "${work}/src" && apt-get source -qq "${DEB_SRC_PACKAGE}")
+    (cd "${work}/src" && apt_get source -qq "${DEB_SRC_PACKAGE}")
     src="$(find "${work}/src" -mindepth 1 -maxdepth 1 -type d -name "${DEB_SRC_PACKAGE}-*" | head -n 1)"
     if [ -z "${src}" ] || [ ! -d "${src}/vendor" ]; then
         die "unpacked source tree with vendor/ not found under ${work}/src"

@@ -318,7 +318,7 @@ rm -f "${rootfs}"/boot/vmlinuz-* "${rootfs}"/boot/initrd.img-*
 # shellcheck disable=SC2016  # dpkg-query's own ${field} syntax
 versions="$(in_root dpkg-query -W -f='${Package} ${Version}\n' \
     containerd runc systemd linux-image-amd64 python3 openssh-server)"
-in_root apt-get clean
+in_root apt-get -o DPkg::Lock::Timeout=600 clean
 rm -rf "${rootfs}"/var/lib/apt/lists/* "${rootfs}"/var/cache/apt/*.bin "${rootfs}"/usr/share/doc/* \
     "${rootfs}"/usr/share/man/* "${rootfs}"/usr/share/info/* "${rootfs}"/var/log/*.log \
     "${rootfs}"/debootstrap

@@ -33,7 +33,12 @@
 #
 # Everything is cached OUTSIDE the checkout under
 # ${HWAFFINITY_CACHE:-$HOME/.cache/tacker-hwaffinity} and rebuilt when missing; the
-# first of all is a virtualenv with this package and its test extras (from PyPI).
+# first of all is a virtualenv with this package and its test extras (from PyPI), one per
+# checkout, Python version and pyproject.toml (tools/test-venv.sh): two checkouts on one
+# machine each have their own. Each run removes the venvs whose checkout is gone (unused
+# for HWAFFINITY_VENV_KEEP_DAYS, default 7) and this checkout's superseded ones. Debian
+# packages are installed waiting for a held dpkg or apt lock, up to 10 minutes
+# (tools/apt-lock.sh).
 # Installing Debian packages and building images needs root; a step that would, run
 # by another user, stops the run and says which tests need it.
 set -euo pipefail
@@ -42,8 +47,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "${here}"
 cache="${HWAFFINITY_CACHE:-${HOME}/.cache/tacker-hwaffinity}"
 python="${PYTHON:-python3}"
-key="$("${python}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')-$(sha256sum pyproject.toml | cut -c1-12)"
-venv="${cache}/venv-${key}"
+# shellcheck source=tools/test-venv.sh
+source tools/test-venv.sh
+venv="$(test_venv_path "${cache}" "${python}" "${here}")"
 
 log() { printf '[test] %s\n' "$*"; }
 die() { printf '[test] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -129,8 +135,12 @@ if [ ! -x "${venv}/bin/python" ] || ! "${venv}/bin/python" -c 'import pytest, hy
     "${python}" -m venv "${venv}"
     "${venv}/bin/python" -m pip install -q --upgrade pip
 fi
-# The venv is keyed by pyproject.toml, so its packages change only with it; the editable
-# install is redone when it points at another checkout (the stamp names the one it has).
+printf '%s\n' "${here}" > "${venv}/.hwaffinity-checkout"     # its checkout, and its last use
+while read -r pruned; do
+    log "removed ${pruned}: its checkout is gone (unused for a week), or it is this one's with an older pyproject.toml"
+done < <(prune_test_venvs "${cache}" "${venv}")
+# The venv is this checkout's and keyed by pyproject.toml, so its packages change only
+# with it; the stamp says that the editable install of this checkout is done.
 stamp="${venv}/.hwaffinity-editable"
 if [ "$(cat "${stamp}" 2>/dev/null)" != "${here}" ]; then
     log "installing tacker-hwaffinity (editable) with test extras (first run: a few minutes)"

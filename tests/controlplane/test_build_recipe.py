@@ -26,6 +26,9 @@ def test_any_change_to_the_recipe_changes_the_cache_directory(tmp_path):
     changed = tmp_path / "tools" / "build-kube.sh"
     changed.parent.mkdir()
     shutil.copyfile(harness.BUILD_SCRIPT, changed)
+    # what it sources: apt's commands that wait for a held dpkg lock
+    shutil.copyfile(os.path.join(os.path.dirname(harness.BUILD_SCRIPT), "apt-lock.sh"),
+                    changed.parent / "apt-lock.sh")
     before = print_bin_dir(changed, tmp_path / "cache")
     with open(changed, "a") as f:
         f.write("# a changed recipe\n")

@@ -1,6 +1,6 @@
 """Deploy as a user does, on a real node: the image built from deploy/Dockerfile
 (tools/build-image.sh), imported into the node's containerd (no registry), then the
-README's steps with kubectl: ``kubectl apply -k deploy/`` (the image set once in
+README's steps (doc/deploy.md) with kubectl: ``kubectl apply -k deploy/`` (the image set once in
 deploy/kustomization.yaml's ``images:``), the controller's Secret, the webhook's
 certificate with ``hwaffinity webhook certs``, webhooks.yaml, and a second kube-scheduler
 with the shipped extender configuration filled in as the README does (its client
@@ -129,9 +129,9 @@ def _ready(obj):
 
 
 def readme_steps():
-    """The README's cluster commands ("Deploy to a cluster"), in its order, as
-    {step: [command text]}: apply, secret, webhook, scheduler, check."""
-    with open(os.path.join(ROOT, "README.md")) as f:
+    """The cluster commands of the README's "Deploy to a cluster" steps (doc/deploy.md),
+    in their order, as {step: [command text]}: apply, secret, webhook, scheduler, check."""
+    with open(os.path.join(ROOT, "doc", "deploy.md")) as f:
         found = [c.text for c in readme.commands(f.read()) if c.needs == "cluster"]
     steps, i = {}, 0
     for name, last in (("apply", "kubectl apply -k deploy/"),
