@@ -55,9 +55,9 @@ _.handle_properties  # unused method (tacker_hwaffinity/translator/resources.py:
 # kept alive on purpose (a weakref finalizer, a listener)
 _.choices  # unused attribute (tacker_hwaffinity/cli/numa.py:69)
 _._mgmt_driver_hash  # unused attribute (tacker_hwaffinity/csar/tacker_checks.py:126)
-_.create_system  # unused attribute (tacker_hwaffinity/csar/zipio.py:43)
-_.external_attr  # unused attribute (tacker_hwaffinity/csar/zipio.py:44)
-_.compress_type  # unused attribute (tacker_hwaffinity/csar/zipio.py:45)
+_.create_system  # unused attribute (tacker_hwaffinity/vnfpackage/zipio.py:43)
+_.external_attr  # unused attribute (tacker_hwaffinity/vnfpackage/zipio.py:44)
+_.compress_type  # unused attribute (tacker_hwaffinity/vnfpackage/zipio.py:45)
 _.daemon_threads  # unused attribute (tacker_hwaffinity/kube/serve.py:136)
 request_queue_size  # unused variable (tacker_hwaffinity/kube/serve.py:205)
 _.scan_once  # unused attribute (tacker_hwaffinity/objects/json_strict.py:59)
@@ -140,3 +140,8 @@ _.command_seconds  # unused attribute (tacker_hwaffinity/ssh/session.py:230)
 policy_type  # unused variable (tacker_hwaffinity/translator/rules.py:26)
 _.on_url  # httptools calls it (tacker_hwaffinity/kube/serve.py, _Head)
 _.on_header  # httptools calls it (tacker_hwaffinity/kube/serve.py, _Head)
+
+# Named only in string annotations (vulture does not read them): imported under
+# TYPE_CHECKING where the module imports prometheus_client lazily
+Metric  # unused import (tacker_hwaffinity/kube/serve.py:74)
+Metric  # unused import (tacker_hwaffinity/kube/tlsreload.py:27)

@@ -189,7 +189,7 @@ def _package(tmp_path, members):
 
 
 def test_extraction_replaces_a_link_planted_at_a_member(tmp_path):
-    from tacker_hwaffinity.csar import zipio
+    from tacker_hwaffinity.vnfpackage import zipio
     victim, into = _victim(tmp_path), tmp_path / "into"
     (into / "Definitions").mkdir(parents=True)
     (into / "Definitions" / "vnfd.yaml").symlink_to(victim)
@@ -200,7 +200,7 @@ def test_extraction_replaces_a_link_planted_at_a_member(tmp_path):
 
 
 def test_extraction_refuses_a_link_planted_as_a_folder(tmp_path):
-    from tacker_hwaffinity.csar import zipio
+    from tacker_hwaffinity.vnfpackage import zipio
     elsewhere, into = tmp_path / "elsewhere", tmp_path / "into"
     elsewhere.mkdir()
     into.mkdir()
@@ -225,7 +225,7 @@ def test_extraction_writes_nothing_outside_its_folder_whatever_link_is_planted(
     """Members a/x, b/a/y...; a link to a folder or a file outside planted at any name
     inside: extraction either writes every member (the last of a name wins) as a regular
     file inside, or refuses with an InputError; outside, nothing changes."""
-    from tacker_hwaffinity.csar import zipio
+    from tacker_hwaffinity.vnfpackage import zipio
     names = ["/".join(folders + [leaf]) for folders, leaf in members]
     with tempfile.TemporaryDirectory() as tmp:
         outside, into = os.path.join(tmp, "outside"), os.path.join(tmp, "into")

@@ -2,8 +2,6 @@
 
 | module | job |
 | --- | --- |
-| ``meta`` | TOSCA.meta: read into blocks, write blocks, content types |
-| ``zipio`` | deterministic zip writing; member names that stay inside the package |
 | ``drivers`` | the installed MgmtDriver files, where a VNFD wants them, the Vnflcm hooks |
 | ``build`` | a source directory to a package |
 | ``problems`` | what ``validate`` reports: file, object, field, message |
@@ -14,5 +12,6 @@
 | ``placement`` | ``hwaffinity plan`` over a CNF package's manifests |
 | ``validate`` | every check over one package |
 
+The package formats they read and write (TOSCA.meta, zip): ``vnfpackage/``.
 See doc/csar.md.
 """

@@ -22,11 +22,13 @@ import hashlib
 import os
 import posixpath
 import stat
+from collections.abc import Iterable
 
 from tacker_hwaffinity import etsi_types
-from tacker_hwaffinity.csar import drivers, meta, sw_images, zipio
+from tacker_hwaffinity.csar import drivers, sw_images
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects import package_yaml
+from tacker_hwaffinity.vnfpackage import meta, zipio
 
 IMAGES_DIR = "Files/images/"
 DEFINITIONS = "Definitions/"
@@ -246,7 +248,8 @@ def _write(target, members):
                          field="--output-file" if written else None)
 
 
-def build(src, target, images=(), etsi_dir=None):
+def build(src: str, target: str, images: Iterable[str] = (),
+          etsi_dir: str | None = None) -> Result:
     """Write the package of SRC to TARGET (its folder created); return a :class:`Result`."""
     if not os.path.isdir(src):
         raise InputError("not a directory", source=src)

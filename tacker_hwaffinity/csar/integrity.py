@@ -5,9 +5,10 @@ why) and Tacker's own verdict on that block (``tacker_checks``).
 """
 import hashlib
 
-from tacker_hwaffinity.csar import meta, tacker_checks, zipio
+from tacker_hwaffinity.csar import tacker_checks
 from tacker_hwaffinity.csar.problems import Problem
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.vnfpackage import meta, zipio
 
 ALGORITHMS = {"sha-224": hashlib.sha224, "sha-256": hashlib.sha256,
               "sha-384": hashlib.sha384, "sha-512": hashlib.sha512}

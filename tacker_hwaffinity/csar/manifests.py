@@ -16,8 +16,8 @@ import re
 import typing
 
 from tacker_hwaffinity.csar.problems import Problem
+from tacker_hwaffinity.objects.naming import object_label
 from tacker_hwaffinity.objects.quantity import parse_quantity
-from tacker_hwaffinity.scheduling.model import object_label
 
 # Map fields whose values are resource.Quantity in the Kubernetes API.
 QUANTITY_MAPS = frozenset(("limits", "requests", "capacity", "allocatable", "hard", "used",

@@ -16,8 +16,8 @@ a host are a note, not a problem.
 """
 from tacker_hwaffinity.csar.problems import Problem, from_error
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.objects.naming import object_label
 from tacker_hwaffinity.scheduling import planner
-from tacker_hwaffinity.scheduling.model import object_label
 from tacker_hwaffinity.scheduling.snapshot import workloads_from_objects
 
 

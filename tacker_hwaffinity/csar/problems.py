@@ -8,8 +8,8 @@ from tacker_hwaffinity.errors import located
 class Problem:
     source: str             # a file in the package (or the package itself)
     message: str
-    obj: str = None         # the block, node, object or pod inside it
-    field: str = None
+    obj: str | None = None          # the block, node, object or pod inside it
+    field: str | None = None
 
     def __str__(self):
         return located(self.message, self.source, self.obj, self.field)

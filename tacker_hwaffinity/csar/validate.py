@@ -16,13 +16,20 @@ skipped (tosca-parser would read it unbounded).
 import dataclasses
 import os
 import tempfile
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.csar import (integrity, manifests, placement, sw_images, tacker_checks,
-                                    vnfd, zipio)
+                                    vnfd)
 from tacker_hwaffinity.csar.problems import Problem, from_error
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects import package_yaml
+from tacker_hwaffinity.vnfpackage import zipio
+
+if TYPE_CHECKING:   # what validate() is given, named for types only: not loaded to validate
+    from tacker_hwaffinity.intake.read import Intake
+    from tacker_hwaffinity.objects.schema import Check
 
 K8S_DIR = "Files/kubernetes/"
 _MANIFEST_EXT = (".yaml", ".yml", ".json")
@@ -135,12 +142,15 @@ def _manifests(report, root, names, schema_check=None):
     return files, objects
 
 
-def validate(zip_path, plan_inputs=None, topology_key=DEFAULT_HOST_LABEL,
-             limits=zipio.Limits(), schema_check=None, listen=None):
+def validate(zip_path: str, plan_inputs: "Intake | None" = None,
+             topology_key: str = DEFAULT_HOST_LABEL, limits: zipio.Limits = zipio.Limits(),
+             schema_check: "Check | None" = None,
+             listen: Callable[[str, object], None] | None = None) -> Report:
     """Report on the package ZIP_PATH.
 
-    PLAN_INPUTS: (snapshot, profile, notes) as ``cli.common.load_inputs``
-    returns them, to plan a CNF's manifests; None to skip that check.
+    PLAN_INPUTS: the cluster as ``intake.read.cluster`` reads it (an ``Intake``
+    with its snapshot, profile and notes), to plan a CNF's manifests; None to skip
+    that check.
     LIMITS: what the archive may unpack to; over them it is an InputError,
     raised before anything is extracted or fetched. SCHEMA_CHECK: see ``_manifests``.
     LISTEN: called (kind, item) as each is found (``Report``).
@@ -173,10 +183,10 @@ def validate(zip_path, plan_inputs=None, topology_key=DEFAULT_HOST_LABEL,
         vnfd.hooks(root, defs, names, problems, notes, checks)
         sw_images.check(root, defs, names, problems, notes, checks)
     if objects and plan_inputs is not None:
-        snapshot, profile, plan_notes = plan_inputs
-        found, more, summary = placement.check(objects, snapshot, profile, topology_key)
+        found, more, summary = placement.check(objects, plan_inputs.content.snapshot,
+                                               plan_inputs.content.profile, topology_key)
         problems.extend(found)
-        notes.extend(plan_notes + more)
+        notes.extend(list(plan_inputs.notes) + more)
         checks.append(summary)
     elif plan_inputs is not None:
         notes.append("--cluster given, but the package has no Kubernetes manifests to plan")

@@ -16,7 +16,7 @@ See doc/translator.md.
 """
 
 
-def register():
+def register() -> bool:
     """Install the extension into the loaded heat-translator (idempotent)."""
     from tacker_hwaffinity.translator import registration
     return registration.register()

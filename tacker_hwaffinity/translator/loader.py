@@ -32,11 +32,13 @@ import tempfile
 import types
 import urllib.error
 import zipfile
+from collections.abc import Iterator
+from typing import Any
 
 from tacker_hwaffinity import etsi_types
-from tacker_hwaffinity.csar import meta, zipio
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects import package_yaml
+from tacker_hwaffinity.vnfpackage import meta, zipio
 
 _URL_PREFIXES = ("http://", "https://", "ftp://")
 MAX_IMPORT_DEPTH = 32       # files in one chain of imports (ETSI's own are 3 deep)
@@ -53,7 +55,7 @@ class Vnfd:
     parsed_params: dict
 
 
-def flavour_of(data):
+def flavour_of(data: object) -> Any:
     """The ``substitution_mappings.properties.flavour_id`` of a loaded YAML file, or None."""
     if not isinstance(data, dict):
         return None
@@ -63,9 +65,9 @@ def flavour_of(data):
     return props.get("flavour_id") if isinstance(props, dict) else None
 
 
-def flavour_candidates(root):
+def flavour_candidates(root: str) -> list[str]:
     """YAML files at the root and one directory down, as Tacker scans them."""
-    found = []
+    found: list[str] = []
     for item in sorted(os.listdir(root)):
         path = os.path.join(root, item)
         if os.path.isdir(path):
@@ -239,7 +241,7 @@ def _resolve_imports(path, data, flavour_dir, root, original=None):
     return imports.local_defs
 
 
-def check_imports(root):
+def check_imports(root: str) -> int:
     """Check the imports of every TOSCA file of the extracted package ROOT (any
     depth) as the loader does, before tosca-parser or Tacker reads them: an
     InputError for a fetch, a file outside ROOT, a cycle or a YAML file over the
@@ -264,7 +266,7 @@ def check_imports(root):
 
 
 @contextlib.contextmanager
-def offline():
+def offline() -> Iterator[None]:
     """tosca-parser's and Tacker's URL openers refuse for the duration: whatever
     a template names, parsing it fetches nothing (the loader already refuses
     what would be fetched; this is the second wall)."""
@@ -437,7 +439,7 @@ def _lacking_etsi(root):
 
 
 @contextlib.contextmanager
-def open_vnfd(path, flavour=None):
+def open_vnfd(path: str, flavour: str | None = None) -> Iterator[Vnfd]:
     """Yield a :class:`Vnfd` for ``path``; temporary files live until exit."""
     if not os.path.exists(path):
         raise InputError("no such file or directory", source=path)

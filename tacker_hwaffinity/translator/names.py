@@ -27,6 +27,6 @@ META_ZONES = META_PREFIX + "zones"
 META_KEYS = (META_SOFT, META_MAX_PER_HOST, META_ZONES)
 
 
-def zones_parameter(policy_name, anti):
+def zones_parameter(policy_name: str, anti: bool) -> str:
     """Name of the Heat parameter that carries the zone(s) of a zone rule."""
     return policy_name + ("_zones" if anti else "_zone")

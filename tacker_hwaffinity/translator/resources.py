@@ -14,7 +14,7 @@ from tacker_hwaffinity.translator import names
 class AffinityRulePlaceholder(HotResource):
     """Stands for one rule policy in heat-translator's resource list."""
 
-    toscatype = None
+    toscatype: str | None = None
 
     def __init__(self, policy, csar_dir=None, hot_template_parameters=None):
         # The type must be OS::Nova::ServerGroup: heat-translator deletes

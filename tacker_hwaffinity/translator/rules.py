@@ -11,6 +11,8 @@ Errors are :class:`InputError` with ``obj='policy "NAME"'`` and the field.
 """
 import dataclasses
 import re
+from collections.abc import Mapping
+from typing import Any
 
 import yaml
 
@@ -28,8 +30,8 @@ class PlacementRule:
     scope: str
     members: tuple          # VDU node names, first-seen order, no duplicates
     soft: bool = False
-    max_server_per_host: int = None
-    zones: tuple = None     # default zones (metadata), scope zone only
+    max_server_per_host: int | None = None
+    zones: tuple | None = None      # default zones (metadata), scope zone only
 
     @property
     def nova_policy(self):
@@ -102,7 +104,8 @@ class _Derivation:
         return self._known[key]
 
 
-def collect(tosca, kinds=None):
+def collect(tosca: Any, kinds: Mapping[str, str | None] | None = None
+            ) -> list[PlacementRule]:
     """All (Anti)AffinityRule policies of ``tosca`` as validated PlacementRules.
 
     ``kinds`` is :func:`rule_kinds` of the policies when the caller has it.

@@ -5,13 +5,18 @@ The same calls as Tacker's v1 path (``ToscaTemplate`` -> ``TOSCATranslator``
 :class:`InputError` line that names the file.
 """
 import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from tacker_hwaffinity.errors import InputError
+
+if TYPE_CHECKING:     # the loader is imported when a VNFD is parsed, not before
+    from tacker_hwaffinity.translator.loader import Vnfd
 
 MAIN_TEMPLATE = "main.yaml"
 
 
-def quiet_libraries():
+def quiet_libraries() -> None:
     """tosca-parser and heat-translator log every problem they raise; the
     error we raise says it once. Keep their records off the terminal."""
     for name in ("tosca", "heat-translator"):
@@ -28,7 +33,7 @@ def _one_line(message):
     return "; ".join(lines)
 
 
-def parse(vnfd):
+def parse(vnfd: "Vnfd") -> Any:
     """ToscaTemplate of a :class:`loader.Vnfd`."""
     from toscaparser.common.exception import ExceptionCollector, ValidationError
     from toscaparser.tosca_template import ToscaTemplate
@@ -47,7 +52,8 @@ def parse(vnfd):
                          % (type(e).__name__, _one_line(e)), source=vnfd.path)
 
 
-def translate(tosca, parsed_params, source=None, main_name=MAIN_TEMPLATE):
+def translate(tosca: Any, parsed_params: Mapping[str, Any], source: str | None = None,
+              main_name: str = MAIN_TEMPLATE) -> dict[str, str]:
     """{file name: HOT text}: the main template and the nested ones."""
     from translator.hot.tosca_translator import TOSCATranslator
     try:

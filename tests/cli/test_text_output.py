@@ -4,7 +4,8 @@ import os
 
 import pytest
 
-from tacker_hwaffinity.cli import explain, progress, table
+from tacker_hwaffinity import table
+from tacker_hwaffinity.cli import explain, progress
 from tacker_hwaffinity.cli.main import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -9,8 +9,9 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from csar_fixtures import CNF, DRIVER_FILE, META, VNF_A, copy_source, members
 from tacker_hwaffinity import etsi_types
-from tacker_hwaffinity.csar import build, drivers, meta
+from tacker_hwaffinity.csar import build, drivers
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.vnfpackage import meta
 
 
 def _blocks(zip_path):

@@ -15,8 +15,9 @@ import zipfile
 import fuzzing
 from hypothesis import example, given, strategies as st
 
-from tacker_hwaffinity.csar import meta, sw_images, zipio
+from tacker_hwaffinity.csar import sw_images
 from tacker_hwaffinity.translator import loader
+from tacker_hwaffinity.vnfpackage import meta, zipio
 
 VALID_META = ("TOSCA-Meta-File-Version: 1.0\nCSAR-Version: 1.1\nCreated-By: x\n"
               "Entry-Definitions: Definitions/top.yaml\n\n"

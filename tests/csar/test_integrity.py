@@ -6,7 +6,8 @@ import zipfile
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from csar_fixtures import META, members, rewrite
-from tacker_hwaffinity.csar import integrity, meta
+from tacker_hwaffinity.csar import integrity
+from tacker_hwaffinity.vnfpackage import meta
 
 
 def _artifact_problems(path):

@@ -5,8 +5,8 @@ import pytest
 import yaml
 from hypothesis import given, settings, strategies as st
 
-from tacker_hwaffinity.csar import meta
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.vnfpackage import meta
 
 HEADER = ("TOSCA-Meta-File-Version: 1.0\nCSAR-Version: 1.1\nCreated-by: test\n"
           "Entry-Definitions: Definitions/top.yaml\n")

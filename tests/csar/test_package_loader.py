@@ -19,10 +19,11 @@ import yaml
 
 from csar_fixtures import CNF, REPO, VNF_A, members, rewrite
 from tacker_hwaffinity import etsi_types
-from tacker_hwaffinity.csar import meta, validate
+from tacker_hwaffinity.csar import validate
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects import package_yaml
 from tacker_hwaffinity.translator import loader, nested
+from tacker_hwaffinity.vnfpackage import meta
 
 DF = "Definitions/vnf_a_df_default.yaml"
 HOOK = "instantiate_end:\n            implementation: mgmt-drivers-hwaffinity"

@@ -15,10 +15,11 @@ import fuzzing
 import yaml
 from hypothesis import example, given, strategies as st
 
-from tacker_hwaffinity.csar import meta, vnfd
+from tacker_hwaffinity.csar import vnfd
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects import package_yaml
 from tacker_hwaffinity.translator import loader, nested
+from tacker_hwaffinity.vnfpackage import meta
 
 SECONDS, MIB = 0.25, 24
 TOSCA_PARSER_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)    # its yamlparser's

@@ -37,12 +37,9 @@ def cnf_zip(tmp_path_factory):
 
 
 def _plan_inputs(cluster):
-    from tacker_hwaffinity.cli.common import load_inputs
-
-    class Args:
-        scheduler_config = None
-    Args.cluster = [cluster]
-    return load_inputs(Args)
+    from tacker_hwaffinity.intake import read
+    from tacker_hwaffinity.intake.source import Files
+    return read.cluster(Files((cluster,)))
 
 
 @pytest.mark.parametrize("cluster", [SAMPLE_CLUSTER, CLUSTER], ids=["sample", "tests"])

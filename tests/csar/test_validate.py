@@ -6,21 +6,17 @@ import pytest
 
 from csar_fixtures import (CLUSTER, CLUSTER_TWO_HOSTS, CLUSTER_UNLABELED, DRIVER_FILE, META,
                            members, meta_text, rewrite, set_meta, tacker_upload)
-from tacker_hwaffinity.cli.common import load_inputs
 from tacker_hwaffinity.csar import validate as csar_validate
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.intake import read
+from tacker_hwaffinity.intake.source import Files
 
 SCRIPT = "Scripts/install_k8s.sh"
 DF = "Definitions/vnf_a_df_default.yaml"
 
 
 def _check(path, cluster=None):
-    plan = None
-    if cluster:
-        class Args:
-            scheduler_config = None
-        Args.cluster = [cluster]
-        plan = load_inputs(Args)
+    plan = read.cluster(Files((cluster,))) if cluster else None
     return csar_validate.validate(path, plan)
 
 

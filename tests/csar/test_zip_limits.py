@@ -9,9 +9,10 @@ import zipfile
 
 import pytest
 
-from tacker_hwaffinity.csar import validate, zipio
+from tacker_hwaffinity.csar import validate
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.translator import loader
+from tacker_hwaffinity.vnfpackage import zipio
 
 MIB = 1 << 20
 

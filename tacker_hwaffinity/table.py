@@ -6,6 +6,7 @@ text). Nothing is ever cut: a single word or cell longer than the width overflow
 ``width=None`` gives the unwrapped layout (one line per row and per note).
 """
 import textwrap
+from collections.abc import Iterable, Sequence
 
 WIDTH = 100
 GAP = "  "            # between columns
@@ -14,7 +15,8 @@ MIN_LAST = 24         # the least room worth wrapping a last cell beside its row
 MIN_COLUMN = 8        # a column is never narrowed below this (nor below its header)
 
 
-def wrap(text, width=WIDTH, indent="", hang=HANG):
+def wrap(text: str, width: int | None = WIDTH, indent: str = "",
+         hang: str = HANG) -> list[str]:
     """TEXT as lines of at most WIDTH columns: the first starts with INDENT, the others
     with INDENT + HANG; words are never cut (a longer word has a line of its own).
     WIDTH None: one line."""
@@ -25,7 +27,7 @@ def wrap(text, width=WIDTH, indent="", hang=HANG):
                          break_on_hyphens=False) or [indent.rstrip()]
 
 
-def notes(prefix, texts, width=WIDTH):
+def notes(prefix: str, texts: Iterable[object], width: int | None = WIDTH) -> list[str]:
     """Each of TEXTS as "PREFIX text", wrapped with a hanging indent."""
     return [line for t in texts for line in wrap("%s%s" % (prefix, t), width)]
 
@@ -66,7 +68,7 @@ def _lead(cells, widths, width):
     return lines, _at(line, starts[-1])
 
 
-def table(rows, width=WIDTH):
+def table(rows: Sequence[Sequence[str]], width: int | None = WIDTH) -> list[str]:
     """ROWS (the first the header, every row a sequence of strings) as aligned lines.
 
     The last column wraps under its row, at its own column when at least MIN_LAST columns

@@ -1,8 +1,8 @@
-"""cli/table.py: every line within the width unless one word or cell alone is wider, the
+"""table.py: every line within the width unless one word or cell alone is wider, the
 words kept in order, and width=None as one line each."""
 from hypothesis import example, given, strategies as st
 
-from tacker_hwaffinity.cli import table
+from tacker_hwaffinity import table
 
 WORD = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=30)
 LONG_WORD = st.text(st.characters(min_codepoint=33, max_codepoint=126), min_size=1,

@@ -1,9 +1,9 @@
-"""kube.jsondepth: the depth of a JSON text, found before decoding, strings skipped."""
+"""objects.jsondepth: the depth of a JSON text, found before decoding, strings skipped."""
 import json
 
 from hypothesis import given, settings, strategies as st
 
-from tacker_hwaffinity.kube import jsondepth
+from tacker_hwaffinity.objects import jsondepth
 
 # strings full of what could fool a scanner: brackets, quotes, backslashes, escapes
 TEXT = st.text(alphabet=st.sampled_from('[]{}"\\/ab\u00e9\n'), max_size=8)

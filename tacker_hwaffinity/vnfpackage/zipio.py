@@ -17,6 +17,8 @@ import posixpath
 import shutil
 import zipfile
 import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol
 
 from tacker_hwaffinity import safewrite
 from tacker_hwaffinity.errors import InputError
@@ -26,6 +28,14 @@ _CHUNK = 1 << 20
 RATIO_FLOOR = 64 << 10      # bytes a member may declare whatever its compression ratio
 _CORRUPT = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError,
             ValueError, OSError)      # what zipfile raises reading a damaged member
+
+
+class Hash(Protocol):
+    """What ``digest`` asks of a hash object (``hashlib``'s)."""
+
+    def update(self, data: bytes, /) -> None: ...
+
+    def hexdigest(self) -> str: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +57,7 @@ def _info(name, executable, stored, size):
     return info
 
 
-def write(target, members):
+def write(target: str, members: Iterable[Sequence[Any]]) -> None:
     """Write the zip TARGET atomically (``safewrite.replacing``: a link there is replaced,
     not followed; mode 0666 less the umask).
 
@@ -70,7 +80,7 @@ def write(target, members):
                 shutil.copyfileobj(src, dst, _CHUNK)
 
 
-def unsafe_reason(name):
+def unsafe_reason(name: str) -> str | None:
     """Why member NAME could land outside the package when extracted, or None."""
     if not name:
         return "is empty (it names the package's own folder)"
@@ -85,7 +95,7 @@ def unsafe_reason(name):
     return None
 
 
-def open_zip(path):
+def open_zip(path: str) -> zipfile.ZipFile:
     """ZipFile of PATH, or InputError when it is not a zip archive."""
     if not os.path.isfile(path):
         raise InputError("no such file", source=path)
@@ -95,7 +105,7 @@ def open_zip(path):
         raise InputError("not a zip archive: %s" % e, source=path)
 
 
-def check_sizes(z, limits=Limits()):
+def check_sizes(z: zipfile.ZipFile, limits: Limits = Limits()) -> None:
     """Refuse (InputError) an archive whose central directory declares more than
     LIMITS allow: nothing has been extracted or decompressed yet."""
     source = z.filename
@@ -120,7 +130,7 @@ def check_sizes(z, limits=Limits()):
                          "--max-package-bytes)" % (total, limits.total_bytes), source=source)
 
 
-def chunks(z, info):
+def chunks(z: zipfile.ZipFile, info: zipfile.ZipInfo) -> Iterator[bytes]:
     """The bytes of member INFO, a chunk at a time; InputError when the member holds more
     than it declares or is damaged (zipfile also stops at the declared size)."""
     left = info.file_size
@@ -141,7 +151,7 @@ def chunks(z, info):
                          obj=info.filename)
 
 
-def read_member(z, name, cap):
+def read_member(z: zipfile.ZipFile, name: str, cap: int) -> bytes:
     """The bytes of member NAME, read whole: InputError when it declares over CAP bytes."""
     info = z.getinfo(name)
     if info.file_size > cap:
@@ -150,7 +160,7 @@ def read_member(z, name, cap):
     return b"".join(chunks(z, info))
 
 
-def digest(z, name, algorithm):
+def digest(z: zipfile.ZipFile, name: str, algorithm: Callable[[], Hash]) -> str:
     """Hex digest (ALGORITHM: a hashlib constructor) of member NAME, read streamed."""
     h = algorithm()
     for chunk in chunks(z, z.getinfo(name)):
@@ -158,7 +168,8 @@ def digest(z, name, algorithm):
     return h.hexdigest()
 
 
-def extract_safe(z, into, limits=Limits(), skip=None):
+def extract_safe(z: zipfile.ZipFile, into: str, limits: Limits = Limits(),
+                 skip: Callable[[str], bool] | None = None) -> list[str]:
     """Extract every member whose name is safe (and SKIP(name) is not true) within
     LIMITS; return their names. A member that turns out bigger than it declared is
     removed and refused. No link in INTO is followed (``safewrite.create_beneath``)."""

@@ -23,10 +23,11 @@ _NOT_MARKS = bytes(b for b in range(256) if b not in b'"[]{}')
 _SQUARE = bytes.maketrans(b"{}", b"[]")
 _CHUNK = 1 << 20
 _SMALL = 1 << 16        # bodies up to this size: strings cut out by splitting at quotes
-_last = (None, None, None)      # (the last small body, its limit, its answer)
+# (the last small body, its limit, its answer)
+_last: tuple[bytes | None, int | None, int | None] = (None, None, None)
 
 
-def nesting(body, limit=MAX_DEPTH):
+def nesting(body: bytes, limit: int = MAX_DEPTH) -> int | None:
     """The nesting depth of the JSON text BODY (bytes) when it is above LIMIT,
     else None. Brackets that do not balance are not this function's business:
     the decoder reports them."""
@@ -51,7 +52,7 @@ def nesting(body, limit=MAX_DEPTH):
     return answer
 
 
-def _deepest(brackets, limit):
+def _deepest(brackets: bytes, limit: int) -> int | None:
     """The deepest level of BRACKETS (only the four bracket bytes) above LIMIT, or None.
     Innermost pairs are peeled a level at a time: brackets that balance and nest at
     most LIMIT deep are gone after LIMIT peels. Anything else is measured exactly."""
@@ -68,7 +69,7 @@ def _deepest(brackets, limit):
     return _exact(brackets, limit)
 
 
-def _exact(brackets, limit):
+def _exact(brackets: bytes, limit: int) -> int | None:
     """The deepest level of BRACKETS above LIMIT, or None, by a running sum."""
     import numpy as np
     steps = np.zeros(256, np.int32)

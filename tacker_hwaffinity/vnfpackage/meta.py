@@ -12,6 +12,7 @@ expand to a billion values would not end).
 """
 import dataclasses
 import os
+from collections.abc import Iterable
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects import package_yaml
@@ -35,43 +36,43 @@ _CONTENT_TYPES = {".py": "text/x-python", ".sh": "application/x-sh",
 
 @dataclasses.dataclass
 class Block:
-    entries: list           # [(key, value)], in file order
-    line: int               # line number of the first entry (1-based)
+    entries: list[tuple[str, str]]      # in file order
+    line: int                           # line number of the first entry (1-based)
 
-    def get(self, key, default=None):
+    def get(self, key: str, default: str | None = None) -> str | None:
         for k, v in self.entries:
             if k == key:
                 return v
         return default
 
     @property
-    def source(self):
+    def source(self) -> str | None:
         for key in SOURCE_KEYS:
             if self.get(key) is not None:
                 return self.get(key)
         return None
 
     @property
-    def source_key(self):
+    def source_key(self) -> str:
         """The key the block names its artifact with (Name when it has none)."""
         return next((key for key in SOURCE_KEYS if self.get(key) is not None), "Name")
 
     @property
-    def is_artifact(self):
+    def is_artifact(self) -> bool:
         """Tacker checks a block's hash when it has Algorithm or Hash."""
         return any(k in ("Algorithm", "Hash") for k, _ in self.entries)
 
-    def where(self):
+    def where(self) -> str:
         """How a problem in this block is located."""
         src = self.source
         return "line %d%s" % (self.line, " (%s)" % src if src else "")
 
 
-def is_image(path):
+def is_image(path: str) -> bool:
     return os.path.splitext(path)[1][1:] in IMAGE_EXTENSIONS
 
 
-def content_type(path):
+def content_type(path: str) -> str:
     if is_image(path):
         return IMAGE_CONTENT_TYPE
     return _CONTENT_TYPES.get(os.path.splitext(path)[1].lower(), "application/octet-stream")
@@ -99,7 +100,7 @@ def _reads_back(key, value, exact=False):
     return loaded.get(key) == value if exact else str(loaded.get(key)) == value
 
 
-def parse(text, source=PATH):
+def parse(text: str, source: str = PATH) -> list[Block]:
     """The blocks of TOSCA.meta TEXT; InputError (with the line) when unreadable."""
     if "\r" in text:
         raise InputError("has CR line ends; Tacker splits blocks at LF LF only", source=source)
@@ -124,7 +125,7 @@ def parse(text, source=PATH):
     return blocks
 
 
-def read(path, source=PATH):
+def read(path: str, source: str = PATH) -> list[Block]:
     try:
         with open(path, "rb") as f:
             data = f.read()
@@ -136,7 +137,7 @@ def read(path, source=PATH):
         raise InputError("not UTF-8 text (%s)" % e.reason, source=source)
 
 
-def artifact_block(path, digest, ctype=None):
+def artifact_block(path: str, digest: str | None, ctype: str | None = None) -> Block:
     """The block Tacker checks for one artifact: Name, Algorithm, Hash."""
     if not _reads_back("Name", path, exact=True):
         raise InputError("file name cannot be written in TOSCA.meta (YAML reads it as "
@@ -147,6 +148,6 @@ def artifact_block(path, digest, ctype=None):
     return Block(entries, 0)
 
 
-def render(blocks):
+def render(blocks: Iterable[Block]) -> str:
     """TOSCA.meta text: ``Key: value`` lines, one empty line between blocks."""
     return "\n".join("".join("%s: %s\n" % kv for kv in b.entries) for b in blocks)
