@@ -189,7 +189,7 @@ def _run_client(server, cafile, rounds, bodies, tmp):
 
 def _stages(ext, bodies, metrics, repeat=300):
     """Median ms in-process, per stage of the handlers, for the extender pairs."""
-    from tacker_hwaffinity.kube import jsondepth
+    from tacker_hwaffinity.objects import jsondepth
 
     def median_ms(fn):
         fn()

@@ -16,7 +16,7 @@ FILES = ("etsi_nfv_sol001_common_types.yaml", "etsi_nfv_sol001_vnfd_types.yaml")
 _IN_TACKER = ("tests", "unit", "vnfm", "infra_drivers", "openstack", "data", "etsi_nfv")
 
 
-def definitions_dir():
+def definitions_dir() -> str:
     """Directory of the installed tacker's copy of FILES, or an InputError."""
     spec = importlib.util.find_spec("tacker")
     if spec is None or not spec.submodule_search_locations:
@@ -30,7 +30,7 @@ def definitions_dir():
     raise InputError("the installed 'tacker' does not ship %s" % " and ".join(FILES))
 
 
-def paths():
+def paths() -> dict[str, str]:
     """{file name: absolute path} of the ETSI SOL001 type files."""
     base = definitions_dir()
     return {f: os.path.join(base, f) for f in FILES}

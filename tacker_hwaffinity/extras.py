@@ -7,11 +7,13 @@ A command that needs a module an extra provides says which extra, and how,
 in one line (``missing``); ``cli.main`` does that for every command.
 Standard library only: the hints must work whatever is missing.
 """
+from collections.abc import Sequence
+
 from tacker_hwaffinity import __version__
 
 # Top-level module -> the extras (pyproject.toml [project.optional-dependencies]) that install it.
 # tests/cli/test_extras.py checks this table against pyproject.toml.
-MODULE_EXTRAS = {
+MODULE_EXTRAS: dict[str, tuple[str, ...]] = {
     "cryptography": ("webhook",),
     "paramiko": ("ssh", "tacker"),
     "keystoneauth1": ("openstack", "controller", "tacker"),
@@ -26,7 +28,7 @@ MODULE_EXTRAS = {
     "referencing": ("schema",),
 }
 # Distribution (as pyproject.toml names it) -> its top-level module, for that check.
-DISTRIBUTION_MODULES = {
+DISTRIBUTION_MODULES: dict[str, str] = {
     "cryptography": "cryptography", "paramiko": "paramiko", "keystoneauth1": "keystoneauth1",
     "python-heatclient": "heatclient", "python-novaclient": "novaclient",
     "oslo.messaging": "oslo_messaging", "tosca-parser": "toscaparser",
@@ -35,7 +37,7 @@ DISTRIBUTION_MODULES = {
     "referencing": "referencing",
 }
 # The extras each subcommand's documentation names (README "Install").
-COMMAND_EXTRAS = {
+COMMAND_EXTRAS: dict[str, tuple[str, ...]] = {
     "translate": ("translator",),
     "csar": ("tacker",),
     "relabel": ("ssh", "openstack"),
@@ -44,7 +46,7 @@ COMMAND_EXTRAS = {
 }
 
 
-def install_hint(extras):
+def install_hint(extras: str | Sequence[str]) -> str:
     """How to install EXTRAS (a name or a sequence of names) into this Python."""
     names = ",".join((extras,) if isinstance(extras, str) else extras)
     return ("pip install '.[%s]' in the tacker-hwaffinity checkout, or pip install "
@@ -52,18 +54,18 @@ def install_hint(extras):
             "(pip wheel --no-deps -w dist .)" % (names, __version__, names))
 
 
-def extras_for(module, command=None):
+def extras_for(module: str | None, command: str | None = None) -> tuple[str, ...]:
     """The extras to install for a missing MODULE (a dotted name) under COMMAND, or ()."""
     provided = MODULE_EXTRAS.get((module or "").split(".")[0], ())
     if not provided:
         return ()
-    wanted = COMMAND_EXTRAS.get(command, ())
+    wanted = COMMAND_EXTRAS.get(command, ()) if command else ()
     if any(e in provided for e in wanted):
         return wanted               # e.g. relabel: ssh and openstack together
     return provided[:1]
 
 
-def missing(error, command=None):
+def missing(error: ImportError, command: str | None = None) -> str | None:
     """The one-line message for ModuleNotFoundError ERROR, or None when no extra
     provides the module (a broken installation, not a missing extra)."""
     module = getattr(error, "name", None) or ""
@@ -75,7 +77,7 @@ def missing(error, command=None):
         install_hint(extras))
 
 
-def require(command, extras=None):
+def require(command: str, extras: Sequence[str] | None = None) -> None:
     """Raise ModuleNotFoundError, which ``cli.main`` turns into the install hint, when a
     module of EXTRAS (default: COMMAND's) is missing: called before a command asks
     anything of the user, so that nobody enters credentials for a command that cannot run."""

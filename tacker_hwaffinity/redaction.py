@@ -7,7 +7,7 @@ it read a string) and the name of an alias it cannot find, which a password star
 """
 
 
-def yaml_error(e):
+def yaml_error(e: BaseException) -> str:
     """The PyYAML error E as ``ScannerError at line 3, column 7``: its type and place,
     never its text."""
     mark = getattr(e, "problem_mark", None)

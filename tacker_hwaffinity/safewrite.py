@@ -24,6 +24,8 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Iterator
+from typing import BinaryIO, TextIO
 
 OUTPUT_MODE = 0o666         # less the umask: what the user's shell would create
 PRIVATE_MODE = 0o600        # keys, whatever the umask
@@ -31,8 +33,10 @@ PRIVATE_DIR_MODE = 0o700
 _TEMP_TRIES = 16            # fresh names tried: 64 random bits each, so only planting collides
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
-_REFUSED_OPENS = {errno.ELOOP: "is a symbolic link: not followed",
-                  errno.ENXIO: "is a FIFO or a socket, not a regular file: not written into"}
+# keyed by OSError.errno, which may be None
+_REFUSED_OPENS: dict[int | None, str] = {
+    errno.ELOOP: "is a symbolic link: not followed",
+    errno.ENXIO: "is a FIFO or a socket, not a regular file: not written into"}
 
 
 class Unsafe(OSError):
@@ -43,7 +47,7 @@ class Directory:
     """Directory PATH, made if missing and opened once; files are written in it by name.
     PRIVATE: it holds keys (see the module's docstring)."""
 
-    def __init__(self, path, private=False):
+    def __init__(self, path: str, private: bool = False) -> None:
         self.path = path or "."
         os.makedirs(self.path, PRIVATE_DIR_MODE if private else 0o777, exist_ok=True)
         if private:
@@ -56,17 +60,17 @@ class Directory:
             os.close(self.fd)
             raise
 
-    def __enter__(self):
+    def __enter__(self) -> "Directory":
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         os.close(self.fd)
 
-    def where(self, name):
+    def where(self, name: str) -> str:
         return os.path.join(self.path, name)
 
     @contextlib.contextmanager
-    def replacing(self, name, private=False):
+    def replacing(self, name: str, private: bool = False) -> Iterator[BinaryIO]:
         """A binary file that replaces NAME when the block ends; nothing changes when it
         raises. PRIVATE: mode 0600."""
         _check_plain(name, self.where(name))
@@ -85,12 +89,12 @@ class Directory:
                 os.unlink(temp, dir_fd=self.fd)
             raise
 
-    def replace(self, name, data, private=False):
+    def replace(self, name: str, data: bytes, private: bool = False) -> None:
         """Replace NAME with the bytes DATA (see ``replacing``)."""
         with self.replacing(name, private) as f:
             f.write(data)
 
-    def append(self, name):
+    def append(self, name: str) -> TextIO:
         """NAME opened to append text, created if missing; refused unless it is a regular
         file of this user with no other name (not a link, a hard link or a FIFO)."""
         where = self.where(name)
@@ -110,7 +114,7 @@ class Directory:
             os.close(fd)
             raise
 
-    def _new_temp(self, name, mode):
+    def _new_temp(self, name: str, mode: int) -> tuple[str, BinaryIO]:
         for _ in range(_TEMP_TRIES):
             temp = ".%s.%s.tmp" % (name[:200], secrets.token_hex(8))
             try:
@@ -124,26 +128,26 @@ class Directory:
 
 
 @contextlib.contextmanager
-def replacing(path, private=False):
+def replacing(path: str, private: bool = False) -> Iterator[BinaryIO]:
     """A binary file that replaces PATH when the block ends (``Directory.replacing``)."""
     with Directory(os.path.dirname(path)) as folder, \
             folder.replacing(os.path.basename(path), private) as f:
         yield f
 
 
-def replace_file(path, data, private=False):
+def replace_file(path: str, data: bytes, private: bool = False) -> None:
     """Replace PATH with the bytes DATA (``Directory.replacing``)."""
     with Directory(os.path.dirname(path)) as folder:
         folder.replace(os.path.basename(path), data, private)
 
 
-def open_append(path):
+def open_append(path: str) -> TextIO:
     """PATH opened to append text (``Directory.append``)."""
     with Directory(os.path.dirname(path)) as folder:
         return folder.append(os.path.basename(path))
 
 
-def create_beneath(root, relative):
+def create_beneath(root: str, relative: str) -> BinaryIO:
     """A new binary file at RELATIVE ('/'-separated) inside directory ROOT, its folders
     made: no link on the way is followed (one is refused), and whatever is at the name
     is replaced, never written into."""
@@ -173,13 +177,13 @@ def create_beneath(root, relative):
         os.close(fd)
 
 
-def _check_plain(name, where):
+def _check_plain(name: str, where: str) -> None:
     if name in ("", ".", "..") or "/" in name or "\0" in name:
         raise Unsafe(errno.EINVAL, "%r is not a plain file name (no folder, no '..')" % name,
                      where)
 
 
-def _check_link(path):
+def _check_link(path: str) -> None:
     """A link at PATH must be this user's or root's: its owner chooses where it leads."""
     st = os.lstat(path)
     if stat.S_ISLNK(st.st_mode) and st.st_uid not in (os.geteuid(), 0):
@@ -187,7 +191,7 @@ def _check_link(path):
                      "leads: give the directory itself" % st.st_uid, path)
 
 
-def _check_private(fd, path):
+def _check_private(fd: int, path: str) -> None:
     st = os.fstat(fd)
     if st.st_uid != os.geteuid():
         raise Unsafe(errno.EPERM, "is owned by user %d, not this one (%d), who could replace "
@@ -199,7 +203,7 @@ def _check_private(fd, path):
                      "0700)" % stat.S_IMODE(st.st_mode), path)
 
 
-def _check_own_file(st, path):
+def _check_own_file(st: os.stat_result, path: str) -> None:
     if not stat.S_ISREG(st.st_mode):
         raise Unsafe(errno.EINVAL, "is not a regular file: not written into", path)
     if st.st_uid != os.geteuid():

@@ -31,8 +31,10 @@ over as bytes, and decoded.
 """
 import collections
 import itertools
+import socket
 import threading
 import time
+from collections.abc import Callable
 
 ANONYMOUS_BODIES = 2        # the anonymous lane: this many of the largest route body
 VERIFIED_BODIES = 1         # the verified lane: this many of the largest client_cert body
@@ -49,18 +51,18 @@ class Reservation:
 
     __slots__ = ("sock", "length", "received", "since", "cut")
 
-    def __init__(self, sock, length, now):
+    def __init__(self, sock: socket.socket, length: int, now: float) -> None:
         self.sock = sock
         self.length = length
         self.received = 0
         self.since = now
         self.cut = False
 
-    def behind_at(self):
+    def behind_at(self) -> float:
         """When its client falls behind MIN_RATE if it sends nothing more."""
         return self.since + GRACE + self.received / MIN_RATE
 
-    def rate(self, now):
+    def rate(self, now: float) -> float:
         return self.received / max(now - self.since, 1e-6)
 
 
@@ -68,19 +70,19 @@ class Lane:
     """CAPACITY bytes of room for bodies in flight; CUT(sock) shuts down the connection
     of a reservation that is behind (and counts it)."""
 
-    def __init__(self, capacity, cut):
+    def __init__(self, capacity: int, cut: Callable[[socket.socket], None]) -> None:
         self.capacity = capacity
         self._cut = cut
         self._changed = threading.Condition()
-        self._held = []             # the reservations granted, not yet given back
-        self._waiting = []          # (length, arrival) of the bodies waiting for room
+        self._held: list[Reservation] = []      # granted, not yet given back
+        self._waiting: list[tuple[int, int]] = []   # (length, arrival) of those waiting for room
         self._arrivals = itertools.count()
 
     @property
-    def used(self):
+    def used(self) -> int:
         return sum(r.length for r in self._held)
 
-    def reserve(self, sock, length):
+    def reserve(self, sock: socket.socket, length: int) -> Reservation | None:
         """A :class:`Reservation` of LENGTH bytes for SOCK, or None after ROOM_WAIT
         seconds without room (or when LENGTH is over the capacity)."""
         if length > self.capacity:
@@ -107,12 +109,12 @@ class Lane:
                 self._waiting.remove(me)
                 self._changed.notify_all()
 
-    def give_back(self, reservation):
+    def give_back(self, reservation: Reservation) -> None:
         with self._changed:
             self._held.remove(reservation)
             self._changed.notify_all()
 
-    def _make_room(self, length, now):
+    def _make_room(self, length: int, now: float) -> None:
         """Cut reservations that are behind, slowest first, until LENGTH bytes fit once
         their readers give them back (or none is left behind)."""
         short = self.used + length - self.capacity - sum(
@@ -126,14 +128,14 @@ class Lane:
             short -= reservation.length
             self._cut(reservation.sock)
 
-    def _next_behind(self, now):
+    def _next_behind(self, now: float) -> float:
         """The next moment a held reservation may fall behind (at the latest a second
         away: a reservation given back wakes the waiters by itself)."""
         return min([t for t in (r.behind_at() for r in self._held if _cuttable(r))
                     if t > now] + [now + 1.0])
 
 
-def _cuttable(reservation):
+def _cuttable(reservation: Reservation) -> bool:
     """Whether RESERVATION waits for its client: not cut yet, its body not all here."""
     return not reservation.cut and reservation.received < reservation.length
 
@@ -142,12 +144,14 @@ class Handling:
     """The one slot for handling a large body: verified requests first, then the
     others, each in order of arrival."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._changed = threading.Condition()
         self._busy = False
-        self._queues = (collections.deque(), collections.deque())   # verified, anonymous
+        # verified, anonymous: a token per request waiting
+        self._queues: tuple[collections.deque[object], collections.deque[object]] = (
+            collections.deque(), collections.deque())
 
-    def take(self, verified):
+    def take(self, verified: bool) -> bool:
         """Wait for the slot at most HANDLE_WAIT seconds; whether it was taken."""
         deadline = time.monotonic() + HANDLE_WAIT
         queue = self._queues[0 if verified else 1]
@@ -166,10 +170,10 @@ class Handling:
                 queue.remove(me)
                 self._changed.notify_all()
 
-    def give_back(self):
+    def give_back(self) -> None:
         with self._changed:
             self._busy = False
             self._changed.notify_all()
 
-    def _first(self):
+    def _first(self) -> object | None:
         return next((q[0] for q in self._queues if q), None)

@@ -6,6 +6,7 @@ the kubeconfig and says what to do; nothing here logs or prints credentials.
 """
 import logging
 import os
+from typing import Any
 
 CONNECT_TIMEOUT_S = 5
 READ_TIMEOUT_S = 60
@@ -18,45 +19,46 @@ class KubeError(Exception):
     """The API server could not be used; the message is one line for the user.
     ``status`` is the HTTP status when the server answered."""
 
-    def __init__(self, message, status=None):
+    def __init__(self, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
 
 
 class Connection:
-    """An ``ApiClient`` and where it points (for messages)."""
+    """An ``ApiClient`` and where it points (for messages). The kubernetes client is
+    untyped: its API objects are ``Any`` here, at the edge."""
 
-    def __init__(self, api_client, server, context=None):
+    def __init__(self, api_client: Any, server: str, context: str | None = None) -> None:
         self.api_client = api_client
         self.server = server
         self.context = context
 
     @property
-    def where(self):
+    def where(self) -> str:
         if self.context:
             return "%s (context %s)" % (self.server, self.context)
         return self.server
 
-    def core(self):
+    def core(self) -> Any:
         from kubernetes import client
         return client.CoreV1Api(self.api_client)
 
-    def apps(self):
+    def apps(self) -> Any:
         from kubernetes import client
         return client.AppsV1Api(self.api_client)
 
-    def batch(self):
+    def batch(self) -> Any:
         from kubernetes import client
         return client.BatchV1Api(self.api_client)
 
-    def policy(self):
+    def policy(self) -> Any:
         from kubernetes import client
         return client.PolicyV1Api(self.api_client)
 
-    def timeout(self):
+    def timeout(self) -> tuple[float, float]:
         return (CONNECT_TIMEOUT_S, READ_TIMEOUT_S)
 
-    def close(self):
+    def close(self) -> None:
         try:
             self.api_client.close()
         except Exception as e:  # noqa: BLE001 - closing must not hide the result
@@ -64,7 +66,7 @@ class Connection:
                       type(e).__name__, _first_line(e))
 
 
-def _client_module():
+def _client_module() -> tuple[Any, Any]:
     try:
         from kubernetes import client, config
     except ImportError as e:
@@ -73,7 +75,7 @@ def _client_module():
     return client, config
 
 
-def connect(kubeconfig=None, context=None):
+def connect(kubeconfig: str | None = None, context: str | None = None) -> Connection:
     """A :class:`Connection` from KUBECONFIG (and CONTEXT), or the in-cluster
     service account when KUBECONFIG is None. KUBECONFIG may list several files
     separated by ':' ($KUBECONFIG's form): they are merged as kubectl merges them,
@@ -110,7 +112,7 @@ def connect(kubeconfig=None, context=None):
                       context)
 
 
-def _without_userinfo(server):
+def _without_userinfo(server: str) -> str:
     """SERVER as messages name it: its URL as urllib3 (the client's HTTP library) reads
     it, without a ``user:password@``."""
     from urllib3.util import parse_url
@@ -121,7 +123,7 @@ def _without_userinfo(server):
         return "(an API server URL urllib3 cannot parse)"
 
 
-def _described(e):
+def _described(e: BaseException) -> str:
     """E's type and first line; of a YAML error its type and place only (its text may
     quote a credential: ``redaction``)."""
     import yaml
@@ -132,6 +134,6 @@ def _described(e):
     return "%s: %s" % (type(e).__name__, _first_line(e))
 
 
-def _first_line(e):
+def _first_line(e: BaseException) -> str:
     text = str(e).strip() or type(e).__name__
     return text.splitlines()[0]

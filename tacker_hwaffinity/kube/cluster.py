@@ -11,11 +11,20 @@ so the pods and namespaces are listed at exactly the nodes' version
 the plan notes it. Every pod is read, terminated ones too, exactly as in a
 snapshot file: the planner ignores them, but their names are taken.
 """
-from tacker_hwaffinity.kube.client import KubeError
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from tacker_hwaffinity.kube.client import Connection, KubeError
 from tacker_hwaffinity.kube.lists import PAGE_SIZE, list_json
+from tacker_hwaffinity.objects.jsontypes import JsonObject, Pruner
+
+# One list to read: (kind, API group, the client's method, what messages call them).
+ListEntry = tuple[str, str, str, str]
+# What one list read gives: (its items, a note for the user or None).
+ListRead = tuple[list[JsonObject], str | None]
 
 # (kind, API group, method, what), in kubectl's print order
-LISTS = (
+LISTS: tuple[ListEntry, ...] = (
     ("Node", "core", "list_node", "nodes"),
     ("Pod", "core", "list_pod_for_all_namespaces", "pods in all namespaces"),
     ("Namespace", "core", "list_namespace", "namespaces"),
@@ -30,7 +39,7 @@ LISTS = (
 # `hwaffinity audit` reads these too: the workloads that own pods (desired counts) and
 # the PodDisruptionBudgets. Optional: a server without the API (policy/v1 is 1.21+) gets
 # a note, not an error.
-AUDIT_LISTS = LISTS + (
+AUDIT_LISTS: tuple[ListEntry, ...] = LISTS + (
     ("Deployment", "apps", "list_deployment_for_all_namespaces",
      "deployments in all namespaces"),
     ("DaemonSet", "apps", "list_daemon_set_for_all_namespaces", "daemonsets in all namespaces"),
@@ -44,7 +53,9 @@ OPTIONAL_GROUPS = ("batch", "policy")
 READERS = 4      # lists in flight at once after the nodes (urllib3's pool holds 10)
 
 
-def read_cluster(conn, prune=None, page_size=PAGE_SIZE, lists=LISTS, readers=READERS):
+def read_cluster(conn: Connection, prune: Pruner | None = None, page_size: int = PAGE_SIZE,
+                 lists: Sequence[ListEntry] = LISTS, readers: int = READERS
+                 ) -> tuple[list[tuple[JsonObject, str]], list[str]]:
     """([(object, source)], notes) for the planner. PRUNE(object) drops, in
     place, what the planner never reads, page by page, so memory follows what
     is used. LISTS: what to list (``AUDIT_LISTS`` for the audit).
@@ -58,7 +69,7 @@ def read_cluster(conn, prune=None, page_size=PAGE_SIZE, lists=LISTS, readers=REA
     source = "cluster %s" % conn.where
     kind, group, method, what = lists[0]
     items, version = list_json(conn, getattr(apis[group], method), kind, what, page_size, prune)
-    results = [(items, None)]
+    results: list[ListRead] = [(items, None)]
     rest = [_reader(conn, apis, entry, version, page_size, prune) for entry in lists[1:]]
     if readers > 1 and len(rest) > 1:
         from concurrent.futures import ThreadPoolExecutor
@@ -67,7 +78,8 @@ def read_cluster(conn, prune=None, page_size=PAGE_SIZE, lists=LISTS, readers=REA
             results += [f.result() for f in futures]    # the first failure, in order
     else:
         results += [read() for read in rest]
-    objects, notes = [], []
+    objects: list[tuple[JsonObject, str]] = []
+    notes: list[str] = []
     for items, note in results:
         objects.extend((item, source) for item in items)
         if note:
@@ -75,12 +87,13 @@ def read_cluster(conn, prune=None, page_size=PAGE_SIZE, lists=LISTS, readers=REA
     return objects, notes
 
 
-def _reader(conn, apis, entry, version, page_size, prune):
+def _reader(conn: Connection, apis: dict[str, Any], entry: ListEntry, version: str | None,
+            page_size: int, prune: Pruner | None) -> Callable[[], ListRead]:
     """A function reading one list: (items, note or None)."""
     kind, group, method, what = entry
     call = getattr(apis[group], method)
 
-    def read():
+    def read() -> ListRead:
         if group in OPTIONAL_GROUPS:
             try:
                 return list_json(conn, call, kind, what, page_size, prune)[0], None

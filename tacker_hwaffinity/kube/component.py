@@ -14,6 +14,10 @@ import threading
 import typing
 
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.kube.health import Supervisor
+
+if typing.TYPE_CHECKING:     # imported by run(), which makes it
+    from prometheus_client import CollectorRegistry
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 JOIN_TIMEOUT_S = 10.0       # how long the stop waits for the worker threads in all
@@ -33,7 +37,7 @@ class Address:
     flag: str
 
 
-def parse_address(text, flag):
+def parse_address(text: str, flag: str) -> Address:
     """The :class:`Address` of HOST:PORT TEXT (no host: all addresses), given by FLAG."""
     host, _, port = text.rpartition(":")
     try:
@@ -48,13 +52,13 @@ class Context:
 
     log: logging.Logger
     """The component's logger (``hwaffinity.NAME``)."""
-    registry: typing.Any
+    registry: "CollectorRegistry"
     """The prometheus_client CollectorRegistry that /metrics serves."""
-    workers: typing.Any
+    workers: Supervisor
     """The kube.health.Supervisor that starts its threads; ``workers.stop`` is the stop."""
 
 
-def _wait(stop):
+def _wait(stop: threading.Event) -> None:
     stop.wait()
 
 
@@ -87,7 +91,7 @@ class Component(typing.Protocol):
         """Open what it needs and start its threads; Refused or InputError when it cannot."""
 
 
-def configure_logging(name, level):
+def configure_logging(name: str, level: str) -> logging.Logger:
     """Log lines on stderr at LEVEL; the component's logger ``hwaffinity.NAME``."""
     logging.basicConfig(level=level, stream=sys.stderr, format=LOG_FORMAT)
     # the informer says once why a call failed; urllib3's own retry warning would repeat it
@@ -99,7 +103,6 @@ def run(component: Component) -> int:
     """Run COMPONENT until SIGTERM or SIGINT; the exit status (0, or 2 when Refused)."""
     from prometheus_client import CollectorRegistry
 
-    from tacker_hwaffinity.kube.health import Supervisor
     from tacker_hwaffinity.kube.serve import HealthServer
     log = configure_logging(component.name, component.log_level)
     registry = CollectorRegistry()

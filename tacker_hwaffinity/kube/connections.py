@@ -16,6 +16,7 @@ Shutting a socket down from another thread is safe (``shutdown(2)``, never
 ``close``): the connection's own thread sees end of file and closes it.
 """
 import socket
+from typing import Any
 import threading
 import time
 
@@ -23,18 +24,21 @@ WAITING, BUSY, CLOSING = "waiting", "busy", "closing"
 
 
 class Connections:
-    def __init__(self, limit):
+    """The open connections, each WAITING, BUSY or CLOSING (the module's docstring)."""
+
+    def __init__(self, limit: int) -> None:
         self.limit = limit
         self._lock = threading.Lock()
-        self._table = {}            # socket -> [state, deadline, since]
+        # socket -> [state, deadline (None while busy), since]
+        self._table: dict[socket.socket, list[Any]] = {}
         self.evicted = 0            # shut down to make room for a new one
         self.expired = 0            # shut down at their deadline
         self.slow = 0               # shut down for sending a large body too slowly
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._table)
 
-    def add(self, sock, timeout):
+    def add(self, sock: socket.socket, timeout: float) -> bool:
         """Register SOCK (just accepted), waiting at most TIMEOUT seconds; at the cap,
         shut the longest-waiting one down first. False when every connection is busy
         (the caller closes SOCK)."""
@@ -51,19 +55,19 @@ class Connections:
             self._table[sock] = [WAITING, now + timeout, now]
         return True
 
-    def waiting(self, sock, timeout):
+    def waiting(self, sock: socket.socket, timeout: float) -> None:
         """SOCK now waits for its client, at most TIMEOUT seconds from now."""
         self._set(sock, WAITING, timeout)
 
-    def busy(self, sock):
+    def busy(self, sock: socket.socket) -> None:
         """SOCK's request is read: no deadline, not to be cut for another."""
         self._set(sock, BUSY, None)
 
-    def remove(self, sock):
+    def remove(self, sock: socket.socket) -> None:
         with self._lock:
             self._table.pop(sock, None)
 
-    def reap(self):
+    def reap(self) -> None:
         """Shut down the waiting connections past their deadline."""
         now = time.monotonic()
         with self._lock:
@@ -73,7 +77,7 @@ class Connections:
                 self._shut(s)
             self.expired += len(late)
 
-    def cut(self, sock):
+    def cut(self, sock: socket.socket) -> None:
         """Shut SOCK down for another's sake: its large body arrives too slowly while
         another waits for its room (:mod:`kube.bodies`)."""
         with self._lock:
@@ -82,19 +86,19 @@ class Connections:
                 self._shut(sock)
                 self.slow += 1
 
-    def shut_all(self):
+    def shut_all(self) -> None:
         with self._lock:
             for s in list(self._table):
                 self._shut(s)
 
-    def _set(self, sock, state, timeout):
+    def _set(self, sock: socket.socket, state: str, timeout: float | None) -> None:
         now = time.monotonic()
         with self._lock:
             entry = self._table.get(sock)
             if entry is not None and entry[0] != CLOSING:
                 entry[:] = [state, None if timeout is None else now + timeout, now]
 
-    def _shut(self, sock):
+    def _shut(self, sock: socket.socket) -> None:
         self._table[sock][0] = CLOSING
         try:
             # socket.socket's own shutdown, also for an SSLSocket (whose override

@@ -8,19 +8,22 @@ import datetime
 import json
 import socket
 import time
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from tacker_hwaffinity.kube.client import KubeError
+from tacker_hwaffinity.kube.client import Connection, KubeError
 from tacker_hwaffinity.kube.lists import api_error
+from tacker_hwaffinity.objects.jsontypes import JsonObject, ReadOnlyJson
 
 MESSAGE_LIMIT = 1024        # bytes; the API server's limit on an Event's message
 NAME_LIMIT = 128            # reportingInstance, action and reason are limited to this
 
 
-def _now():
+def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.timezone.utc)
 
 
-def _truncate(text, limit):
+def _truncate(text: str, limit: int) -> str:
     """TEXT cut to LIMIT bytes of UTF-8, never inside a character."""
     data = text.encode("utf-8")
     if len(data) <= limit:
@@ -28,7 +31,8 @@ def _truncate(text, limit):
     return data[:limit].decode("utf-8", "ignore")
 
 
-def record_event(conn, involved, event_type, reason, message, component, action=None):
+def record_event(conn: Connection, involved: ReadOnlyJson, event_type: str, reason: str,
+                 message: str, component: str, action: str | None = None) -> JsonObject:
     """Create a core/v1 Event about INVOLVED (an object dict) and return it.
 
     EVENT_TYPE is "Normal" or "Warning"; COMPONENT fills ``source.component``
@@ -69,7 +73,8 @@ def record_event(conn, involved, event_type, reason, message, component, action=
     return _call(conn, "create", what, conn.core().create_namespaced_event, namespace, body)
 
 
-def patch_annotations(conn, namespace, name, annotations):
+def patch_annotations(conn: Connection, namespace: str, name: str,
+                      annotations: Mapping[str, str | None]) -> JsonObject:
     """One JSON merge patch of the Pod's ``metadata.annotations`` (a value of
     None removes that key); the patched Pod."""
     body = {"metadata": {"annotations": dict(annotations)}}
@@ -78,13 +83,15 @@ def patch_annotations(conn, namespace, name, annotations):
                  _content_type="application/merge-patch+json")
 
 
-def _call(conn, verb, what, method, *args, **kwargs):
+def _call(conn: Connection, verb: str, what: str, method: Callable[..., Any], *args: Any,
+          **kwargs: Any) -> JsonObject:
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
     try:
         response = method(*args, _preload_content=False, _request_timeout=conn.timeout(),
                           **kwargs)
-        return json.loads(response.data)
+        answer: JsonObject = json.loads(response.data)
+        return answer
     except (ApiException, HTTPError, OSError) as e:
         raise api_error(conn, verb, what, e)
     except ValueError as e:

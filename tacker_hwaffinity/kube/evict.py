@@ -27,25 +27,36 @@ Eviction went GA as ``policy/v1`` in Kubernetes 1.22; 1.20 and 1.21 know only
 registered for version "policy/v1"`` (before looking the pod up). v1 is
 tried first, and a connection that got that answer sends v1beta1 from then on.
 """
-import collections
 import datetime
 import email.utils
 import json
 import weakref
+from typing import Any, NamedTuple
 
+from tacker_hwaffinity.kube.client import Connection
 from tacker_hwaffinity.kube.lists import api_error
+from tacker_hwaffinity.objects.jsontypes import JsonObject, ReadOnlyJson
 
-Eviction = collections.namedtuple("Eviction", "outcome message retry_after")
+
+class Eviction(NamedTuple):
+    """What the server decided (the module's docstring)."""
+
+    outcome: str                # evicted, blocked, gone or refused
+    message: str
+    retry_after: int | None     # seconds, for blocked when the server says
+
 
 VERSIONS = ("policy/v1", "policy/v1beta1")
 _NOT_SERVED = 'no kind "Eviction" is registered for version "policy/v1"'
 _TWO_BUDGETS = "more than one PodDisruptionBudget"
 MAX_RETRY_AFTER_S = 60      # a longer retryAfterSeconds or Retry-After is read as this
 
-_v1beta1_only = weakref.WeakKeyDictionary()     # connections whose server has no v1 Eviction
+# connections whose server has no v1 Eviction
+_v1beta1_only: weakref.WeakKeyDictionary[Connection, bool] = weakref.WeakKeyDictionary()
 
 
-def evict(conn, namespace, name, uid=None, dry_run=False):
+def evict(conn: Connection, namespace: str, name: str, uid: str | None = None,
+          dry_run: bool = False) -> Eviction:
     """Ask the API server to evict pod NAMESPACE/NAME; an :class:`Eviction`.
 
     UID, when given, is a precondition: a pod recreated under the same name
@@ -55,14 +66,14 @@ def evict(conn, namespace, name, uid=None, dry_run=False):
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
     what = "pod %s/%s" % (namespace, name)
-    options = {}
+    options: JsonObject = {}
     if dry_run:
         options["dryRun"] = ["All"]
     if uid:
         options["preconditions"] = {"uid": uid}
     versions = VERSIONS[1:] if _v1beta1_only.get(conn) else VERSIONS
     for version in versions:
-        body = {"apiVersion": version, "kind": "Eviction",
+        body: JsonObject = {"apiVersion": version, "kind": "Eviction",
                 "metadata": {"name": name, "namespace": namespace}}
         if options:
             body["deleteOptions"] = options
@@ -85,7 +96,8 @@ def evict(conn, namespace, name, uid=None, dry_run=False):
     raise AssertionError("not reached")     # pragma: no cover
 
 
-def _decision(conn, e, status, uid, what):
+def _decision(conn: Connection, e: Any, status: ReadOnlyJson, uid: str | None, what: str
+              ) -> Eviction:
     """The Eviction a refusal means, or raise KubeError."""
     message = _message(status) or what
     details = _mapping(status.get("details"))
@@ -104,7 +116,7 @@ def _decision(conn, e, status, uid, what):
     raise api_error(conn, "create", "pods/eviction of " + what, e) from None
 
 
-def _status(e):
+def _status(e: Any) -> ReadOnlyJson:
     try:
         status = json.loads(e.body)
     except Exception:  # noqa: BLE001 - not a Status
@@ -112,11 +124,11 @@ def _status(e):
     return _mapping(status)
 
 
-def _mapping(value):
+def _mapping(value: Any) -> ReadOnlyJson:
     return value if isinstance(value, dict) else {}
 
 
-def _message(status):
+def _message(status: ReadOnlyJson) -> str:
     """The Status message followed by its causes' (the budget's own reason)."""
     parts = [status.get("message")]
     causes = _mapping(status.get("details")).get("causes")
@@ -127,13 +139,13 @@ def _message(status):
     return " ".join(p.strip() for p in parts if isinstance(p, str) and p.strip())
 
 
-def _retry_after(e, details):
+def _retry_after(e: Any, details: ReadOnlyJson) -> int | None:
     """Seconds to wait before evicting again (0..MAX_RETRY_AFTER_S), or None: the
     Status's retryAfterSeconds (a number or a string of digits), else the Retry-After
     header (seconds or an HTTP date)."""
     seconds = _seconds(details.get("retryAfterSeconds"))
     if seconds is None:
-        headers = getattr(e, "headers", None)
+        headers: Any = getattr(e, "headers", None)
         header = headers.get("Retry-After") if hasattr(headers, "get") else None
         seconds = _seconds(header)
         if seconds is None and isinstance(header, str):
@@ -141,7 +153,7 @@ def _retry_after(e, details):
     return None if seconds is None else min(seconds, MAX_RETRY_AFTER_S)
 
 
-def _seconds(value):
+def _seconds(value: Any) -> int | None:
     """VALUE (an int, or a string of ASCII digits) as whole seconds >= 0, or None."""
     if isinstance(value, str):
         value = value.strip()
@@ -153,7 +165,7 @@ def _seconds(value):
     return int(min(value, MAX_RETRY_AFTER_S + 1)) if value >= 0 else None
 
 
-def _until(date):
+def _until(date: str) -> int | None:
     """Seconds from now until the HTTP date DATE (0 when past), or None."""
     try:
         when = email.utils.parsedate_to_datetime(date)

@@ -55,15 +55,31 @@ PodDisruptionBudgets before 1.21): a 404 to the list is said once (info), the
 cache stays empty and counts as synced, and the list is tried again every
 ``backoff_max``, quietly, until the server serves the kind.
 """
+import builtins
 import json
 import logging
 import socket
 import threading
 import time
+from collections.abc import Callable, Hashable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
+from tacker_hwaffinity.objects.jsontypes import JsonObject, JsonValue, Pruner
 from tacker_hwaffinity.objects.pruning import pruner
-from tacker_hwaffinity.kube.client import CONNECT_TIMEOUT_S, KubeError
+from tacker_hwaffinity.kube.client import CONNECT_TIMEOUT_S, Connection, KubeError
 from tacker_hwaffinity.kube.lists import PAGE_SIZE, api_error, list_json
+
+if TYPE_CHECKING:   # imported where used: a component that counts makes one
+    from prometheus_client import CollectorRegistry
+
+# handler(event type, object): ADDED, MODIFIED or DELETED
+EventHandler = Callable[[str, JsonObject], object]
+# on_sync(objects): every object of a list, after it
+SyncHandler = Callable[[list[JsonObject]], object]
+# an indexer: an object's key in its index, or None to leave it out
+IndexKey = Callable[[JsonObject], Hashable | None]
+# a cached object's key: (namespace, "" for cluster-scoped kinds; name)
+ObjectKey = tuple[str, Any]
 
 WATCH_READ_MARGIN_S = 30   # read timeout beyond timeoutSeconds: a silent dead peer shows up
 SHORT_WATCH_S = 1.0        # a watch ended sooner, with no event, is backed off like an error
@@ -92,7 +108,7 @@ class InformerMetrics:
     """The informers' counters, registered in REGISTRY (None: counted, not exported);
     one instance serves every informer of a component (labelled by kind)."""
 
-    def __init__(self, registry=None):
+    def __init__(self, registry: "CollectorRegistry | None" = None) -> None:
         from prometheus_client import Counter
         self.object_errors = Counter(
             "hwaffinity_informer_object_errors", "Objects a handler or on_sync failed on, "
@@ -100,12 +116,12 @@ class InformerMetrics:
             registry=registry)
 
 
-def _version(obj):
+def _version(obj: JsonObject) -> Any:
     meta = obj.get("metadata")
     return meta.get("resourceVersion") if isinstance(meta, dict) else None
 
 
-def _key(obj):
+def _key(obj: JsonObject) -> ObjectKey:
     meta = obj.get("metadata")
     meta = meta if isinstance(meta, dict) else {}
     return (meta.get("namespace") or "", meta.get("name"))
@@ -128,10 +144,14 @@ class Informer:
     of the last list, event or bookmark) are for health checks and metrics.
     """
 
-    def __init__(self, conn, list_call, kind, what, handler, on_sync=None,
-                 field_selector=None, label_selector=None, timeout_seconds=300,
-                 backoff_initial=0.5, backoff_max=30.0, log=None, fields=None,
-                 store=True, optional=False, indexers=None, metrics=None):
+    def __init__(self, conn: Connection, list_call: Callable[..., Any], kind: str, what: str,
+                 handler: EventHandler, on_sync: SyncHandler | None = None,
+                 field_selector: str | None = None, label_selector: str | None = None,
+                 timeout_seconds: int = 300, backoff_initial: float = 0.5,
+                 backoff_max: float = 30.0, log: logging.Logger | None = None,
+                 fields: Mapping[str, Any] | None = None, store: bool = True,
+                 optional: bool = False, indexers: Mapping[str, IndexKey] | None = None,
+                 metrics: InformerMetrics | None = None) -> None:
         self.conn = conn
         self.list_call = list_call
         self.kind = kind
@@ -148,50 +168,51 @@ class Informer:
         self.synced = threading.Event()
         self.relists = 0
         self.errors = 0
-        self.last_error = None
-        self.last_event_time = None
-        self.resource_version = None
-        self._prune = pruner({kind: fields}) if fields else None
+        self.last_error: str | None = None
+        self.last_event_time: float | None = None
+        self.resource_version: str | None = None
+        self._prune: Pruner | None = pruner({kind: fields}) if fields else None
         self.store = store
         self.optional = optional
         self.served = True          # False while an optional kind gets 404
-        self._cache = {}
+        self._cache: dict[ObjectKey, JsonObject] = {}
         self._indexers = dict(indexers or {})
-        self._indexes = {name: {} for name in self._indexers}
+        self._indexes: dict[str, dict[Hashable, JsonObject]] = {
+            name: {} for name in self._indexers}
         self._lock = threading.Lock()
-        self._response = None
+        self._response: Any = None     # the open watch's (urllib3's HTTPResponse)
         self._delay = backoff_initial
 
     # -- the cache -----------------------------------------------------------
-    def _stored(self):
+    def _stored(self) -> None:
         if not self.store:
             raise RuntimeError("the %s informer keeps no store (store=False)" % self.kind)
 
-    def get(self, namespace, name):
+    def get(self, namespace: str | None, name: str) -> JsonObject | None:
         """The cached object, or None (NAMESPACE None or "" for cluster-scoped kinds)."""
         self._stored()
         with self._lock:
             return self._cache.get((namespace or "", name))
 
-    def list(self):
+    def list(self) -> list[JsonObject]:
         """Every cached object (a new list; the objects themselves are shared)."""
         self._stored()
         with self._lock:
             return list(self._cache.values())
 
-    def by(self, index, key):
+    def by(self, index: str, key: Hashable) -> JsonObject | None:
         """The cached object whose INDEX (an ``indexers`` name) value is KEY, or None."""
         self._stored()
         with self._lock:
             return self._indexes[index].get(key)
 
-    def keys(self, index):
+    def keys(self, index: str) -> builtins.list[Hashable]:  # list: the method above
         """Every key of INDEX (a new list)."""
         self._stored()
         with self._lock:
             return list(self._indexes[index])
 
-    def _reindex(self, old, new):
+    def _reindex(self, old: JsonObject | None, new: JsonObject | None) -> None:
         """Move one object's index entries from OLD to NEW (either None). Under _lock."""
         for name, key_of in self._indexers.items():
             idx = self._indexes[name]
@@ -205,7 +226,7 @@ class Informer:
                     idx[k] = new
 
     # -- the loop --------------------------------------------------------------
-    def run(self, stop):
+    def run(self, stop: threading.Event) -> None:
         """List and watch until STOP (a ``threading.Event``) is set."""
         done = threading.Event()
         guard = threading.Thread(target=self._guard, args=(stop, done), daemon=True,
@@ -219,7 +240,7 @@ class Informer:
         finally:
             done.set()
 
-    def _round(self, stop):
+    def _round(self, stop: threading.Event) -> bool:
         """One list (when needed) and one watch; True when the next round must list."""
         started = time.monotonic()
         listed = self.resource_version is None
@@ -255,7 +276,7 @@ class Informer:
         except Exception as e:  # noqa: BLE001 - every failure is retried, see below
             return self._failed(e, stop)
 
-    def _failed(self, e, stop):
+    def _failed(self, e: Exception, stop: threading.Event) -> bool:
         """Count and log failure E, back off; True when the next round must list."""
         if stop.is_set():
             return False
@@ -266,11 +287,11 @@ class Informer:
         self._sleep(stop)
         return isinstance(e, (_WatchError, _SyncFailed))
 
-    def _sleep(self, stop):
+    def _sleep(self, stop: threading.Event) -> None:
         stop.wait(self._delay)
         self._delay = min(self._delay * 2, self.backoff_max)
 
-    def _describe(self, e):
+    def _describe(self, e: Exception) -> str:
         """One line, no traceback, nothing from the request headers."""
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
@@ -287,7 +308,7 @@ class Informer:
         return "API server %s: cannot watch %s (%s: %s)" % (
             self.conn.where, self.what, type(e).__name__, text)
 
-    def _list(self):
+    def _list(self) -> None:
         items, version = list_json(self.conn, self.list_call, self.kind, self.what,
                                    PAGE_SIZE, each=self._prune, **self.selectors)
         if not version:
@@ -310,7 +331,7 @@ class Informer:
                               % (len(items), self.what))
         self.synced.set()
 
-    def _watch(self, stop):
+    def _watch(self, stop: threading.Event) -> int:
         """Read one watch to its end; the number of events it brought."""
         from kubernetes.client.exceptions import ApiException
         try:
@@ -344,7 +365,7 @@ class Informer:
             response.release_conn()
 
     @staticmethod
-    def _events(response):
+    def _events(response: Any) -> Iterator[JsonValue]:
         """The decoded events of a watch response, one JSON document a line. Only each
         new chunk is searched for the end of a line, and a line's parts are joined once:
         an object of 1.5 MiB in chunks of 1 KiB costs the watch one pass, not 1,500."""
@@ -365,7 +386,7 @@ class Informer:
             text = (str(e).strip() or type(e).__name__).splitlines()[0]
             raise _Broken(text) from None
 
-    def _dispatch(self, event):
+    def _dispatch(self, event: JsonValue) -> None:
         kind = event.get("type") if isinstance(event, dict) else None
         obj = event.get("object") if isinstance(event, dict) else None
         if not isinstance(obj, dict):
@@ -394,7 +415,7 @@ class Informer:
         if self._call(self._store, kind, obj, what="storing " + name, reason="store"):
             self._call(self.handler, kind, obj, what="handler on " + name, reason="handler")
 
-    def _store(self, kind, obj):
+    def _store(self, kind: str, obj: JsonObject) -> None:
         """Prune OBJ and apply event KIND to the store."""
         if self._prune is not None:
             self._prune(obj)
@@ -408,7 +429,8 @@ class Informer:
                     self._cache[_key(obj)] = obj
                     self._reindex(old, obj)
 
-    def _call(self, callback, *args, what, reason):
+    def _call(self, callback: Callable[..., object], *args: Any, what: str, reason: str
+              ) -> bool:
         """CALLBACK(*ARGS); False when it raised (logged whole and counted by REASON)."""
         try:
             callback(*args)
@@ -419,7 +441,7 @@ class Informer:
             return False
         return True
 
-    def _guard(self, stop, done):
+    def _guard(self, stop: threading.Event, done: threading.Event) -> None:
         """Unblock a watch read when STOP is set (ends with run())."""
         while not stop.wait(STOP_POLL_S):
             if done.is_set():

@@ -25,9 +25,12 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable
+from typing import cast
 
-from tacker_hwaffinity.kube.client import KubeError
+from tacker_hwaffinity.kube.client import Connection, KubeError
 from tacker_hwaffinity.kube.lists import api_error
+from tacker_hwaffinity.objects.jsontypes import JsonObject, ReadOnlyJson
 
 JITTER = 1.2                 # client-go's JitterFactor: acquire retries wait 1-2.2 x retry_period
 MICRO_TIME = "%Y-%m-%dT%H:%M:%S.%fZ"
@@ -37,7 +40,7 @@ MIN_REQUEST_S = 0.05         # a renewal with less time than this left is not se
 ACQUIRED, HELD, FAILED = "acquired", "held", "failed"
 
 
-def micro_time(when=None):
+def micro_time(when: datetime.datetime | None = None) -> str:
     """WHEN (an aware datetime; a naive one is taken as UTC; default: now) as a
     MicroTime string: UTC, exactly six fractional digits, ``Z``."""
     if when is None:
@@ -47,7 +50,8 @@ def micro_time(when=None):
     return when.astimezone(datetime.timezone.utc).strftime(MICRO_TIME)
 
 
-def validate_durations(lease_duration, renew_deadline, retry_period):
+def validate_durations(lease_duration: float, renew_deadline: float, retry_period: float
+                       ) -> None:
     """Raise ValueError unless leaseDuration > renewDeadline > 1.2 x retryPeriod > 0."""
     if not retry_period > 0:
         raise ValueError("retry_period must be greater than zero (got %r)" % (retry_period,))
@@ -77,9 +81,12 @@ class LeaderElector:
     :meth:`confirm`.
     """
 
-    def __init__(self, conn, namespace, name, identity, lease_duration=15.0, renew_deadline=10.0,
-                 retry_period=2.0, on_started=None, on_stopped=None, log=None,
-                 clock=time.monotonic):
+    def __init__(self, conn: Connection, namespace: str, name: str, identity: str,
+                 lease_duration: float = 15.0, renew_deadline: float = 10.0,
+                 retry_period: float = 2.0, on_started: Callable[[], object] | None = None,
+                 on_stopped: Callable[[], object] | None = None,
+                 log: logging.Logger | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         validate_durations(lease_duration, renew_deadline, retry_period)
         if not identity:
             raise ValueError("the identity of a leader elector must not be empty")
@@ -97,20 +104,22 @@ class LeaderElector:
         self.log = log or logging.getLogger(__name__)
         self.clock = clock
         self.is_leader = threading.Event()
-        self.holder = None
-        self.transitions = None
-        self.last_error = None
-        self._lease = None            # the Lease as last read or written (its resourceVersion)
-        self._observed = None         # its spec
-        self._observed_at = None      # clock() when that spec was first seen
-        self._held_since = None       # clock() at the start of the last successful attempt
+        self.holder: str | None = None
+        self.transitions: int | None = None
+        self.last_error: str | None = None
+        # the Lease as last read or written (its resourceVersion)
+        self._lease: JsonObject | None = None
+        self._observed: ReadOnlyJson | None = None  # its spec
+        self._observed_at: float | None = None      # clock() when that spec was first seen
+        # clock() at the start of the last successful attempt
+        self._held_since: float | None = None
 
     @property
-    def what(self):
+    def what(self) -> str:
         return "lease %s/%s" % (self.namespace, self.name)
 
     # -- the loop --------------------------------------------------------------
-    def run(self, stop):
+    def run(self, stop: threading.Event) -> None:
         """Acquire, lead, renew, until STOP (a ``threading.Event``) is set; a term
         that ends because renewals failed goes back to acquiring. On STOP a
         leader steps down and releases the Lease, so another elector need not
@@ -133,13 +142,13 @@ class LeaderElector:
         finally:
             self._step_down()         # whatever ended run(), this elector no longer leads
 
-    def _step_down(self):
+    def _step_down(self) -> None:
         if self.is_leader.is_set():
             self.is_leader.clear()
             if self.on_stopped is not None:
                 self._callback(self.on_stopped, "on_stopped")
 
-    def _acquire(self, stop):
+    def _acquire(self, stop: threading.Event) -> bool:
         """Try now, then every retry_period (with jitter); False once STOP is set."""
         while not stop.is_set():
             if self._try(self.renew_deadline) == ACQUIRED:
@@ -147,33 +156,37 @@ class LeaderElector:
             stop.wait(self.retry_period * (1 + random.random() * JITTER))
         return False
 
-    def _renew(self, stop):
+    def _renew(self, stop: threading.Event) -> bool:
         """Renew every retry_period; True when STOP ended the term, False when
         renewals failed until renew_deadline after the last success (or the
         Lease turned out to be someone else's)."""
-        due = self._held_since + self.retry_period
+        due = self._term() + self.retry_period
         while True:
             if stop.wait(max(0.0, due - self.clock())):
                 return True
             started = self.clock()
-            left = self._held_since + self.renew_deadline - started
+            left = self._term() + self.renew_deadline - started
             if left < MIN_REQUEST_S:
                 self.log.warning("%s: %s could not renew for %.1fs; stepping down", self.what,
                                  self.identity, self.renew_deadline)
                 return False
             result = self._try(left)
             if result == ACQUIRED:          # the term now runs from `started`
-                due = self._held_since + self.retry_period
+                due = self._term() + self.retry_period
             elif result == HELD:
                 self.log.warning("%s: %s lost the lease to %s; stepping down", self.what,
                                  self.identity, self.holder)
                 return False
             else:
                 due = min(self.clock() + self.retry_period,
-                          self._held_since + self.renew_deadline)
+                          self._term() + self.renew_deadline)
+
+    def _term(self) -> float:
+        """``_held_since`` while this elector leads (``_renew`` runs only then)."""
+        return cast(float, self._held_since)
 
     # -- before each side effect ---------------------------------------------------
-    def confirm(self):
+    def confirm(self) -> bool:
         """True when this elector may act now; called right before each side effect
         (a relabel, an eviction, an Event), from any thread. Both checks must pass:
 
@@ -213,14 +226,14 @@ class LeaderElector:
             return False
         return self.is_leader.is_set() and self.clock() < deadline
 
-    def _callback(self, callback, what):
+    def _callback(self, callback: Callable[[], object], what: str) -> None:
         try:
             callback()
         except Exception:
             self.log.exception("%s: %s of %s failed", self.what, what, self.identity)
 
     # -- one attempt -------------------------------------------------------------
-    def _try(self, timeout):
+    def _try(self, timeout: float) -> str:
         """client-go's tryAcquireOrRenew: ACQUIRED (this elector holds the Lease
         now), HELD (someone else does, unexpired) or FAILED (an error or a lost
         race)."""
@@ -231,7 +244,7 @@ class LeaderElector:
             return self._failed(KubeError("API server %s: cannot use %s (%s: %s)" % (
                 self.conn.where, self.what, type(e).__name__, text)))
 
-    def _attempt(self, timeout):
+    def _attempt(self, timeout: float) -> str:
         started = self.clock()
         now = micro_time()
         seconds = max(1, int(self.lease_duration))   # client-go truncates to whole seconds
@@ -242,8 +255,8 @@ class LeaderElector:
                 return self._failed(e)
             lease = None
         if lease is None:
-            spec = {"holderIdentity": self.identity, "leaseDurationSeconds": seconds,
-                    "acquireTime": now, "renewTime": now, "leaseTransitions": 0}
+            spec: JsonObject = {"holderIdentity": self.identity, "leaseDurationSeconds": seconds,
+                                "acquireTime": now, "renewTime": now, "leaseTransitions": 0}
             body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": self.name, "namespace": self.namespace},
                     "spec": spec}
@@ -258,14 +271,16 @@ class LeaderElector:
             self._observed, self._observed_at = spec, self.clock()
         self._lease = lease
         self.holder = spec.get("holderIdentity") or ""
-        self.transitions = spec.get("leaseTransitions") or 0
+        self.transitions = transitions = spec.get("leaseTransitions") or 0
         mine = self.holder == self.identity
-        if self.holder and not mine and self._observed_at + self.lease_duration > started:
+        # (_observed_at: set above at the first spec, which differs from None)
+        if self.holder and not mine and \
+                cast(float, self._observed_at) + self.lease_duration > started:
             return HELD
         record = {"holderIdentity": self.identity, "leaseDurationSeconds": seconds,
                   "acquireTime": (spec.get("acquireTime") or now) if mine else now,
                   "renewTime": now,
-                  "leaseTransitions": self.transitions if mine else self.transitions + 1}
+                  "leaseTransitions": transitions if mine else transitions + 1}
         left = timeout - (self.clock() - started)
         if left < MIN_REQUEST_S:
             return FAILED               # no time left to write before the deadline
@@ -275,7 +290,7 @@ class LeaderElector:
             return self._failed(e)
         return self._took(updated, started)
 
-    def _took(self, lease, started):
+    def _took(self, lease: JsonObject, started: float) -> str:
         self._lease = lease
         self._observed, self._observed_at = lease.get("spec") or {}, self.clock()
         self.holder = self._observed.get("holderIdentity") or ""
@@ -283,7 +298,7 @@ class LeaderElector:
         self._held_since = started
         return ACQUIRED
 
-    def _failed(self, e):
+    def _failed(self, e: KubeError) -> str:
         if e.status == 409:      # another elector wrote first: not an error
             self.log.info("%s: %s lost a race to write it; trying again", self.what,
                           self.identity)
@@ -292,7 +307,7 @@ class LeaderElector:
             self.log.warning("%s: %s", self.what, self.last_error)
         return FAILED
 
-    def _release(self):
+    def _release(self) -> None:
         """Hand the Lease back (holderIdentity "", leaseDurationSeconds 1) when
         this elector holds it as last seen; a 409 means it no longer does."""
         if self._lease is None or self.holder != self.identity:
@@ -313,11 +328,12 @@ class LeaderElector:
         self.log.info("%s: %s released it", self.what, self.identity)
 
     # -- requests ------------------------------------------------------------------
-    def _path(self, collection=False):
+    def _path(self, collection: bool = False) -> str:
         path = "/apis/coordination.k8s.io/v1/namespaces/%s/leases" % self.namespace
         return path if collection else "%s/%s" % (path, self.name)
 
-    def _send(self, method, path, body, timeout, verb):
+    def _send(self, method: str, path: str, body: JsonObject | None, timeout: float,
+              verb: str) -> JsonObject:
         """One request, its JSON answer; KubeError on failure. TIMEOUT bounds the
         whole request (a leader must hear back before its deadline)."""
         from kubernetes.client.exceptions import ApiException
@@ -344,7 +360,8 @@ class LeaderElector:
                                         auth_settings=["BearerToken"],
                                         _return_http_data_only=True, _preload_content=False,
                                         _request_timeout=limit)
-            return json.loads(response.data)
+            answer: JsonObject = json.loads(response.data)
+            return answer
         except (ApiException, HTTPError, OSError) as e:
             raise api_error(self.conn, verb, self.what, e) from None
         except ValueError as e:

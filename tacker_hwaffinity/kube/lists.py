@@ -7,14 +7,17 @@ models costs more than the transfer. A page whose continue token expired
 (410 Gone) restarts the list from the beginning, as client-go's pager does.
 """
 import json
+from collections.abc import Callable
+from typing import Any
 
-from tacker_hwaffinity.kube.client import KubeError
+from tacker_hwaffinity.kube.client import Connection, KubeError
+from tacker_hwaffinity.objects.jsontypes import JsonObject, JsonValue, Pruner
 
 PAGE_SIZE = 500          # kubectl's default --chunk-size
 RELISTS = 3              # restarts after an expired continue token
 
 
-def api_error(conn, verb, what, e):
+def api_error(conn: Connection, verb: str, what: str, e: BaseException) -> KubeError:
     """KubeError for an exception raised by a call of the client."""
     status = getattr(e, "status", None)
     if status == 401:
@@ -32,20 +35,24 @@ def api_error(conn, verb, what, e):
                      % (conn.where, verb, what, _reason(e)))
 
 
-def _status_message(e):
+def _status_message(e: Any) -> JsonValue:
+    """The message of the Status in the body of E (the client's untyped ApiException)."""
     try:
-        return json.loads(e.body).get("message")
+        message: JsonValue = json.loads(e.body).get("message")
+        return message
     except Exception:  # noqa: BLE001 - the body is not a Status
         return None
 
 
-def _reason(e):
+def _reason(e: BaseException) -> str:
     inner = getattr(e, "reason", None)   # urllib3's MaxRetryError wraps the cause
     text = str(inner if inner is not None else e).strip() or type(e).__name__
     return text.splitlines()[0]
 
 
-def list_json(conn, call, kind, what, page_size=PAGE_SIZE, each=None, **params):
+def list_json(conn: Connection, call: Callable[..., Any], kind: str, what: str,
+              page_size: int = PAGE_SIZE, each: Pruner | None = None, **params: Any
+              ) -> tuple[list[JsonObject], str | None]:
     """(items, resourceVersion) of every page of CALL (a ``CoreV1Api`` list
     method). EACH(item), when given, runs on every item as its page arrives
     (to prune it in place). PARAMS go to each request (``field_selector``,
@@ -53,7 +60,9 @@ def list_json(conn, call, kind, what, page_size=PAGE_SIZE, each=None, **params):
     from kubernetes.client.exceptions import ApiException
     from urllib3.exceptions import HTTPError
     for _ in range(RELISTS + 1):
-        items, token, version = [], None, None
+        items: list[JsonObject] = []
+        token: str | None = None
+        version: str | None = None
         try:
             while True:
                 kwargs = dict(params, limit=page_size, _preload_content=False,

@@ -36,7 +36,7 @@ Deployment's memory limit):
   that no client can hold them and a few together cannot take more memory than
   the sum allows;
 * a JSON body nested deeper than the route's ``max_depth``: 400, before it is
-  decoded (:mod:`kube.jsondepth`);
+  decoded (:mod:`objects.jsondepth`);
 * at most ``max_connections`` connections; the TLS handshake, a new connection's
   first byte, then each request's headers and body, within ``read_timeout`` seconds
   each; a kept-alive connection idle for ``idle_timeout`` seconds between requests
@@ -58,12 +58,20 @@ import sys
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import httptools
 
-from tacker_hwaffinity.kube import bodies, jsondepth
+from tacker_hwaffinity.kube import bodies
 from tacker_hwaffinity.kube.connections import Connections
+from tacker_hwaffinity.kube.health import HealthCheck
 from tacker_hwaffinity.kube.tlsreload import ServerTLS, verified_name
+from tacker_hwaffinity.objects import jsondepth
+
+if TYPE_CHECKING:   # prometheus_client is imported where used: start() and /metrics
+    from prometheus_client import CollectorRegistry
+    from prometheus_client.core import Metric
 
 DEFAULT_MAX_BODY = 1 << 20       # a POST route given as a bare callable
 BIG_BODY = 64 << 10              # larger bodies take room in a lane (kube.bodies)
@@ -83,6 +91,13 @@ GETS = ("/metrics", "/healthz", "/readyz", "/livez")
 TEXT = "text/plain; charset=utf-8"
 LOG = logging.getLogger(__name__)
 
+# What is sent back: (status, content type, body bytes).
+Response = tuple[int, str, bytes]
+# A POST route's handler: the request's body -> its response.
+PostHandler = Callable[[bytes], Response]
+# The header fields of a request as httptools hands them over: (name, value), in order.
+HeaderFields = Sequence[tuple[bytes, bytes]]
+
 
 class Route:
     """A POST route: HANDLER(body bytes) -> (status, content type, body bytes); the
@@ -90,7 +105,8 @@ class Route:
     body is not JSON); whether it answers only verified client certificates
     (CLIENT_CERT, when the server has a client CA)."""
 
-    def __init__(self, handler, max_body, max_depth=jsondepth.MAX_DEPTH, client_cert=False):
+    def __init__(self, handler: PostHandler, max_body: int,
+                 max_depth: int | None = jsondepth.MAX_DEPTH, client_cert: bool = False) -> None:
         self.handler = handler
         self.max_body = int(max_body)
         self.max_depth = max_depth
@@ -104,15 +120,18 @@ class HealthServer:
     once :meth:`start` returned. POSTS: path -> :class:`Route` (or a bare handler,
     taking at most DEFAULT_MAX_BODY bytes)."""
 
-    def __init__(self, port, host="127.0.0.1", registry=None, health=None, posts=None,
-                 tls=None, live=None, client_ca=None, client_names=(),
-                 max_connections=MAX_CONNECTIONS, read_timeout=READ_TIMEOUT,
-                 idle_timeout=IDLE_TIMEOUT, log=None):
+    def __init__(self, port: int, host: str = "127.0.0.1",
+                 registry: "CollectorRegistry | None" = None, health: HealthCheck | None = None,
+                 posts: Mapping[str, Route | PostHandler] | None = None,
+                 tls: tuple[str, str] | None = None, live: HealthCheck | None = None,
+                 client_ca: str | None = None, client_names: Iterable[str] | None = (),
+                 max_connections: int = MAX_CONNECTIONS, read_timeout: float = READ_TIMEOUT,
+                 idle_timeout: float = IDLE_TIMEOUT, log: logging.Logger | None = None) -> None:
         self.host = host
         self.port = port
         self.registry = registry
-        self.health = health or (lambda: (True, "ok"))
-        self.live = live or (lambda: (True, "ok"))     # /livez: see kube.health
+        self.health: HealthCheck = health or (lambda: (True, "ok"))
+        self.live: HealthCheck = live or (lambda: (True, "ok"))     # /livez: see kube.health
         self.posts = {path: r if isinstance(r, Route) else Route(r, DEFAULT_MAX_BODY)
                       for path, r in (posts or {}).items()}
         self.tls = tls
@@ -122,7 +141,7 @@ class HealthServer:
         self.read_timeout = read_timeout
         self.idle_timeout = idle_timeout
         self.log = log or LOG
-        self.refused = collections.Counter()       # reason -> answers refused
+        self.refused: collections.Counter[str] = collections.Counter()   # reason -> refused
         self._refused_lock = threading.Lock()
         self.connections = Connections(max_connections)
         # bodies over BIG_BODY: the room they take while they arrive, verified client
@@ -134,11 +153,11 @@ class HealthServer:
                       False: bodies.Lane(largest * bodies.ANONYMOUS_BODIES,
                                          self.connections.cut)}
         self.handling = bodies.Handling()
-        self._tls = None
-        self._server = None
-        self._thread = None
+        self._tls: ServerTLS | None = None
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
 
-    def start(self):
+    def start(self) -> "HealthServer":
         if self.registry is None:
             from prometheus_client import REGISTRY
             self.registry = REGISTRY
@@ -146,55 +165,57 @@ class HealthServer:
             self._tls = ServerTLS(*self.tls, client_ca=self.client_ca, log=self.log)
         elif self.client_ca:
             raise ValueError("a client CA needs TLS")
-        self._server = _Server((self.host, self.port), None)
-        self._server.owner = self
-        self._server.daemon_threads = True
-        self._server.timeout = 0.2          # handle_request() returns to check _stopping
-        self.port = self._server.server_address[1]
+        # no handler class: _Server.finish_request serves the connection itself
+        self._server = server = _Server((self.host, self.port), None)  # type: ignore[arg-type]
+        server.owner = self
+        server.daemon_threads = True
+        server.timeout = 0.2          # handle_request() returns to check _stopping
+        self.port = server.server_address[1]
         if self.posts or self._tls:
             _register(self.registry, _Collector(self))
         self._stopping = threading.Event()
-        self._thread = threading.Thread(target=self._serve, daemon=True,
+        self._thread = threading.Thread(target=self._serve, args=(server,), daemon=True,
                                         name="health-server-%d" % self.port)
         self._thread.start()
         return self
 
-    def _serve(self):
+    def _serve(self, server: "_Server") -> None:
         # our own loop rather than serve_forever(): stop() then needs no handshake with
         # it (socketserver's shutdown() waits for one, which never comes in a process
         # where eventlet has patched threading, as Tacker's does)
         checked = time.monotonic()
         while not self._stopping.is_set():
-            self._server.handle_request()
+            server.handle_request()
             self.connections.reap()
             if self._tls is not None and time.monotonic() - checked >= 1.0:
                 checked = time.monotonic()
                 self._tls.check()
 
-    def stop(self):
-        if self._server is None:
+    def stop(self) -> None:
+        server, thread = self._server, self._thread
+        if server is None or thread is None:
             return
         self._stopping.set()
-        self._thread.join(timeout=5)
-        self._server.server_close()
+        thread.join(timeout=5)
+        server.server_close()
         self.connections.shut_all()
         self._server = None
 
-    def serve_connection(self, sock):
+    def serve_connection(self, sock: socket.socket) -> None:
         """Answer the requests on SOCK (accepted, and added to :attr:`connections`)
         until the client or the server closes it; the caller closes SOCK."""
         _Connection(self, sock).serve()
 
-    def count_refused(self, reason):
+    def count_refused(self, reason: str) -> None:
         with self._refused_lock:
             self.refused[reason] += 1
 
-    def answer(self, path, accept):
+    def answer(self, path: str, accept: str | None) -> Response:
         """(status, content type, body bytes) for a GET of PATH."""
         if path == "/metrics":
             from prometheus_client.exposition import choose_encoder
             encoder, content_type = choose_encoder(accept or "")
-            return 200, content_type, encoder(self.registry)
+            return 200, content_type, encoder(cast("CollectorRegistry", self.registry))  # start()'s
         if path in ("/healthz", "/readyz", "/livez"):
             try:
                 ok, message = (self.live if path == "/livez" else self.health)()
@@ -204,7 +225,7 @@ class HealthServer:
             return (200 if ok else 503), TEXT, body.encode("utf-8")
         return 404, TEXT, b"not found\n"
 
-    def answer_post(self, path, body):
+    def answer_post(self, path: str, body: bytes) -> Response:
         route = self.posts.get(path)
         if route is None:
             return 404, TEXT, b"not found\n"
@@ -218,8 +239,9 @@ class HealthServer:
 class _Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     request_queue_size = 128            # a burst of connections is not dropped at SYN
+    owner: HealthServer                 # set by HealthServer.start
 
-    def get_request(self):
+    def get_request(self) -> tuple[socket.socket, Any]:
         sock, addr = self.socket.accept()
         # answers are small and written at once: no Nagle delay against the peer's
         # delayed ACK (40 ms per answer on a kept-alive connection otherwise)
@@ -234,14 +256,15 @@ class _Server(socketserver.ThreadingTCPServer):
             raise OSError("at the connection cap")
         return sock, addr
 
-    def finish_request(self, request, client_address):
+    # requests are sockets (a TCP server); typeshed types BaseServer's, UDP's too
+    def finish_request(self, request: Any, client_address: object) -> None:
         self.owner.serve_connection(request)
 
-    def shutdown_request(self, request):
+    def shutdown_request(self, request: Any) -> None:
         self.owner.connections.remove(request)
         super().shutdown_request(request)
 
-    def handle_error(self, request, client_address):
+    def handle_error(self, request: Any, client_address: object) -> None:
         error = sys.exc_info()[1]
         if isinstance(error, OSError):          # quiet: a client went away
             LOG.debug("connection from %s ended", client_address, exc_info=True)
@@ -250,7 +273,7 @@ class _Server(socketserver.ThreadingTCPServer):
         self.owner.log.error("connection from %s failed", client_address, exc_info=True)
 
 
-def _register(registry, collector):
+def _register(registry: "CollectorRegistry", collector: "_Collector") -> None:
     try:
         registry.register(collector)
     except ValueError:      # a second server on the same registry: the first one reports
@@ -258,10 +281,12 @@ def _register(registry, collector):
 
 
 class _Collector:
-    def __init__(self, server):
+    """The server's own metrics: refusals, connections, TLS reloads."""
+
+    def __init__(self, server: HealthServer) -> None:
         self.server = server
 
-    def collect(self):
+    def collect(self) -> Iterator["Metric"]:
         from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
         s = self.server
         refused = CounterMetricFamily(
@@ -297,14 +322,14 @@ class _Head:
 
     __slots__ = ("target", "headers")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.target = b""
-        self.headers = []
+        self.headers: list[tuple[bytes, bytes]] = []
 
-    def on_url(self, url):
+    def on_url(self, url: bytes) -> None:
         self.target += url
 
-    def on_header(self, name, value):
+    def on_header(self, name: bytes, value: bytes) -> None:
         self.headers.append((name, value))
 
 
@@ -313,17 +338,17 @@ class _Connection:
     one at a time (the head checked by us and parsed by httptools, then exactly the
     body it declares), answered in order until either side closes."""
 
-    def __init__(self, server, sock):
+    def __init__(self, server: HealthServer, sock: socket.socket) -> None:
         self.server = server
         self.sock = sock
         self.buffer = bytearray()   # bytes read past the last request
-        self.method = None          # the request being answered: its method,
-        self.version = None         # HTTP version ("1.1")
-        self.headers = ()           # and header fields
+        self.method: bytes | None = None    # the request being answered: its method,
+        self.version: str | None = None     # HTTP version ("1.1")
+        self.headers: HeaderFields = ()     # and header fields
         self.read_whole = False     # its body read (or it has none)
-        self.authorised = None      # its client certificate checked: True or False
+        self.authorised: bool | None = None     # its client certificate checked
 
-    def serve(self):
+    def serve(self) -> None:
         server, sock = self.server, self.sock
         sock.settimeout(server.read_timeout)
         if isinstance(sock, ssl.SSLSocket):
@@ -338,7 +363,7 @@ class _Connection:
         except OSError:                         # timed out, cut, reset
             return
 
-    def _exchange(self, wait):
+    def _exchange(self, wait: float) -> bool:
         """Read one request (its first byte within WAIT seconds, the rest within the
         read timeout) and answer it; whether the connection goes on."""
         self.method, self.version, self.headers, self.read_whole = None, None, (), False
@@ -380,7 +405,7 @@ class _Connection:
             return self._post(path, headers)
         return self._refuse(501, None, "%s is not served" % self.method.decode("ascii"))
 
-    def _head(self, wait):
+    def _head(self, wait: float) -> bytes | bool:
         """The next request's line and headers, through the blank line that ends them
         (bytes), taken from the buffer; or False: the client closed between requests,
         or the head was refused (answered)."""
@@ -411,7 +436,7 @@ class _Connection:
                 sock.settimeout(server.read_timeout)
             buffer += data
 
-    def _get(self, path, headers):
+    def _get(self, path: str, headers: Mapping[str, str]) -> bool:
         server = self.server
         if "transfer-encoding" in headers or headers.get("content-length", "0") != "0":
             return self._refuse(413, "too_large", "a GET carries no body")
@@ -420,7 +445,7 @@ class _Connection:
             return self._send(405, TEXT, b"%s takes a POST\n" % path.encode())
         return self._send(*server.answer(path, headers.get("accept")))
 
-    def _post(self, path, headers):
+    def _post(self, path: str, headers: Mapping[str, str]) -> bool:
         server = self.server
         route = server.posts.get(path)
         if route is None:
@@ -453,7 +478,7 @@ class _Connection:
             self.sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
         if length > BIG_BODY:
             return self._post_large(path, route, length)
-        body = self._receive(length)
+        body: bytes | bytearray | None = self._receive(length)
         if body is None:
             return False                        # cut short: nothing to answer
         body = bytes(body)
@@ -461,7 +486,7 @@ class _Connection:
         del body
         return self._send(*answer)
 
-    def _post_large(self, path, route, length):
+    def _post_large(self, path: str, route: Route, length: int) -> bool:
         """Receive a body of LENGTH bytes (over BIG_BODY) into room of a lane once its
         first byte is here, then answer it in the handling slot (:mod:`kube.bodies`)."""
         server = self.server
@@ -476,7 +501,7 @@ class _Connection:
         slot = False
         try:
             try:
-                body = self._receive(length, reservation)
+                body: bytes | bytearray | None = self._receive(length, reservation)
                 if body is None:
                     return False                # cut short: nothing to answer
                 # still waiting (evictable at the cap) until the slot is ours: no
@@ -486,7 +511,7 @@ class _Connection:
                 body = bytes(body) if slot else None
             finally:
                 lane.give_back(reservation)
-            if not slot:
+            if body is None:                    # the slot was not ours
                 return self._refuse(503, "busy", "large bodies are being handled, try "
                                     "again")
             answer = self._answer(path, route, body)
@@ -496,24 +521,25 @@ class _Connection:
                 server.handling.give_back()
         return self._send(*answer)
 
-    def _answer(self, path, route, body):
+    def _answer(self, path: str, route: Route, body: bytes
+                ) -> tuple[int, str, bytes, str | None]:
         """(status, content type, body, refusal reason) answering BODY, a POST to PATH's
         ROUTE: a 400 when it nests too deeply, else its handler's answer."""
-        deep = route.max_depth and jsondepth.nesting(body, route.max_depth)
-        if deep:
+        if route.max_depth and (deep := jsondepth.nesting(body, route.max_depth)):
             return 400, TEXT, b"the JSON body nests %d levels deep; a POST to %s takes at " \
                 b"most %d\n" % (deep, path.encode(), route.max_depth), "too_deep"
         self.server.connections.busy(self.sock)
         status, content_type, text = self.server.answer_post(path, body)
         return status, content_type, text, None
 
-    def _more(self):
+    def _more(self) -> bool:
         """Read what the client sent next into the buffer; whether it sent anything."""
         data = self.sock.recv(READ_CHUNK)
         self.buffer += data
         return bool(data)
 
-    def _receive(self, length, reservation=None):
+    def _receive(self, length: int, reservation: bodies.Reservation | None = None
+                 ) -> bytearray | None:
         """The LENGTH bytes of the request's body (a bytearray): what the buffer holds
         of it, then read into place (never past it), counted in RESERVATION as they
         arrive; None when the client stopped sending."""
@@ -534,7 +560,7 @@ class _Connection:
         self.read_whole = True
         return body
 
-    def _authorised(self):
+    def _authorised(self) -> bool:
         """Whether the client certificate is one the extender answers; decided once a
         connection (its certificate cannot change within it)."""
         if self.authorised is None:
@@ -543,7 +569,7 @@ class _Connection:
                                                     or name in self.server.client_names)
         return self.authorised
 
-    def _refuse(self, status, reason, message):
+    def _refuse(self, status: int, reason: str | None, message: str) -> bool:
         """Answer STATUS with MESSAGE (one line) without reading the body, count it
         under REASON (None: not counted), and close."""
         self._send(status, TEXT, (message + "\n").encode("utf-8"), reason=reason,
@@ -551,7 +577,7 @@ class _Connection:
         self._linger()
         return False
 
-    def _linger(self):
+    def _linger(self) -> None:
         # the client may still be sending the body we refused: read and drop it for
         # a moment, so that it sees our answer rather than a reset
         try:
@@ -564,7 +590,7 @@ class _Connection:
         except OSError:
             pass
 
-    def _raw(self, method, *args):
+    def _raw(self, method: str, *args: Any) -> Any:
         """socket.socket's METHOD on the connection, also for an SSLSocket (whose TLS
         records are then dropped unread); the socket's own where it is none (eventlet's
         GreenSocket, in a patched process)."""
@@ -573,7 +599,8 @@ class _Connection:
         except TypeError:
             return getattr(self.sock, method)(*args)
 
-    def _send(self, status, content_type, body, reason=None, close=False):
+    def _send(self, status: int, content_type: str, body: bytes, reason: str | None = None,
+              close: bool = False) -> bool:
         """Answer in one write; whether the connection goes on (the request was
         read whole, and neither side asked to close): HTTP/1.1, ``Connection: close``
         where the connection ends, no body for a HEAD, as h11 writes an answer."""
@@ -592,7 +619,7 @@ class _Connection:
 _PHRASES = {s.value: s.phrase.encode("ascii") for s in http.HTTPStatus}
 
 
-def _keeps_alive(version, headers):
+def _keeps_alive(version: str | None, headers: HeaderFields) -> bool:
     """Whether the connection stays open after answering a request of HTTP VERSION with
     HEADERS: HTTP/1.1 and no ``close`` in its Connection header (h11's rule; an
     HTTP/1.0 client's keep-alive is not honoured)."""
@@ -607,7 +634,7 @@ _HEAD_END = re.compile(rb"\n\r?\n")
 _TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
-def _ambiguous(head):
+def _ambiguous(head: bytes) -> str | None:
     """What makes HEAD (a request's line and headers, through the blank line that ends
     them, refused by the parser) ambiguous to an intermediary, in words, or None: a
     header folded over lines, more than one Content-Length or a list of them. The

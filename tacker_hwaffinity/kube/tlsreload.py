@@ -20,10 +20,23 @@ import logging
 import os
 import ssl
 import threading
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:   # imported where used: collect() runs only when /metrics is scraped
+    from prometheus_client.core import Metric
+
+
+# What the files are now (:func:`_signature`): per file, None when missing.
+FilesSignature = tuple[tuple[int, int, int, int] | None, ...]
 
 
 class ServerTLS:
-    def __init__(self, cert, key, client_ca=None, log=None):
+    """The SSL context of certificate CERT and key KEY (and CLIENT_CA), made again by
+    :meth:`check` when the files change."""
+
+    def __init__(self, cert: str, key: str, client_ca: str | None = None,
+                 log: logging.Logger | None = None) -> None:
         self.files = tuple(f for f in (cert, key, client_ca) if f)
         self.cert, self.key, self.client_ca = cert, key, client_ca
         self.log = log or logging.getLogger(__name__)
@@ -33,7 +46,7 @@ class ServerTLS:
         self._signature = _signature(self.files)
         self.context = self._make()         # a bad pair at start is the caller's error
 
-    def check(self):
+    def check(self) -> bool:
         """Reload when the files changed; True when a new context is in use."""
         with self._lock:
             signature = _signature(self.files)
@@ -53,7 +66,7 @@ class ServerTLS:
             self.log.info("serving certificate reloaded from %s", self.cert)
             return True
 
-    def _make(self):
+    def _make(self) -> ssl.SSLContext:
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         context.minimum_version = ssl.TLSVersion.TLSv1_2
         context.load_cert_chain(self.cert, self.key)
@@ -74,17 +87,17 @@ class CertificateExpiry:
     load leaves the previous figures, as the server keeps serving the previous pair
     (the server logs that and counts it in ``hwaffinity_tls_reloads``)."""
 
-    def __init__(self, cert, key, client_ca=None):
+    def __init__(self, cert: str, key: str, client_ca: str | None = None) -> None:
         self.cert, self.key, self.client_ca = cert, key, client_ca
         self.files = tuple(f for f in (cert, key, client_ca) if f)
         self._lock = threading.Lock()
         self._signature = _signature(self.files)
         self.not_after = self._read()   # certificate -> seconds; at start, errors are the caller's
 
-    def describe(self):
+    def describe(self) -> list["Metric"]:
         return []
 
-    def collect(self):
+    def collect(self) -> Iterator["Metric"]:
         from prometheus_client.core import GaugeMetricFamily
         with self._lock:
             signature = _signature(self.files)
@@ -103,26 +116,28 @@ class CertificateExpiry:
             family.add_metric([name], seconds)
         yield family
 
-    def _read(self):
+    def _read(self) -> dict[str, int]:
         ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(self.cert, self.key)
         # the ssl module's own X.509 decoder (what getpeercert() returns): the image has
         # no other (cryptography is on the operator's side only, for `webhook certs`)
+        # (typeshed has no ssl._ssl, and types getpeercert()'s values as one union)
         out = {"serving": ssl.cert_time_to_seconds(
-            ssl._ssl._test_decode_cert(self.cert)["notAfter"])}
+            ssl._ssl._test_decode_cert(self.cert)["notAfter"])}  # type: ignore[attr-defined]
         if self.client_ca:
             context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             context.load_verify_locations(cafile=self.client_ca)
             cas = context.get_ca_certs()
             if not cas:
                 raise ValueError("no CA certificate in %s" % self.client_ca)
-            out["client_ca"] = min(ssl.cert_time_to_seconds(c["notAfter"]) for c in cas)
+            out["client_ca"] = min(ssl.cert_time_to_seconds(c["notAfter"])  # type: ignore[arg-type]
+                                   for c in cas)
         return out
 
 
-def _signature(paths):
+def _signature(paths: Sequence[str]) -> FilesSignature:
     """What the files at PATHS are now (device, inode, size, modification time, through
     symlinks; None for a missing one): a change means they were replaced."""
-    out = []
+    out: list[tuple[int, int, int, int] | None] = []
     for path in paths:
         try:
             st = os.stat(path)
@@ -132,7 +147,7 @@ def _signature(paths):
     return tuple(out)
 
 
-def verified_name(sock):
+def verified_name(sock: object) -> str | None:
     """The common name of the client certificate SOCK's peer presented and the
     client CA verified, "" for one without a common name, None for no certificate
     (or no TLS)."""
@@ -142,7 +157,7 @@ def verified_name(sock):
     if not cert:
         return None
     for rdn in cert.get("subject", ()):
-        for key, value in rdn:
+        for key, value in rdn:  # type: ignore[str-unpack]  # typeshed: getpeercert()'s union
             if key == "commonName":
                 return value
     return ""

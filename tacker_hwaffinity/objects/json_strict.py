@@ -11,8 +11,15 @@ import json
 import json.decoder
 import json.scanner
 import re
+from collections.abc import Callable
+from typing import Any, NoReturn, cast
 
-C_SCANNER = json.scanner.c_make_scanner is not None  # tests turn it off for the Python one
+from tacker_hwaffinity.objects.jsontypes import JsonObject, JsonValue, Pruner
+
+# typeshed leaves out json's scanner internals (c_make_scanner, py_make_scanner, scanstring,
+# JSONDecoder.scan_once): hence the ignores below.
+C_SCANNER = (json.scanner.c_make_scanner  # type: ignore[attr-defined]
+             is not None)  # tests turn it off for the Python one
 
 _WHITESPACE = re.compile(r"[ \t\n\r]*")
 
@@ -20,7 +27,7 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 class DuplicateKey(ValueError):
     """KEY is given twice in one object, at LINE and COLUMN (1-based)."""
 
-    def __init__(self, key, line, column):
+    def __init__(self, key: str, line: int, column: int) -> None:
         super().__init__("duplicate key %r" % (key,))
         self.key, self.line, self.column = key, line, column
 
@@ -33,12 +40,12 @@ class _Constant(Exception):
     """NaN, Infinity or -Infinity, which the parser accepts and JSON does not."""
 
 
-def _no_constant(name):
+def _no_constant(name: str) -> NoReturn:
     raise _Constant(name)
 
 
-def _hook(prune):
-    def pairs_to_dict(pairs):
+def _hook(prune: Pruner | None) -> Callable[[list[tuple[str, Any]]], JsonObject]:
+    def pairs_to_dict(pairs: list[tuple[str, Any]]) -> JsonObject:
         obj = dict(pairs)
         if len(obj) != len(pairs):
             raise _Duplicate()
@@ -48,7 +55,7 @@ def _hook(prune):
     return pairs_to_dict
 
 
-def loads(text, start=0, prune=None):
+def loads(text: str, start: int = 0, prune: Pruner | None = None) -> JsonValue:
     """The JSON value in TEXT from index START (whitespace before it skipped).
 
     Raises ``json.JSONDecodeError`` (``lineno``/``colno``), ``DuplicateKey`` and
@@ -56,8 +63,9 @@ def loads(text, start=0, prune=None):
     """
     decoder = json.JSONDecoder(object_pairs_hook=_hook(prune), parse_constant=_no_constant)
     if not C_SCANNER:
-        decoder.scan_once = json.scanner.py_make_scanner(decoder)
-    start = _WHITESPACE.match(text, start).end()
+        decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    start = _skip_whitespace(text, start)
+    value: JsonValue
     try:
         value, end = decoder.raw_decode(text, start)
     except _Duplicate:
@@ -66,20 +74,26 @@ def loads(text, start=0, prune=None):
         name = e.args[0]
         raise json.JSONDecodeError("%s is not valid JSON" % name, text,
                                    max(text.find(name, start), start))
-    end = _WHITESPACE.match(text, end).end()
+    end = _skip_whitespace(text, end)
     if end != len(text):
         raise json.JSONDecodeError("Extra data", text, end)
     return value
+
+
+def _skip_whitespace(text: str, pos: int) -> int:
+    """The index after the whitespace at POS (the pattern matches anywhere, if only the
+    empty string)."""
+    return cast("re.Match[str]", _WHITESPACE.match(text, pos)).end()
 
 
 # One token of (already parsed, so valid up to the duplicate) JSON.
 _TOKEN = re.compile(r'[ \t\n\r]*(?:(")|([{\[])|([}\]])|([,:])|[^ \t\n\r,:{}\[\]"]+)')
 
 
-def first_duplicate(text, start=0):
+def first_duplicate(text: str, start: int = 0) -> DuplicateKey:
     """``DuplicateKey`` for the first key that repeats within its object, in text order."""
-    scanstring = json.decoder.scanstring
-    stack = []  # per open container: the set of keys of an object, None for an array
+    scanstring = json.decoder.scanstring  # type: ignore[attr-defined]
+    stack: list[set[str] | None] = []  # per open container: an object's keys, None for an array
     key_next = False
     pos = start
     while True:
@@ -90,8 +104,8 @@ def first_duplicate(text, start=0):
         if m.group(1):
             at = pos - 1
             s, pos = scanstring(text, pos)
-            if key_next:
-                keys = stack[-1]
+            keys = stack[-1] if key_next else None
+            if keys is not None:
                 if s in keys:
                     return DuplicateKey(s, *_line_column(text, at))
                 keys.add(s)
@@ -107,6 +121,6 @@ def first_duplicate(text, start=0):
             key_next = stack[-1] is not None
 
 
-def _line_column(text, pos):
+def _line_column(text: str, pos: int) -> tuple[int, int]:
     line = text.count("\n", 0, pos) + 1
     return line, pos - text.rfind("\n", 0, pos)

@@ -29,13 +29,16 @@ content), under the same bounds, which count a file's documents together.
 import dataclasses
 import os
 import time
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from yaml.composer import Composer, ComposerError
 from yaml.events import AliasEvent
+from yaml.nodes import Node
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects import yaml_strict
+from tacker_hwaffinity.objects.jsontypes import JsonObject
 from tacker_hwaffinity.objects.yaml_strict import StrictConstruction, TextChunks
 from tacker_hwaffinity.objects.yamlio import parse_documents
 
@@ -64,26 +67,40 @@ class OverBound(InputError):
 class _OverBound(ComposerError):
     """Raised inside the composer; becomes :class:`OverBound`."""
 
+    problem_mark: yaml.Mark     # always given: where the bound was passed
 
-class _BoundedComposition:
+
+class _BoundedComposition(Composer):
     """A composer that counts the values of a file's documents, aliases expanded, and
     their depth, and watches the clock, from :meth:`start` (:func:`_parser`)."""
 
-    def start(self, bounds):
+    bounds: Bounds
+    expanded: int                   # values so far, aliases expanded
+    nesting: int
+    deadline: float                 # of time.thread_time()
+    anchor_values: dict[str | None, int]   # by anchor (str | None to types-PyYAML)
+
+    if TYPE_CHECKING:
+        def peek_event(self) -> Any:
+            """The parser's (the class this is mixed into), declared for the type checker."""
+
+    def start(self, bounds: Bounds) -> None:
         self.bounds, self.expanded, self.nesting = bounds, 0, 0
         self.deadline = time.thread_time() + bounds.seconds
 
-    def compose_document(self):
+    def compose_document(self) -> Node | None:
         self.anchor_values = {}         # the document's anchors: values each expands to
         return super().compose_document()
 
-    def compose_node(self, parent, index):
+    def compose_node(self, parent: Node | None, index: int) -> Node | None:
         event = self.peek_event()
         if event.__class__ is AliasEvent:
             size = self.anchor_values.get(event.anchor)
             if size is None and event.anchor in self.anchors:
+                # types-PyYAML's events' marks may be libyaml's, which its errors do not take
                 raise _OverBound(None, None, "alias *%s names a node that holds it (a "
-                                 "recursive structure)" % event.anchor, event.start_mark)
+                                 "recursive structure)" % event.anchor,
+                                 event.start_mark)  # type: ignore[arg-type]
             self._count(size or 0, event)  # an undefined alias: the composer refuses it
             return super().compose_node(parent, index)
         if self.nesting >= self.bounds.depth:
@@ -98,7 +115,7 @@ class _BoundedComposition:
             self.anchor_values[event.anchor] = self.expanded - before
         return node
 
-    def _count(self, values, event):
+    def _count(self, values: int, event: Any) -> None:
         self.expanded += values
         if self.expanded > self.bounds.values:
             raise _OverBound(None, None, "over %d values with its aliases expanded (an alias "
@@ -108,11 +125,13 @@ class _BoundedComposition:
                              % self.bounds.seconds, event.start_mark)
 
 
-if yaml_strict.LIBYAML:
+# TYPE_CHECKING: mypy reads the libyaml branch (one class of each name); the other is
+# the same mixins on PyYAML's pure-Python loader.
+if TYPE_CHECKING or yaml_strict.LIBYAML:
     class _SafeLoader(_BoundedComposition, StrictConstruction, Composer, yaml.CSafeLoader):
         """libyaml's parser under PyYAML's composer (deep nesting stays in Python)."""
 
-        def __init__(self, stream):
+        def __init__(self, stream: str) -> None:
             yaml.CSafeLoader.__init__(self, TextChunks(stream))
             Composer.__init__(self)
 else:
@@ -129,7 +148,8 @@ _HeatLoader.yaml_implicit_resolvers = {
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()}
 
 
-def _decoded(data, source, field, bounds, why=None):
+def _decoded(data: bytes | str, source: str, field: str | None, bounds: Bounds,
+             why: str | None = None) -> str:
     """DATA (bytes or str) as text within the size bound; WHY it must be UTF-8, if said."""
     if len(data) > bounds.bytes:
         raise _too_big(len(data), source, field, bounds)
@@ -142,20 +162,21 @@ def _decoded(data, source, field, bounds, why=None):
                          source=source, field=field)
 
 
-def _too_big(size, source, field, bounds):
+def _too_big(size: int, source: str, field: str | None, bounds: Bounds) -> OverBound:
     return OverBound("%d bytes, over the %d a package's YAML file may hold"
                      % (size, bounds.bytes), source=source, field=field)
 
 
-def _located(e, text, source, field):
+def _located(e: yaml.YAMLError, text: str, source: str, field: str | None) -> InputError:
     """The InputError for YAMLError E raised reading TEXT."""
     if isinstance(e, _OverBound):
         return OverBound("at line %d: %s" % (e.problem_mark.line + 1, e.problem),
                          source=source, field=field)
     mark = getattr(e, "problem_mark", None)
     problem = getattr(e, "problem", None) or getattr(e, "reason", None) or e
-    if getattr(e, "context", None) and getattr(e, "problem", None):
-        problem = "%s: %s" % (e.context, problem)
+    context = getattr(e, "context", None)
+    if context and getattr(e, "problem", None):
+        problem = "%s: %s" % (context, problem)
     if mark is None and isinstance(e, yaml.reader.ReaderError):
         mark = _reader_mark(e, text)
         problem = "unacceptable character #x%04x: %s" % (
@@ -166,22 +187,24 @@ def _located(e, text, source, field):
                       source=source, field=field)
 
 
-def _reader_mark(e, text):
+def _reader_mark(e: yaml.reader.ReaderError, text: str) -> yaml.Mark:
     """The mark (a line) of ReaderError E: libyaml counts bytes of UTF-8."""
     pos = e.position
     if yaml_strict.LIBYAML:
         pos = len(text.encode("utf-8", "surrogatepass")[:pos].decode("utf-8", "ignore"))
-    return yaml.Mark(None, pos, text.count("\n", 0, pos), 0, None, None)
+    # types-PyYAML wants a name and a pointer, which libyaml's marks lack too
+    return yaml.Mark(None, pos, text.count("\n", 0, pos), 0, None, None)  # type: ignore[arg-type]
 
 
-def _parser(loader, text, bounds):
+def _parser(loader: type[_SafeLoader], text: str, bounds: Bounds) -> _SafeLoader:
     """A LOADER (a class) over TEXT, within BOUNDS."""
     parser = loader(text)
     parser.start(bounds)
     return parser
 
 
-def _load(loader, text, source, field, bounds):
+def _load(loader: type[_SafeLoader], text: str, source: str, field: str | None,
+          bounds: Bounds) -> Any:
     """The one document of TEXT read by LOADER (a class) within BOUNDS."""
     parser = _parser(loader, text, bounds)
     try:
@@ -194,7 +217,8 @@ def _load(loader, text, source, field, bounds):
         parser.dispose()
 
 
-def loads(data, source, field=None, dates=True, bounds=BOUNDS):
+def loads(data: bytes | str, source: str, field: str | None = None, dates: bool = True,
+          bounds: Bounds = BOUNDS) -> Any:
     """The document of DATA (bytes or str), a YAML file of a package named SOURCE, as
     tosca-parser reads it, within BOUNDS; InputError (OverBound past a bound)
     with SOURCE, the line and FIELD. DATES=False: Heat's reading, dates stay strings."""
@@ -202,7 +226,7 @@ def loads(data, source, field=None, dates=True, bounds=BOUNDS):
     return _load(_SafeLoader if dates else _HeatLoader, text, source, field, bounds)
 
 
-def _file_bytes(path, source, field, bounds):
+def _file_bytes(path: str, source: str, field: str | None, bounds: Bounds) -> bytes:
     """The bytes of the file PATH, its size checked before it is read; one that holds
     more than its size said (it grows, or is not a regular file) is read a chunk at a
     time up to the bound."""
@@ -224,14 +248,16 @@ def _file_bytes(path, source, field, bounds):
     return data
 
 
-def read(path, source=None, field=None, bounds=BOUNDS):
+def read(path: str, source: str | None = None, field: str | None = None,
+         bounds: Bounds = BOUNDS) -> Any:
     """:func:`loads` of the file PATH (SOURCE: how messages name it, PATH if None),
     its size checked before it is read."""
     source = source or path
     return loads(_file_bytes(path, source, field, bounds), source, field, bounds=bounds)
 
 
-def read_manifests(path, source=None, bounds=BOUNDS):
+def read_manifests(path: str, source: str | None = None, bounds: Bounds = BOUNDS
+                   ) -> list[JsonObject]:
     """The Kubernetes objects of the manifest file PATH of a package (SOURCE: how
     messages name it), as ``yamlio.parse_documents`` reads them (strict), within BOUNDS:
     a text that YAML reads is composed under them first, so that no alias expands past
@@ -248,4 +274,5 @@ def read_manifests(path, source=None, bounds=BOUNDS):
         pass    # parse_documents says what is wrong, as JSON or as YAML
     finally:
         parser.dispose()
-    return parse_documents(text, source)
+    documents: list[JsonObject] = parse_documents(text, source)
+    return documents

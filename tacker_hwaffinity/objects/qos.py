@@ -10,6 +10,7 @@ the API server does on admission.
 from fractions import Fraction
 
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.objects.jsontypes import ReadOnlyJson
 from tacker_hwaffinity.objects.quantity import parse_quantity
 
 GUARANTEED, BURSTABLE, BEST_EFFORT = "Guaranteed", "Burstable", "BestEffort"
@@ -17,7 +18,8 @@ QOS_CLASSES = (GUARANTEED, BURSTABLE, BEST_EFFORT)
 _COMPUTE = ("cpu", "memory")
 
 
-def container_resources(container, field="spec.containers[0]"):
+def container_resources(container: ReadOnlyJson, field: str = "spec.containers[0]"
+                        ) -> tuple[dict[str, Fraction], dict[str, Fraction]]:
     """Return (requests, limits) of cpu/memory as Fractions, with API defaulting."""
     res = container.get("resources") or {}
     if not isinstance(res, dict):
@@ -27,7 +29,7 @@ def container_resources(container, field="spec.containers[0]"):
         raw = res.get(part) or {}
         if not isinstance(raw, dict):
             raise InputError("expected a mapping", field="%s.resources.%s" % (field, part))
-        parsed = {}
+        parsed: dict[str, Fraction] = {}
         for name, q in raw.items():
             try:
                 parsed[name] = parse_quantity(q)
@@ -40,10 +42,11 @@ def container_resources(container, field="spec.containers[0]"):
     return requests, limits
 
 
-def pod_qos_class(pod, source=None):
+def pod_qos_class(pod: ReadOnlyJson, source: str | None = None) -> str:
     """The QoS class Kubernetes would give POD (a pod object mapping)."""
     spec = pod.get("spec") or {}
-    requests, limits = {}, {}
+    requests: dict[str, Fraction] = {}
+    limits: dict[str, Fraction] = {}
     guaranteed = True
     for group in ("containers", "initContainers"):
         for i, c in enumerate(spec.get(group) or []):

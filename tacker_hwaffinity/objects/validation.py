@@ -1,12 +1,13 @@
 """Kubernetes name and label validation (apimachinery's validation rules)."""
 import re
+from typing import Any
 
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1123_SUBDOMAIN = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
 
-def qualified_name_error(key):
+def qualified_name_error(key: Any) -> str | None:
     """Why KEY is not a valid qualified name (label key), or None."""
     if not isinstance(key, str):
         return "must be a string"
@@ -32,7 +33,7 @@ def qualified_name_error(key):
     return None
 
 
-def label_value_error(value):
+def label_value_error(value: Any) -> str | None:
     """Why VALUE is not a valid label value, or None."""
     if not isinstance(value, str):
         return "must be a string"

@@ -13,6 +13,8 @@ tags, merge keys, a duplicate key, a syntax error, a value that does not
 construct) it raises ``NeedsFullLoader`` and the caller reads the text again
 with ``yaml_strict``, which gives the same results and locates errors.
 """
+from typing import Any, TypeAlias
+
 import yaml
 from yaml.events import (
     MappingEndEvent, MappingStartEvent, ScalarEvent, SequenceEndEvent, SequenceStartEvent,
@@ -20,6 +22,7 @@ from yaml.events import (
 from yaml.nodes import ScalarNode
 
 from tacker_hwaffinity.objects import yaml_strict
+from tacker_hwaffinity.objects.jsontypes import JsonList, JsonObject, Pruner
 from tacker_hwaffinity.objects.yaml_strict import BAD_VALUE_ERRORS, TextChunks
 
 STR_TAG = "tag:yaml.org,2002:str"
@@ -28,13 +31,16 @@ _SEQ_TAGS = (None, "!", "tag:yaml.org,2002:seq")
 _KEY_ONLY_TAGS = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
 _PLAIN_CACHE_SIZE = 1 << 16  # plain scalar text -> value, for the repeated ones
 _MISSING = object()
+# A parser event. The loops tell events apart by ``event.__class__ is``, which mypy does
+# not narrow on (and ``isinstance`` would slow the loop that runs once per event).
+_ParserEvent: TypeAlias = Any
 
 
 class NeedsFullLoader(Exception):
     """The fast path does not handle this text; read it with ``yaml_strict``."""
 
 
-def _event_source(text):
+def _event_source(text: str) -> yaml.CSafeLoader | yaml.SafeLoader:
     """A loader object over TEXT: its parser events, resolver and scalar constructors."""
     if yaml_strict.LIBYAML:
         return yaml.CSafeLoader(TextChunks(text))
@@ -44,13 +50,14 @@ def _event_source(text):
 class _Builder:
     """Objects from parser events; ``prune`` (if any) sees every mapping once it is complete."""
 
-    def __init__(self, source, prune):
+    def __init__(self, source: yaml.CSafeLoader | yaml.SafeLoader, prune: Pruner | None
+                 ) -> None:
         self.next_event = source.get_event
         self.source = source
         self.prune = prune
-        self.plain_values = {}
+        self.plain_values: dict[str, Any] = {}
 
-    def documents(self):
+    def documents(self) -> list[Any]:
         next_event = self.next_event
         next_event()  # StreamStartEvent
         docs = []
@@ -59,7 +66,7 @@ class _Builder:
             next_event()  # DocumentEndEvent
         return docs
 
-    def node(self, event):
+    def node(self, event: _ParserEvent) -> Any:
         cls = event.__class__
         if cls is ScalarEvent:
             return self.scalar(event)
@@ -71,7 +78,7 @@ class _Builder:
             return self.sequence()
         raise NeedsFullLoader("alias or tag")
 
-    def scalar(self, event):
+    def scalar(self, event: _ParserEvent) -> Any:
         if event.anchor is not None:
             raise NeedsFullLoader("anchor")
         tag = event.tag
@@ -81,13 +88,14 @@ class _Builder:
             return event.value
         raise NeedsFullLoader("tag")
 
-    def plain(self, text):
+    def plain(self, text: str) -> Any:
         """The value of an untagged plain scalar, as SafeLoader resolves and constructs it."""
         value = self.plain_values.get(text, _MISSING)
         return self.resolve_plain(text) if value is _MISSING else value
 
-    def resolve_plain(self, text):
-        tag = self.source.resolve(ScalarNode, text, (True, False))
+    def resolve_plain(self, text: str) -> Any:
+        # types-PyYAML leaves BaseResolver.resolve unannotated
+        tag = self.source.resolve(ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
         if tag == STR_TAG:
             value = text
         elif tag in _KEY_ONLY_TAGS:
@@ -104,10 +112,10 @@ class _Builder:
     # mapping() and sequence() inline the common case, an untagged scalar without anchor:
     # they run once per event of the whole file.
 
-    def mapping(self):
+    def mapping(self) -> JsonObject:
         next_event, node, resolve_plain = self.next_event, self.node, self.resolve_plain
         cached = self.plain_values.get
-        out = {}
+        out: JsonObject = {}
         while True:
             event = next_event()
             if event.__class__ is ScalarEvent and event.tag is None and event.anchor is None:
@@ -138,10 +146,10 @@ class _Builder:
             self.prune(out)
         return out
 
-    def sequence(self):
+    def sequence(self) -> JsonList:
         next_event, node, resolve_plain = self.next_event, self.node, self.resolve_plain
         cached = self.plain_values.get
-        out = []
+        out: JsonList = []
         while True:
             event = next_event()
             if event.__class__ is ScalarEvent and event.tag is None and event.anchor is None:
@@ -157,7 +165,7 @@ class _Builder:
                 out.append(node(event))
 
 
-def load_all(text, prune=None):
+def load_all(text: str, prune: Pruner | None = None) -> list[Any]:
     """Every document of TEXT; raises ``NeedsFullLoader`` (and RecursionError)."""
     try:
         source = _event_source(text)

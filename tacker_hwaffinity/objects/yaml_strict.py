@@ -13,8 +13,11 @@ overflow.
 """
 import yaml
 from yaml.composer import Composer
-from yaml.constructor import ConstructorError
-from yaml.nodes import MappingNode, ScalarNode
+from yaml.constructor import ConstructorError, SafeConstructor
+from collections.abc import Hashable
+from typing import Any
+
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 LIBYAML = yaml.__with_libyaml__  # tests turn it off to run the pure-Python parser
 
@@ -26,20 +29,23 @@ BAD_VALUE_ERRORS = (ValueError, OverflowError, IndexError, KeyError, AttributeEr
 class TextChunks:
     """A file-like view of a str: libyaml reads it in chunks instead of a whole UTF-8 copy."""
 
-    def __init__(self, text):
+    def __init__(self, text: str) -> None:
         self.text, self.pos = text, 0
 
-    def read(self, size):
-        chunk = self.text[self.pos:self.pos + size]
+    def read(self, size: int = -1, /) -> str:
+        """Up to SIZE characters more (all that are left when SIZE is negative), as
+        file objects do; libyaml always gives SIZE."""
+        end = len(self.text) if size < 0 else self.pos + size
+        chunk = self.text[self.pos:end]
         self.pos += len(chunk)
         return chunk
 
 
-class StrictConstruction:
+class StrictConstruction(SafeConstructor):
     """SafeConstructor with bad values located (the loaders below also refuse duplicate
     keys; ``package_yaml``'s keep the last, as tosca-parser does)."""
 
-    def construct_object(self, node, deep=False):
+    def construct_object(self, node: Node, deep: bool = False) -> Any:
         try:
             return super().construct_object(node, deep=deep)
         except BAD_VALUE_ERRORS as e:
@@ -47,7 +53,9 @@ class StrictConstruction:
             raise ConstructorError(None, None, "%s (%s)" % (what, e), node.start_mark)
 
 
-def _construct_strict_mapping(loader, node, deep=False):
+def _construct_strict_mapping(loader: yaml.SafeLoader,
+                              node: ScalarNode | SequenceNode | MappingNode,
+                              deep: bool = False) -> dict[Hashable, Any]:
     if not isinstance(node, MappingNode):
         raise ConstructorError(None, None, "expected a mapping node, but found %s" % node.id,
                                node.start_mark)
@@ -76,14 +84,14 @@ if LIBYAML:
     class _CStrictLoader(StrictConstruction, Composer, yaml.CSafeLoader):
         """libyaml's parser under PyYAML's composer, strict."""
 
-        def __init__(self, stream):
+        def __init__(self, stream: TextChunks) -> None:
             yaml.CSafeLoader.__init__(self, stream)
             Composer.__init__(self)
 
     _CStrictLoader.add_constructor("tag:yaml.org,2002:map", _construct_strict_mapping)
 
 
-def load_all(text):
+def load_all(text: str) -> list[Any]:
     """Every document of TEXT with SafeLoader semantics; duplicate keys are YAMLErrors."""
     if LIBYAML:
         return list(yaml.load_all(TextChunks(text), Loader=_CStrictLoader))

@@ -359,10 +359,10 @@ def _webhook_run(wrap):
     for p in pods[3:]:
         cache.on_pod("ADDED", wrap(p, "Pod"))
     cache.on_pod("DELETED", wrap(pods[2], "Pod"))
-    view = cache.node_view()
+    view = cache.reader().node_table()
     groups = [(g.kind, sorted(g.per_node.items())) for kind in ("anti", "affinity")
               for g in cache._groups.get(kind, {}).values()]
-    return (cache.stats(), sorted(view.index), cache.ns_labels("ns"),
+    return (cache.stats(), sorted(view.index), cache.reader().ns_labels("ns"),
             sorted((k, sorted((r.name, r.node, r.live) for r in idx.items))
                    for k, idx in cache._by_ns.items()), groups,
             sorted(cache._extended))
