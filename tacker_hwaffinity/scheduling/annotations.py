@@ -20,13 +20,15 @@ scheduling time: ``plan``/``explain`` add them to the pod's required (and prefer
 terms, the scheduler extender evaluates them in a live cluster, and the mutating
 webhook copies the RequiredDuringExecution terms without Gt/Lt into
 ``spec.affinity``. Parsing raises ``InputError`` naming the annotation and the field,
-and only that: JSON nested deeper than ``kube.jsondepth.MAX_DEPTH`` and Gt/Lt numbers
+and only that: JSON nested deeper than ``objects.jsondepth.MAX_DEPTH`` and Gt/Lt numbers
 past int64 are input errors too (fuzzed: tests/scheduling/test_sched_fuzz.py).
 """
 import json
+from collections.abc import Sequence
+from typing import Any
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.kube import jsondepth
+from tacker_hwaffinity.objects import jsondepth
 from tacker_hwaffinity.scheduling import selectors
 from tacker_hwaffinity.scheduling.terms import RawTerm
 
@@ -45,7 +47,7 @@ POD_AFFINITY_LISTS = (
 _RDE_FIELDS = ("podAffinity", "podAntiAffinity", "nodeAffinity")
 
 
-def _json_object(text, name, expected):
+def _json_object(text: object, name: str, expected: Sequence[str]) -> dict[str, Any]:
     if not isinstance(text, str):
         raise InputError("expected a string holding JSON", field=name)
     depth = jsondepth.nesting(text.encode("utf-8", "surrogatepass"))
@@ -65,7 +67,7 @@ def _json_object(text, name, expected):
     return raw
 
 
-def _list(raw, field):
+def _list(raw: object, field: str) -> list[Any]:
     value = raw.get(field.rsplit(".", 1)[-1]) if isinstance(raw, dict) else None
     if value is None:
         return []
@@ -74,10 +76,10 @@ def _list(raw, field):
     return value
 
 
-def parse_pod_affinity(text, name=POD_AFFINITY):
+def parse_pod_affinity(text: object, name: str = POD_AFFINITY) -> dict[str, tuple[RawTerm, ...]]:
     """{PodSpecInfo attribute: (RawTerm, ...)} from ``hwaffinity.io/pod-affinity``."""
     raw = _json_object(text, name, ("podAffinity", "podAntiAffinity"))
-    out = {}
+    out: dict[str, tuple[RawTerm, ...]] = {}
     for group, lst, attr in POD_AFFINITY_LISTS:
         gfield = "%s.%s" % (name, group)
         g = raw.get(group)
@@ -100,16 +102,18 @@ class Rules:
 
     __slots__ = ("affinity", "anti", "node", "node_raw")
 
-    def __init__(self, affinity=(), anti=(), node=None, node_raw=None):
+    def __init__(self, affinity: tuple[RawTerm, ...] = (), anti: tuple[RawTerm, ...] = (),
+                 node: selectors.NodeSelector | None = None,
+                 node_raw: list[Any] | None = None) -> None:
         self.affinity, self.anti, self.node, self.node_raw = affinity, anti, node, node_raw
 
     @property
-    def keys(self):
+    def keys(self) -> set[str]:
         """Topology keys the pod terms read."""
         return {t.topology_key for t in self.affinity + self.anti}
 
     @classmethod
-    def parse(cls, text, name=REQUIRED_DURING_EXECUTION):
+    def parse(cls, text: object, name: str = REQUIRED_DURING_EXECUTION) -> "Rules":
         """Rules from the annotation's value; InputError naming the field."""
         raw = _json_object(text, name, _RDE_FIELDS)
         lists = {f: _list(raw, "%s.%s" % (name, f)) for f in _RDE_FIELDS}
@@ -131,14 +135,16 @@ class SchedulingTerms:
 
     __slots__ = ("pod_terms", "node")
 
-    def __init__(self, pod_terms, node):
+    def __init__(self, pod_terms: dict[str, tuple[RawTerm, ...]],
+                 node: selectors.NodeSelector | None) -> None:
         self.pod_terms, self.node = pod_terms, node
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return self.node is not None or any(self.pod_terms.values())
 
 
-def scheduling_terms(annotations, prefix="metadata.annotations"):
+def scheduling_terms(annotations: object,
+                     prefix: str = "metadata.annotations") -> SchedulingTerms | None:
     """SchedulingTerms from a pod's (or template's) annotations, or None when it
     carries neither annotation. InputError for a malformed one."""
     if not isinstance(annotations, dict):
@@ -146,7 +152,7 @@ def scheduling_terms(annotations, prefix="metadata.annotations"):
     pa, rde = annotations.get(POD_AFFINITY), annotations.get(REQUIRED_DURING_EXECUTION)
     if pa is None and rde is None:
         return None
-    terms = {attr: () for _g, _l, attr in POD_AFFINITY_LISTS}
+    terms: dict[str, tuple[RawTerm, ...]] = {attr: () for _g, _l, attr in POD_AFFINITY_LISTS}
     node = None
     if pa is not None:
         terms = parse_pod_affinity(pa, "%s[%s]" % (prefix, POD_AFFINITY))
@@ -158,7 +164,7 @@ def scheduling_terms(annotations, prefix="metadata.annotations"):
     return SchedulingTerms(terms, node)
 
 
-def malformed(annotations):
+def malformed(annotations: object) -> str | None:
     """The engine's message for the first malformed ``hwaffinity.io/`` term
     annotation, or None."""
     try:

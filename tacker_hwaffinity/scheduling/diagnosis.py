@@ -7,12 +7,19 @@ replicas left over, its cause and limit read from the engine's own filter verdic
 What each message means: doc/cli.md, "Warnings and the unplaced summary".
 """
 import difflib
+from collections.abc import Container, Iterable, Mapping, Sequence, Set
+from typing import Any
 
 import numpy as np
 
-from tacker_hwaffinity.scheduling.model import tolerates
+from tacker_hwaffinity.scheduling.arrays import BoolArray, IntArray
+from tacker_hwaffinity.scheduling.model import Node, Pod, PodSpecInfo, tolerates
+from tacker_hwaffinity.scheduling.planner import Placement, Plan, Unfit, Unplaced
+from tacker_hwaffinity.scheduling.plugins import Rejection
 from tacker_hwaffinity.scheduling.plugins.interpod import ANTI, EXISTING_ANTI
-from tacker_hwaffinity.scheduling.spreading import DO_NOT_SCHEDULE, HONOR
+from tacker_hwaffinity.scheduling.spreading import DO_NOT_SCHEDULE, HONOR, Constraint
+from tacker_hwaffinity.scheduling.state import ClusterState
+from tacker_hwaffinity.scheduling.terms import AffinityTerm
 
 # Filters whose verdict on a node depends on the node and the pod spec only, never on
 # the pods bound: the nodes they pass are the nodes a workload "may use".
@@ -23,14 +30,18 @@ GENERATED_LABELS = frozenset((
     "apps.kubernetes.io/pod-index", "controller-uid", "batch.kubernetes.io/controller-uid",
     "job-name", "batch.kubernetes.io/job-name", "batch.kubernetes.io/job-completion-index"))
 MAX_NAMED_NODES = 5
+# (what keeps a workload's replicas off the nodes, how many it allows: None when that is
+# not a count) of one of the causes named here
+Cause = tuple[str, int | None]
 
 
-def diagnose(state, pods, result, created_namespaces=()):
+def diagnose(state: ClusterState, pods: Sequence[Pod], result: Plan,
+             created_namespaces: Container[str] = ()) -> Plan:
     """Fill RESULT's ``warnings`` and ``unplaced`` for PODS planned on STATE.
     CREATED_NAMESPACES: names of the Namespace objects among the manifests."""
     groups = workloads(pods, result.placements)
     label_keys = {k for n in state.nodes for k in n.labels}
-    warnings = []
+    warnings: list[str] = []
     if state.nodes and result.topology_key not in label_keys:
         warnings.append(missing_label_warning("--topology-key", result.topology_key,
                                               label_keys))
@@ -42,18 +53,20 @@ def diagnose(state, pods, result, created_namespaces=()):
     return result
 
 
-def created_namespaces(objects):
+def created_namespaces(objects: Iterable[tuple[Any, Any]]) -> set[str]:
     """Names of the Namespace objects among the manifests (created with the workloads)."""
     return {obj["metadata"].get("name") for obj, _source in objects
             if isinstance(obj, dict) and obj.get("kind") == "Namespace"
             and isinstance(obj.get("metadata"), dict)}
 
 
-def input_warnings(state, pods, created_namespaces=(), groups=None):
+def input_warnings(state: ClusterState, pods: Sequence[Pod],
+                   created_namespaces: Container[str] = (),
+                   groups: Iterable["Workload"] | None = None) -> list[str]:
     """The warnings on the workloads' own specs (topology keys, anti-affinity that misses
     their own pods, namespace) for PODS on STATE; GROUPS: ``workloads(PODS, ...)``."""
     label_keys = {k for n in state.nodes for k in n.labels}
-    out = []
+    out: list[str] = []
     for group in groups if groups is not None else workloads(pods, ()):
         out.extend(workload_warnings(state, group, label_keys, created_namespaces))
     return out
@@ -65,18 +78,20 @@ class Workload:
 
     __slots__ = ("label", "source", "pods", "placements")
 
-    def __init__(self, label, source):
-        self.label, self.source, self.pods, self.placements = label, source, [], []
+    def __init__(self, label: str, source: str | None) -> None:
+        self.label, self.source = label, source
+        self.pods: list[Pod] = []
+        self.placements: list[Placement] = []
 
-    def where(self, field):
+    def where(self, field: str) -> str:
         """'file: Kind ns/name: FIELD' for a message."""
         return ": ".join(p for p in (self.source, self.label, field) if p)
 
 
-def workloads(pods, placements):
+def workloads(pods: Iterable[Pod], placements: Iterable[Placement]) -> list[Workload]:
     """PODS grouped by the object they came from, in order of first appearance."""
     placed = {id(p.pod): p for p in placements}
-    out = {}
+    out: dict[tuple[str | None, str], Workload] = {}
     for pod in pods:
         label = pod.workload or "Pod %s" % pod.key
         w = out.get((pod.source, label))
@@ -88,7 +103,7 @@ def workloads(pods, placements):
     return list(out.values())
 
 
-def suggestion(key, label_keys):
+def suggestion(key: str, label_keys: Iterable[str]) -> str | None:
     """A label key of LABEL_KEYS that KEY was probably meant to be, or None."""
     by_lower = {k.lower(): k for k in sorted(label_keys)}
     if key.lower() in by_lower:
@@ -97,14 +112,14 @@ def suggestion(key, label_keys):
     return close[0] if close else None
 
 
-def missing_label_warning(where, key, label_keys):
+def missing_label_warning(where: str, key: str, label_keys: Iterable[str]) -> str:
     """'WHERE: no node carries the label "KEY"', with a likely meant key if any."""
     meant = suggestion(key, label_keys)
     return '%s: no node carries the label "%s"%s' % (
         where, key, ' (did you mean "%s"?)' % meant if meant else "")
 
 
-def _usable_by_any(node, specs):
+def _usable_by_any(node: Node, specs: Sequence[PodSpecInfo]) -> bool:
     """Can a pod of one of SPECS go to NODE as far as cordons and taints go?"""
     if node.unschedulable:
         return False
@@ -112,7 +127,8 @@ def _usable_by_any(node, specs):
     return any(all(tolerates(s.tolerations, t) for t in taints) for s in specs)
 
 
-def unlabelled_nodes_warning(state, groups, key):
+def unlabelled_nodes_warning(state: ClusterState, groups: Sequence["Workload"],
+                             key: str) -> list[str]:
     """The nodes the workloads may use that lack KEY (cordoned nodes and nodes with taints
     no workload tolerates are left out): a pod placed there counts for no host."""
     specs = [g.pods[0].spec for g in groups]
@@ -126,11 +142,12 @@ def unlabelled_nodes_warning(state, groups, key):
             % (len(names), len(state.nodes), key, shown)]
 
 
-def workload_warnings(state, group, label_keys, created_namespaces):
+def workload_warnings(state: ClusterState, group: Workload, label_keys: Set[str],
+                      created_namespaces: Container[str]) -> list[str]:
     """Topology keys no node carries, anti-affinity that misses the workload's own pods,
     a namespace the cluster does not have."""
     pod = group.pods[0]
-    out = []
+    out: list[str] = []
     if state.nodes:
         fields = [(t.field, t.topology_key) for ts in pod.spec.raw_terms.values() for t in ts]
         fields += [(c.field, c.topology_key) for c in pod.spec.spread]
@@ -145,13 +162,13 @@ def workload_warnings(state, group, label_keys, created_namespaces):
     return out
 
 
-def _selects(state, term, pod):
+def _selects(state: ClusterState, term: AffinityTerm, pod: Pod) -> bool:
     """Does TERM (resolved) select POD, by the engine's own matching?"""
     return state.resolve_namespaces(term).matches(pod.namespace, pod.labels,
                                                   state.ns_labels(pod.namespace))
 
 
-def self_selection_warnings(state, group):
+def self_selection_warnings(state: ClusterState, group: Workload) -> list[str]:
     """A workload of 2+ replicas whose anti-affinity terms, every one of them, miss its
     own pods (labelSelector, namespaces or namespaceSelector): nothing keeps its
     replicas apart. One line per term."""
@@ -166,13 +183,14 @@ def self_selection_warnings(state, group):
             % (group.where(t.field + ".labelSelector"), labels, pod.namespace) for t in terms]
 
 
-def unplaced(state, group, host_key):
+def unplaced(state: ClusterState, group: Workload, host_key: str) -> Unplaced | None:
     """The record of GROUP's left-over replicas, or None when all were placed."""
     left = [p for p in group.placements if p.node is None]
     if not left:
         return None
     placed = len(group.placements) - len(left)
     first = left[0]
+    assert first.unfit is not None, "an unplaced pod carries the engine's verdicts"
     reason, limit = cause(state, first.pod, first.unfit, host_key)
     if reason is None:
         reason, limit = first.reasons[0], None
@@ -180,19 +198,20 @@ def unplaced(state, group, host_key):
             "reason": reason, "limit": limit}
 
 
-def unplaced_line(record):
+def unplaced_line(record: Unplaced) -> str:
     """The text line of one ``unplaced`` record."""
     return "%s: %d of %d replicas placed: %s" % (record["workload"], record["placed"],
                                                  record["desired"], record["reason"])
 
 
-def _histogram(rejection, mask):
-    counts = {}
+def _histogram(rejection: Rejection, mask: BoolArray) -> str:
+    counts: dict[str, int] = {}
     rejection.histogram(mask, counts)
     return ", ".join("%d %s" % (n, r) for r, n in sorted(counts.items(), key=lambda x: -x[1]))
 
 
-def cause(state, pod, unfit, host_key):
+def cause(state: ClusterState, pod: Pod, unfit: Unfit,
+          host_key: str) -> tuple[str | None, int | None]:
     """(reason, limit) of why no node took POD, from UNFIT (the engine's verdicts); (None,
     None) when it is none of the causes named here."""
     if unfit.prefilter:
@@ -213,17 +232,18 @@ def cause(state, pod, unfit, host_key):
     return None, None
 
 
-def _only(rej, usable, plugin):
+def _only(rej: Mapping[str, Rejection], usable: BoolArray, plugin: str) -> BoolArray:
     """The nodes PLUGIN alone keeps the pod from, among USABLE: every other dynamic
     filter passes them."""
-    mask = usable.copy()
+    mask: BoolArray = usable.copy()
     for name, r in rej.items():
         if name != plugin and name not in STATIC_FILTERS:
             mask &= ~r.failed
     return mask
 
 
-def _blocked_by(rej, usable, plugin):
+def _blocked_by(rej: Mapping[str, Rejection], usable: BoolArray,
+                plugin: str) -> tuple[Rejection, BoolArray] | None:
     """(PLUGIN's verdict, the nodes it alone keeps the pod from among USABLE) when there
     are such nodes and it fails the pod on every one of them; None otherwise."""
     verdict = rej.get(plugin)
@@ -235,7 +255,7 @@ def _blocked_by(rej, usable, plugin):
     return verdict, cand
 
 
-def static_cause(state, rej):
+def static_cause(state: ClusterState, rej: Mapping[str, Rejection]) -> str:
     """Why no node passes the filters of the node alone (selector, taints, cordons)."""
     n = len(state.nodes)
     na = rej.get("NodeAffinity")
@@ -250,7 +270,8 @@ def static_cause(state, rej):
     return "%s fail(s) kube-scheduler's node filters: %s" % (which, "; ".join(parts))
 
 
-def _domains_phrase(state, key, usable, host_key):
+def _domains_phrase(state: ClusterState, key: str, usable: BoolArray,
+                    host_key: str) -> tuple[int, str]:
     """'N hosts carry the key' (KEY the host key) or 'N KEY values', over USABLE nodes."""
     values = {n.labels[key] for n, ok in zip(state.nodes, usable) if ok and key in n.labels}
     every = {n.labels[key] for n in state.nodes if key in n.labels}
@@ -263,12 +284,15 @@ def _domains_phrase(state, key, usable, host_key):
     return len(values), text
 
 
-def anti_cause(state, pod, rej, usable, host_key):
+def anti_cause(state: ClusterState, pod: Pod, rej: Mapping[str, Rejection], usable: BoolArray,
+               host_key: str) -> Cause | None:
     """The pod's own required anti-affinity against its replicas: at most one per domain."""
     got = _blocked_by(rej, usable, "InterPodAffinity")
-    if got is None or got[0].codes is None:
+    if got is None:
         return None
     ipa, cand = got
+    if ipa.codes is None:
+        return None
     codes = set(int(c) for c in ipa.codes[cand])
     if codes == {EXISTING_ANTI}:
         return ("required anti-affinity of pods already running keeps it off every node it "
@@ -279,16 +303,17 @@ def anti_cause(state, pod, rej, usable, host_key):
     if not own:
         return ("its required anti-affinity keeps it off every node it may use: each is in "
                 "a domain that holds a pod the terms select", None)
-    best = None
+    best: tuple[int, str] | None = None
     for t in own:
         limit, text = _domains_phrase(state, t.topology_key, usable, host_key)
         if best is None or limit < best[0]:
             best = (limit, "required anti-affinity on %s allows at most %d (%s)"
                     % (t.topology_key, limit, text))
+    assert best is not None, "own is not empty"
     return best[1], best[0]
 
 
-def _spread_counts(state, pod, c):
+def _spread_counts(state: ClusterState, pod: Pod, c: Constraint) -> IntArray:
     """Per node, the bound non-terminating pods constraint C counts (namespace, selector)."""
     counts = np.zeros(len(state.nodes), dtype=np.int64)
     for p, i in state.pods:
@@ -297,7 +322,8 @@ def _spread_counts(state, pod, c):
     return counts
 
 
-def spread_limit(state, pod, c, rej, cand):
+def spread_limit(state: ClusterState, pod: Pod, c: Constraint, rej: Mapping[str, Rejection],
+                 cand: BoolArray) -> tuple[int, str] | None:
     """(limit, text) of DoNotSchedule constraint C when a domain it counts has no node
     the pod may use (its count is stuck, so the others stay within maxSkew of it); None
     when every domain is open."""
@@ -334,7 +360,8 @@ def spread_limit(state, pod, c, rej, cand):
                   "matching pods (%s)" % (c.topology_key, c.max_skew, limit, why)
 
 
-def spread_cause(state, pod, rej, usable, _host_key):
+def spread_cause(state: ClusterState, pod: Pod, rej: Mapping[str, Rejection], usable: BoolArray,
+                 _host_key: str) -> Cause | None:
     """The pod's own DoNotSchedule topology spread constraints."""
     got = _blocked_by(rej, usable, "PodTopologySpread")
     if got is None:
@@ -345,13 +372,13 @@ def spread_cause(state, pod, rej, usable, _host_key):
         keys = ", ".join(sorted({c.topology_key for c in hard}))
         return "topology spread on %s: no node it may use carries the key" % keys, 0
     for c in hard:
-        got = spread_limit(state, pod, c, rej, cand)
-        if got is not None:
-            return got[1], got[0]
+        limited = spread_limit(state, pod, c, rej, cand)
+        if limited is not None:
+            return limited[1], limited[0]
     return None
 
 
-def _amount(resource, value):
+def _amount(resource: str, value: int) -> str:
     if resource == "cpu":
         return "%g" % (value / 1000.0) if value % 1000 == 0 else "%dm" % value
     if resource in ("memory", "ephemeral-storage") and value % (1 << 20) == 0:
@@ -359,13 +386,14 @@ def _amount(resource, value):
     return str(value)
 
 
-def resources_cause(state, pod, rej, usable, _host_key):
+def resources_cause(state: ClusterState, pod: Pod, rej: Mapping[str, Rejection],
+                    usable: BoolArray, _host_key: str) -> Cause | None:
     """No node it may use has room: which resources, and what the pod asks."""
     got = _blocked_by(rej, usable, "NodeResourcesFit")
     if got is None:
         return None
     fit, cand = got
-    counts = {}
+    counts: dict[str, int] = {}
     fit.histogram(cand, counts)
     short = sorted(r[len("Insufficient "):] for r in counts if r.startswith("Insufficient "))
     asks = ", ".join("%s %s" % (r, _amount(r, pod.spec.requests.get(r, 0))) for r in short)

@@ -11,10 +11,16 @@ least-allocated cpu/memory score for this pod, then the fewest bound pods,
 then the first node name in lexicographic order. Deterministic: the same
 input always gives the same plan, and the plan is one kube-scheduler can make.
 """
+from collections.abc import Iterable, Mapping, Sequence
+
 import numpy as np
 
 from tacker_hwaffinity.scheduling import resources
-from tacker_hwaffinity.scheduling.plugins import DIDNT_SATISFY
+from tacker_hwaffinity.scheduling.arrays import BoolArray, IntArray
+from tacker_hwaffinity.scheduling.model import Pod
+from tacker_hwaffinity.scheduling.plugins import (
+    DIDNT_SATISFY, FilterPlugin, PreFilterPlugin, Rejection, ScorePlugin)
+from tacker_hwaffinity.scheduling.state import ClusterState, PluginData
 
 NO_NODE_AVAILABLE = "0/%d nodes are available:"
 
@@ -25,10 +31,11 @@ class Cycle:
 
     __slots__ = ("state", "pod", "_data")
 
-    def __init__(self, state, pod):
-        self.state, self.pod, self._data = state, pod, {}
+    def __init__(self, state: ClusterState, pod: Pod) -> None:
+        self.state, self.pod = state, pod
+        self._data: dict[str, PluginData] = {}
 
-    def data(self, plugin):
+    def data(self, plugin: str) -> PluginData:
         got = self._data.get(plugin)
         if got is None:
             got = self._data[plugin] = {}
@@ -38,8 +45,10 @@ class Cycle:
 class Evaluation:
     """The outcome of filtering and scoring one pod against every node."""
 
-    def __init__(self, state, pod, filters, rejections, prefilter_msg, prefilter_absent,
-                 absent_reason=None):
+    def __init__(self, state: ClusterState, pod: Pod, filters: Sequence[FilterPlugin],
+                 rejections: Sequence[Rejection | None],
+                 prefilter_msg: tuple[str, str] | None, prefilter_absent: BoolArray | None,
+                 absent_reason: str = "") -> None:
         self.state, self.pod = state, pod
         self.filters = filters
         self.rejections = rejections  # aligned with filters; None = passed all nodes
@@ -48,7 +57,7 @@ class Evaluation:
         self.absent_reason = absent_reason
         n = len(state.nodes)
         if prefilter_msg:
-            self.feasible = np.zeros(n, dtype=bool)
+            self.feasible: BoolArray = np.zeros(n, dtype=bool)
         else:
             failed = np.zeros(n, dtype=bool) if prefilter_absent is None \
                 else prefilter_absent.copy()   # nodes no PreFilterResult allows
@@ -56,10 +65,10 @@ class Evaluation:
                 if r is not None:
                     failed |= r.failed
             self.feasible = ~failed
-        self.scores = {}
-        self.total = np.zeros(n, dtype=np.int64)
+        self.scores: dict[str, IntArray] = {}
+        self.total: IntArray = np.zeros(n, dtype=np.int64)
 
-    def reasons(self, i):
+    def reasons(self, i: int) -> list[str]:
         """Reasons node I is infeasible: its first failing filter's (empty when feasible)."""
         if self.prefilter_msg:
             return [self.prefilter_msg[1]]
@@ -68,12 +77,12 @@ class Evaluation:
                 return r.reasons(i)
         return []
 
-    def summary(self):
+    def summary(self) -> str:
         """kube-scheduler's FitError message for a pod no node can take."""
         msg = NO_NODE_AVAILABLE % len(self.state.nodes)
         if self.prefilter_msg:
             return "%s %s." % (msg, self.prefilter_msg[1])
-        histogram = {}
+        histogram: dict[str, int] = {}
         remaining = ~self.feasible
         if self.prefilter_absent is not None:
             absent = remaining & self.prefilter_absent
@@ -93,14 +102,15 @@ class Evaluation:
 class Framework:
     """A profile made runnable: ordered filter plugins and weighted score plugins."""
 
-    def __init__(self, filters, scorers):
+    def __init__(self, filters: Iterable[FilterPlugin],
+                 scorers: Iterable[tuple[ScorePlugin, int]]) -> None:
         self.filters = list(filters)
         self.scorers = list(scorers)  # [(plugin, weight)]
-        self._prefilters = [f for f in self.filters if hasattr(f, "prefilter")]
-        self.percentage_of_nodes_to_score = None   # see sampling.py
+        self._prefilters = [f for f in self.filters if isinstance(f, PreFilterPlugin)]
+        self.percentage_of_nodes_to_score: int | None = None   # see sampling.py
         self.preemption = False  # DefaultPreemption enabled (not modelled: named in notes)
 
-    def evaluate(self, state, pod, score=True):
+    def evaluate(self, state: ClusterState, pod: Pod, score: bool = True) -> Evaluation:
         cycle = Cycle(state, pod)
         prefilter_msg, absent, absent_reason = self._prefilter(cycle)
         rejections = [] if prefilter_msg else [f.filter(cycle) for f in self.filters]
@@ -114,22 +124,23 @@ class Framework:
                     ev.total += weight * norm
         return ev
 
-    def _prefilter(self, cycle):
+    def _prefilter(self, cycle: Cycle) -> tuple[tuple[str, str] | None, BoolArray | None, str]:
         """RunPreFilterPlugins: ((plugin, message) of the first plugin that rejects the
         pod, or None; the nodes no result allows (the results intersected), or None;
         their reason, naming the plugins that narrowed the nodes, sorted)."""
-        allowed, narrowed = None, []
+        allowed: frozenset[str] | None = None
+        narrowed: list[str] = []
         for f in self._prefilters:
             r = f.prefilter(cycle)
             if r is None:
                 continue
             if r.message:
-                return (r.plugin, r.message), None, None
+                return (r.plugin, r.message), None, ""
             if r.names is not None:
                 allowed = r.names if allowed is None else allowed & r.names
                 narrowed.append(r.plugin)
         if allowed is None:
-            return None, None, None
+            return None, None, ""
         state = cycle.state
         absent = np.ones(len(state.nodes), dtype=bool)
         for name in allowed:
@@ -138,7 +149,7 @@ class Framework:
                 absent[j] = False
         return None, absent, DIDNT_SATISFY % " ".join(sorted(set(narrowed)))
 
-    def select(self, state, ev):
+    def select(self, state: ClusterState, ev: Evaluation) -> int | None:
         """Index of the node to bind to, or None."""
         if not ev.feasible.any():
             return None
@@ -152,20 +163,20 @@ class Framework:
         return int(best[int(np.argmin(state.names_rank[best]))])
 
 
-def least_allocated(state, pod_nonzero):
+def least_allocated(state: ClusterState, pod_nonzero: Mapping[str, int]) -> IntArray:
     """LeastAllocated cpu/memory score (weight 1 each) of every node: the tie-break key."""
     want = (pod_nonzero["cpu"], pod_nonzero["memory"])
 
-    def compute(nodes):
-        parts = []
+    def compute(nodes: IntArray) -> IntArray:
+        parts: list[tuple[IntArray, int, BoolArray]] = []
         for r, w in zip(("cpu", "memory"), want):
             cap = np.maximum(state.allocatable(r)[nodes], 0)
             req = state.nonzero_requested[r][nodes] + w
             parts.append((resources.least_requested(req, cap), 1, cap > 0))
         return resources.weighted_average(parts)
 
-    def compute_one(i):
-        parts = []
+    def compute_one(i: int) -> int:
+        parts: list[tuple[int, int]] = []
         for r, w in zip(("cpu", "memory"), want):
             cap = max(int(state.allocatable(r)[i]), 0)
             if cap > 0:

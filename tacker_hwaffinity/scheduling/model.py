@@ -4,28 +4,38 @@ Parsing validates what the API server would and raises ``InputError`` naming
 the field. A pod's scheduling-relevant spec (``PodSpecInfo``) is parsed once
 per template and shared by every replica.
 """
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from typing import Any, TypeAlias
+
 from tacker_hwaffinity.constants import TERMINAL_PHASES
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.objects.naming import DEFAULT_NAMESPACE
 from tacker_hwaffinity.objects.quantity import milli_value, parse_quantity, value
 from tacker_hwaffinity.objects.validation import label_value_error, qualified_name_error
 from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling import selectors, spreading
-from tacker_hwaffinity.scheduling.terms import RawTerm
+from tacker_hwaffinity.scheduling.spreading import Constraint
+from tacker_hwaffinity.scheduling.terms import AffinityTerm, RawTerm
 
-DEFAULT_NAMESPACE = "default"
 # kube-scheduler scores pods without requests as if they asked for this
 # (GetNonzeroRequests): 100 millicores, 200 MiB.
 DEFAULT_MILLI_CPU = 100
 DEFAULT_MEMORY = 200 * 1024 * 1024
 NS_NAME_LABEL = "kubernetes.io/metadata.name"
-CLUSTER_SCOPED_KINDS = frozenset(("Node", "Namespace", "ClusterRole", "ClusterRoleBinding",
-                                  "PersistentVolume", "StorageClass", "PriorityClass",
-                                  "CustomResourceDefinition", "KubeSchedulerConfiguration",
-                                  "object", "List"))
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 
+# Pods alike for every selector: (namespace, sorted label items).
+ClassKey: TypeAlias = tuple[str, tuple[tuple[str, str], ...]]
+# A pod's controlling owner: (apiVersion, kind, name), None where the reference has none.
+Owner: TypeAlias = tuple[str | None, str | None, str | None]
+# A pod's terms by kind (``required_affinity``, ``required_anti``, ``preferred_affinity``,
+# ``preferred_anti``), resolved.
+PodTerms: TypeAlias = dict[str, tuple[AffinityTerm, ...]]
+# Preferred node-selector terms with their weights.
+WeightedNodeTerms: TypeAlias = tuple[tuple[int, selectors.NodeSelectorTerm], ...]
 
-def _mapping(value, field, what="a mapping"):
+
+def _mapping(value: object, field: str, what: str = "a mapping") -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -33,7 +43,7 @@ def _mapping(value, field, what="a mapping"):
     return value
 
 
-def _list(value, field):
+def _list(value: object, field: str) -> list[Any]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -41,7 +51,7 @@ def _list(value, field):
     return value
 
 
-def parse_labels(raw, field):
+def parse_labels(raw: object, field: str) -> dict[str, str]:
     labels = _mapping(raw, field, "a mapping of label key to string value")
     for k, v in labels.items():
         err = qualified_name_error(k)
@@ -54,7 +64,7 @@ def parse_labels(raw, field):
     return dict(labels)
 
 
-def metadata(obj, kind):
+def metadata(obj: Mapping[str, Any], kind: str) -> tuple[dict[str, Any], str]:
     meta = _mapping(obj.get("metadata"), "metadata")
     name = meta.get("name")
     if not isinstance(name, str) or not name:
@@ -62,25 +72,14 @@ def metadata(obj, kind):
     return meta, name
 
 
-def object_label(obj):
-    """'Kind namespace/name' for messages, from whatever the object has."""
-    kind = obj.get("kind") if isinstance(obj.get("kind"), str) else "object"
-    meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    name = meta.get("name") if isinstance(meta.get("name"), str) else "<unnamed>"
-    ns = meta.get("namespace") if isinstance(meta.get("namespace"), str) else None
-    if not ns and kind not in CLUSTER_SCOPED_KINDS:
-        ns = DEFAULT_NAMESPACE
-    return "%s %s" % (kind, "%s/%s" % (ns, name) if ns else name)
-
-
 class Namespace:
     __slots__ = ("name", "labels")
 
-    def __init__(self, name, labels):
+    def __init__(self, name: str, labels: Mapping[str, str]) -> None:
         self.name, self.labels = name, labels
 
     @classmethod
-    def parse(cls, obj):
+    def parse(cls, obj: Mapping[str, Any]) -> "Namespace":
         meta, name = metadata(obj, "Namespace")
         labels = parse_labels(meta.get("labels"), "metadata.labels")
         labels.setdefault(NS_NAME_LABEL, name)  # the API server adds it to every namespace
@@ -90,19 +89,19 @@ class Namespace:
 class Taint:
     __slots__ = ("key", "value", "effect")
 
-    def __init__(self, key, value, effect):
+    def __init__(self, key: str, value: str, effect: str) -> None:
         self.key, self.value, self.effect = key, value, effect
 
 
 class Toleration:
     __slots__ = ("key", "operator", "value", "effect")
 
-    def __init__(self, raw, field):
+    def __init__(self, raw: object, field: str) -> None:
         raw = _mapping(raw, field)
-        self.key = raw.get("key") or ""
-        self.operator = raw.get("operator") or "Equal"
-        self.value = raw.get("value") or ""
-        self.effect = raw.get("effect") or ""
+        self.key: str = raw.get("key") or ""
+        self.operator: str = raw.get("operator") or "Equal"
+        self.value: str = raw.get("value") or ""
+        self.effect: str = raw.get("effect") or ""
         if self.operator not in ("Equal", "Exists"):
             raise InputError("operator must be Equal or Exists, got %r" % self.operator,
                              field=field + ".operator")
@@ -112,7 +111,7 @@ class Toleration:
         if self.operator == "Exists" and self.value:
             raise InputError("value must be empty when operator is Exists", field=field + ".value")
 
-    def tolerates(self, taint):
+    def tolerates(self, taint: Taint) -> bool:
         if self.effect and self.effect != taint.effect:
             return False
         if self.key and self.key != taint.key:
@@ -120,15 +119,16 @@ class Toleration:
         return self.operator == "Exists" or self.value == taint.value
 
 
-def tolerates(tolerations, taint):
+def tolerates(tolerations: Iterable[Toleration], taint: Taint) -> bool:
     return any(t.tolerates(taint) for t in tolerations)
 
 
 class Node:
     __slots__ = ("name", "labels", "taints", "unschedulable", "allocatable", "images")
 
-    def __init__(self, name, labels, taints=(), unschedulable=False, allocatable=None,
-                 images=None):
+    def __init__(self, name: str, labels: Mapping[str, str], taints: Iterable[Taint] = (),
+                 unschedulable: bool = False, allocatable: dict[str, int] | None = None,
+                 images: dict[str, int] | None = None) -> None:
         self.name, self.labels, self.taints = name, labels, tuple(taints)
         self.unschedulable = unschedulable
         # resource -> int (milli-cpu, else the value: bytes, counts); see resources.py
@@ -137,7 +137,7 @@ class Node:
         self.images = images or {}  # image name -> size in bytes (status.images)
 
     @classmethod
-    def parse(cls, obj):
+    def parse(cls, obj: Mapping[str, Any]) -> "Node":
         meta, name = metadata(obj, "Node")
         labels = parse_labels(meta.get("labels"), "metadata.labels")
         spec = _mapping(obj.get("spec"), "spec")
@@ -159,14 +159,14 @@ class Node:
         field = "status.allocatable"
         if alloc_raw is None:
             alloc_raw, field = status.get("capacity"), "status.capacity"
-        alloc = {}
+        alloc: dict[str, int] = {}
         for res, q in _mapping(alloc_raw, field).items():
             alloc[res] = _amount(res, q, "%s.%s" % (field, res))
         return cls(name, labels, taints, unschedulable, alloc,
                    _images(status.get("images"), "status.images"))
 
 
-def _amount(resource, q, field):
+def _amount(resource: str, q: object, field: str) -> int:
     """A resource quantity as kube-scheduler counts it: milli-CPU, else the value."""
     try:
         qty = parse_quantity(q)
@@ -175,9 +175,9 @@ def _amount(resource, q, field):
     return milli_value(qty) if resource == "cpu" else value(qty)
 
 
-def _images(raw, field):
+def _images(raw: object, field: str) -> dict[str, int]:
     """status.images -> {name: sizeBytes}, every name of every image."""
-    out = {}
+    out: dict[str, int] = {}
     for i, img in enumerate(_list(raw, field)):
         f = "%s[%d]" % (field, i)
         img = _mapping(img, f)
@@ -191,7 +191,7 @@ def _images(raw, field):
     return out
 
 
-def _container_requests(c, field):
+def _container_requests(c: Mapping[str, Any], field: str) -> dict[str, int]:
     res = _mapping(c.get("resources"), field + ".resources")
     requests = dict(_mapping(res.get("requests"), field + ".resources.requests"))
     limits = _mapping(res.get("limits"), field + ".resources.limits")
@@ -201,9 +201,11 @@ def _container_requests(c, field):
             for k, q in requests.items()}
 
 
-def _sum_requests(k, containers, inits, overhead, missing):
+def _sum_requests(k: str, containers: Sequence[Mapping[str, int]],
+                  inits: Sequence[tuple[bool, Mapping[str, int]]], overhead: Mapping[str, int],
+                  missing: int | None) -> int:
     """Resource K of the pod; MISSING (if not None) stands for a container not asking."""
-    def get(r):
+    def get(r: Mapping[str, int]) -> int:
         return r.get(k, 0) if missing is None else r.get(k, missing)
     plain = sum(get(r) for r in containers)
     sidecars = init_max = 0
@@ -216,14 +218,15 @@ def _sum_requests(k, containers, inits, overhead, missing):
     return max(plain + sidecars, init_max) + overhead.get(k, 0)
 
 
-def _pod_requests(spec, prefix):
+def _pod_requests(spec: Mapping[str, Any],
+                  prefix: str) -> tuple[dict[str, int], dict[str, int]]:
     """Every resource's request and the cpu/memory non-zero variants, as kube-scheduler
     sums them (resourcehelper.PodRequests): containers plus sidecars, or the largest
     init container step if more, plus overhead."""
     containers = [_container_requests(_mapping(c, "%scontainers[%d]" % (prefix, i)),
                                       "%scontainers[%d]" % (prefix, i))
                   for i, c in enumerate(_list(spec.get("containers"), prefix + "containers"))]
-    inits = []
+    inits: list[tuple[bool, dict[str, int]]] = []
     for i, c in enumerate(_list(spec.get("initContainers"), prefix + "initContainers")):
         f = "%sinitContainers[%d]" % (prefix, i)
         c = _mapping(c, f)
@@ -255,16 +258,16 @@ class PodSpecInfo:
     (``scheduling.annotations``), as the scheduler extender and webhook apply them.
     """
 
-    def __init__(self, spec, prefix="spec.", annotations=None,
-                 annotations_prefix="metadata.annotations"):
+    def __init__(self, spec: object, prefix: str = "spec.", annotations: object = None,
+                 annotations_prefix: str = "metadata.annotations") -> None:
         spec = _mapping(spec, prefix.rstrip("."))
-        self.node_name = spec.get("nodeName") or ""
+        self.node_name: str = spec.get("nodeName") or ""
         sel = _mapping(spec.get("nodeSelector"), prefix + "nodeSelector")
         for k, v in sel.items():
             if not isinstance(v, str):
                 raise InputError("expected a string value",
                                  field="%snodeSelector[%s]" % (prefix, k))
-        self.node_selector = sel
+        self.node_selector: dict[str, str] = sel
         self.tolerations = tuple(Toleration(t, "%stolerations[%d]" % (prefix, i))
                                  for i, t in enumerate(_list(spec.get("tolerations"),
                                                              prefix + "tolerations")))
@@ -275,7 +278,7 @@ class PodSpecInfo:
             raise InputError("unknown field(s) %s" % ", ".join(sorted(map(str, unknown))),
                              field=prefix + "affinity")
         self._parse_node_affinity(aff.get("nodeAffinity"), prefix + "affinity.nodeAffinity")
-        self.raw_terms = {}
+        self.raw_terms: dict[str, tuple[RawTerm, ...]] = {}
         for group, lst, attr in _AFFINITY_LISTS:
             gfield = "%saffinity.%s" % (prefix, group)
             g = _mapping(aff.get(group), gfield)
@@ -301,9 +304,10 @@ class PodSpecInfo:
         self.has_pod_affinity = any(self.raw_terms.values())
         self.uses_extension = any(t.uses_extension()
                                   for ts in self.raw_terms.values() for t in ts)
-        self._resolved = {}
+        # (spread or terms, the pod's values of the keys it merges, created) -> resolved
+        self._resolved: dict[Hashable, Any] = {}
 
-    def _parse_node_affinity(self, raw, field):
+    def _parse_node_affinity(self, raw: object, field: str) -> None:
         na = _mapping(raw, field)
         unknown = set(na) - {"requiredDuringSchedulingIgnoredDuringExecution",
                              "preferredDuringSchedulingIgnoredDuringExecution"}
@@ -312,38 +316,39 @@ class PodSpecInfo:
                              field=field)
         req = na.get("requiredDuringSchedulingIgnoredDuringExecution")
         rfield = field + ".requiredDuringSchedulingIgnoredDuringExecution"
-        self.required_node = None
+        self.required_node: selectors.NodeSelector | None = None
         if req is not None:
             self.required_node = selectors.NodeSelector(_mapping(req, rfield), rfield)
-        self.required_node_raw = req
+        self.required_node_raw: Any = req   # as written: NodeAffinity's PreFilter reads it
         self.preferred_node = parse_preferred_node_terms(
             na.get("preferredDuringSchedulingIgnoredDuringExecution"),
             field + ".preferredDuringSchedulingIgnoredDuringExecution")
 
-    def resolved_spread(self, labels, created):
+    def resolved_spread(self, labels: Mapping[str, str], created: bool) -> tuple[Constraint, ...]:
         """The pod's own topology spread constraints, matchLabelKeys merged."""
         if not self.spread:
             return ()
         keys = tuple(labels.get(k) for c in self.spread for k in c.match_label_keys)
         ck = ("spread", keys, created)
-        got = self._resolved.get(ck)
+        got: tuple[Constraint, ...] | None = self._resolved.get(ck)
         if got is None:
             got = self._resolved[ck] = tuple(c.resolve(labels, created) for c in self.spread)
         return got
 
-    def resolved_terms(self, namespace, labels, created):
+    def resolved_terms(self, namespace: str, labels: Mapping[str, str],
+                       created: bool) -> PodTerms:
         """The pod's four term lists with namespace defaulting and matchLabelKeys merged."""
         keys = tuple(labels.get(k) for k in self._label_keys())
         ck = (namespace, keys, created)
-        got = self._resolved.get(ck)
+        got: PodTerms | None = self._resolved.get(ck)
         if got is None:
             got = {attr: tuple(t.resolve(namespace, labels, created) for t in ts)
                    for attr, ts in self.raw_terms.items()}
             self._resolved[ck] = got
         return got
 
-    def _label_keys(self):
-        keys = []
+    def _label_keys(self) -> list[str]:
+        keys: list[str] = []
         for ts in self.raw_terms.values():
             for t in ts:
                 keys.extend(t.match_label_keys)
@@ -351,7 +356,7 @@ class PodSpecInfo:
         return keys
 
 
-def _images_of(spec, prefix):
+def _images_of(spec: Mapping[str, Any], prefix: str) -> Iterator[str]:
     """Container images, init containers first (ImageLocality's order)."""
     for lst in ("initContainers", "containers"):
         for i, c in enumerate(_list(spec.get(lst), prefix + lst)):
@@ -366,7 +371,7 @@ SCHEDULED_VOLUMES = ("persistentVolumeClaim", "ephemeral", "csi", "gcePersistent
                      "awsElasticBlockStore", "azureDisk", "cinder", "rbd", "iscsi")
 
 
-def _unmodelled(spec):
+def _unmodelled(spec: Mapping[str, Any]) -> tuple[str, ...]:
     """What of this spec takes part in kube-scheduler's decision but is not modelled."""
     out = []
     used = sorted({k for v in _list(spec.get("volumes"), "volumes") if isinstance(v, dict)
@@ -386,9 +391,9 @@ def _unmodelled(spec):
     return tuple(out)
 
 
-def parse_preferred_node_terms(raw, field):
+def parse_preferred_node_terms(raw: object, field: str) -> WeightedNodeTerms:
     """Preferred node-selector terms: weight-0 and empty terms dropped, errors raised."""
-    out = []
+    out: list[tuple[int, selectors.NodeSelectorTerm]] = []
     for i, item in enumerate(_list(raw, field)):
         f = "%s[%d]" % (field, i)
         item = _mapping(item, f)
@@ -413,8 +418,11 @@ class Pod:
                  "terms", "spread", "class_key", "source", "owner", "owner_selector",
                  "workload")
 
-    def __init__(self, namespace, name, labels, spec, node_name="", terminating=False,
-                 created=True, source=None, owner=None, owner_selector=None, workload=None):
+    def __init__(self, namespace: str, name: str, labels: Mapping[str, str], spec: PodSpecInfo,
+                 node_name: str = "", terminating: bool = False, created: bool = True,
+                 source: str | None = None, owner: Owner | None = None,
+                 owner_selector: selectors.LabelSelector | None = None,
+                 workload: str | None = None) -> None:
         self.namespace, self.name, self.labels, self.spec = namespace, name, labels, spec
         self.node_name = node_name
         self.terminating = terminating
@@ -425,14 +433,15 @@ class Pod:
         self.owner, self.owner_selector = owner, owner_selector
         self.terms = spec.resolved_terms(namespace, labels, created)
         self.spread = spec.resolved_spread(labels, created)
-        self.class_key = (namespace, tuple(sorted(labels.items())))
+        self.class_key: ClassKey = (namespace, tuple(sorted(labels.items())))
 
     @property
-    def key(self):
+    def key(self) -> str:
         return "%s/%s" % (self.namespace, self.name)
 
     @classmethod
-    def parse(cls, obj, created=True, source=None):
+    def parse(cls, obj: Mapping[str, Any], created: bool = True,
+              source: str | None = None) -> "Pod | None":
         """Parse a Pod object; None for terminal (Succeeded/Failed) pods."""
         meta, name = metadata(obj, "Pod")
         phase = _mapping(obj.get("status"), "status").get("phase")
@@ -446,7 +455,7 @@ class Pod:
                    source=source, owner=controller_of(meta))
 
 
-def controller_of(meta):
+def controller_of(meta: Mapping[str, Any]) -> Owner | None:
     """(apiVersion, kind, name) of the ownerReference with controller: true, or None."""
     refs = meta.get("ownerReferences")
     if not isinstance(refs, list):

@@ -5,7 +5,12 @@ the controller's running-pod ``Cluster`` (``controller/rules.py``) each judge po
 one ``NodeTable``: the nodes in a fixed order, their index by name and, per topology
 key, the node's domain id (``Domains``), computed on first use.
 """
+from collections.abc import Iterable, Sequence
+
 import numpy as np
+
+from tacker_hwaffinity.scheduling.arrays import BoolArray, IntArray
+from tacker_hwaffinity.scheduling.model import Node
 
 
 class Domains:
@@ -13,21 +18,21 @@ class Domains:
 
     __slots__ = ("key", "ids", "values", "present")
 
-    def __init__(self, key, nodes):
+    def __init__(self, key: str, nodes: Sequence[Node]) -> None:
         self.key = key
-        index = {}
+        index: dict[str, int] = {}
         ids = np.empty(len(nodes), dtype=np.int64)
         for i, n in enumerate(nodes):
             v = n.labels.get(key)
             ids[i] = -1 if v is None else index.setdefault(v, len(index))
-        self.ids = ids
+        self.ids: IntArray = ids
         self.values = list(index)
-        self.present = ids >= 0
+        self.present: BoolArray = ids >= 0
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.values)
 
-    def spread(self, per_domain):
+    def spread(self, per_domain: IntArray) -> IntArray:
         """Per-node array from a per-domain array (0 where a node lacks the key)."""
         ext = np.zeros(len(self.values) + 1, dtype=per_domain.dtype)
         ext[:-1] = per_domain
@@ -41,15 +46,15 @@ class NodeTable:
 
     __slots__ = ("nodes", "index", "_domains")
 
-    def __init__(self, nodes):
+    def __init__(self, nodes: Iterable[Node]) -> None:
         self.nodes = list(nodes)
         self.index = {n.name: i for i, n in enumerate(self.nodes)}
-        self._domains = {}
+        self._domains: dict[str, Domains] = {}
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self.nodes)
 
-    def domains(self, key):
+    def domains(self, key: str) -> Domains:
         """The ``Domains`` of topology KEY over the nodes (computed once)."""
         d = self._domains.get(key)
         if d is None:

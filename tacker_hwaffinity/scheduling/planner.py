@@ -1,6 +1,14 @@
 """Schedule pods one at a time, as kube-scheduler does: filter, score, pick, bind."""
+from collections.abc import Iterable, Sequence
+from typing import Any, TypedDict
+
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.scheduling import sampling
+from tacker_hwaffinity.scheduling.arrays import BoolArray
+from tacker_hwaffinity.scheduling.framework import Evaluation, Framework
+from tacker_hwaffinity.scheduling.model import Pod
+from tacker_hwaffinity.scheduling.plugins import Rejection
+from tacker_hwaffinity.scheduling.state import ClusterState
 
 GT_LT_NOTE = ("pod %s uses Gt/Lt in a pod (anti-)affinity label selector: a hwaffinity "
               "extension (the Gt/Lt proposal) that plain Kubernetes rejects")
@@ -12,14 +20,14 @@ PREEMPTION_NOTE = ("%s no node: kube-scheduler's DefaultPreemption would then tr
                    "to evict lower-priority pods to make room, which is not modelled")
 
 
-def preemption_note(keys):
+def preemption_note(keys: Sequence[str]) -> str:
     """The one note on preemption for the pods KEYS (in order) that fit no node."""
     if len(keys) == 1:
         return PREEMPTION_NOTE % ("pod %s fits" % keys[0])
     return PREEMPTION_NOTE % ("pods %s fit" % pod_run(keys))
 
 
-def pod_run(keys):
+def pod_run(keys: Sequence[str]) -> str:
     """KEYS (pod keys, in order) in a few words: a comma list of up to three, else
     ``first .. last (N pods)``."""
     if len(keys) <= 3:
@@ -27,7 +35,7 @@ def pod_run(keys):
     return "%s .. %s (%d pods)" % (keys[0], keys[-1], len(keys))
 
 
-def pod_notes(pod):
+def pod_notes(pod: Pod) -> list[str]:
     """What a person should know about how this pod's spec is read."""
     notes = [NOT_MODELLED_NOTE % (pod.key, what) for what in pod.spec.unmodelled]
     if pod.spec.uses_extension:
@@ -47,10 +55,11 @@ class Unfit:
 
     __slots__ = ("prefilter", "absent", "rejections")
 
-    def __init__(self, ev):
-        self.prefilter, self.absent = ev.prefilter_msg, ev.prefilter_absent
-        self.rejections = {f.name: r for f, r in zip(ev.filters, ev.rejections)
-                           if r is not None}
+    def __init__(self, ev: Evaluation) -> None:
+        self.prefilter: tuple[str, str] | None = ev.prefilter_msg
+        self.absent: BoolArray | None = ev.prefilter_absent
+        self.rejections: dict[str, Rejection] = {
+            f.name: r for f, r in zip(ev.filters, ev.rejections) if r is not None}
 
 
 class Placement:
@@ -59,32 +68,44 @@ class Placement:
 
     __slots__ = ("pod", "node", "domain", "reasons", "unfit")
 
-    def __init__(self, pod, node, domain, reasons, unfit=None):
+    def __init__(self, pod: Pod, node: str | None, domain: str | None, reasons: list[str],
+                 unfit: Unfit | None = None) -> None:
         self.pod, self.node, self.domain, self.reasons = pod, node, domain, reasons
         self.unfit = unfit
+
+
+class Unplaced(TypedDict):
+    """One workload with replicas left over (``diagnosis.unplaced``)."""
+
+    workload: str
+    placed: int
+    desired: int
+    reason: str
+    limit: int | None
 
 
 class Plan:
     """The placements in scheduling order; ``warnings`` and ``unplaced`` (one record per
     workload with replicas left over) are filled by ``diagnosis.diagnose``."""
 
-    def __init__(self, placements, topology_key, notes):
+    def __init__(self, placements: list[Placement], topology_key: str, notes: list[str]) -> None:
         self.placements, self.topology_key, self.notes = placements, topology_key, notes
-        self.warnings, self.unplaced = [], []
+        self.warnings: list[str] = []
+        self.unplaced: list[Unplaced] = []
 
     @property
-    def complete(self):
+    def complete(self) -> bool:
         return all(p.node is not None for p in self.placements)
 
-    def domains(self):
+    def domains(self) -> dict[str, list[str]]:
         """Topology value -> pods placed there, in scheduling order (values sorted)."""
-        out = {}
+        out: dict[str, list[str]] = {}
         for p in self.placements:
             if p.domain is not None:
                 out.setdefault(p.domain, []).append(p.pod.key)
         return dict(sorted(out.items()))
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {
             "topologyKey": self.topology_key,
             "placements": [{"pod": p.pod.key, "node": p.node, "domain": p.domain,
@@ -96,10 +117,13 @@ class Plan:
         }
 
 
-def plan(state, framework, pods, topology_key=DEFAULT_HOST_LABEL):
+def plan(state: ClusterState, framework: Framework, pods: Iterable[Pod],
+         topology_key: str = DEFAULT_HOST_LABEL) -> Plan:
     """Place PODS in order on STATE (mutated: placed pods are bound)."""
-    placements, notes, unfit = [], [], []
-    seen = set()
+    placements: list[Placement] = []
+    notes: list[str] = []
+    unfit: list[str] = []
+    seen: set[str] = set()
     percentage = framework.percentage_of_nodes_to_score
     sampled = 0
     for pod in pods:
@@ -120,7 +144,7 @@ def plan(state, framework, pods, topology_key=DEFAULT_HOST_LABEL):
         placements.append(Placement(pod, node.name, node.labels.get(topology_key), []))
     if unfit and framework.preemption:
         notes.append(preemption_note(unfit))
-    note = sampling.sampling_note(percentage, len(state.nodes), sampled)
-    if note:
-        notes.append(note)
+    sampled_note = sampling.sampling_note(percentage, len(state.nodes), sampled)
+    if sampled_note:
+        notes.append(sampled_note)
     return Plan(placements, topology_key, notes)

@@ -1,13 +1,26 @@
 """Arguments of the NodeResources plugins (kubescheduler.config.k8s.io/v1), validated as
 kube-scheduler validates them, into constructor arguments."""
+from collections.abc import Mapping, Set
+from typing import Any, TypedDict
+
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling.plugins import noderesources
 
 STRATEGIES = (noderesources.LEAST, noderesources.MOST, noderesources.RATIO)
 
 
-def check_fields(raw, allowed, field):
-    """RAW must be a mapping with keys among ALLOWED (the error names FIELD)."""
+class FitArgs(TypedDict, total=False):
+    """NodeResourcesFit's keyword arguments, from its args (and the extenders')."""
+
+    ignored: tuple[str, ...]
+    ignored_groups: tuple[str, ...]
+    strategy: str
+    resources: tuple[tuple[str, int], ...]
+    shape: tuple[tuple[int, int], ...]
+
+
+def check_fields(raw: object, allowed: Set[str], field: str) -> dict[str, Any]:
+    """RAW must be a mapping with keys among ALLOWED (the error names FIELD); returns it."""
     if not isinstance(raw, dict):
         raise InputError("expected a mapping", field=field)
     unknown = sorted(map(str, set(raw) - allowed))
@@ -15,25 +28,25 @@ def check_fields(raw, allowed, field):
         raise InputError("unknown field %s (expected one of %s)"
                          % (", ".join(unknown), ", ".join(sorted(allowed))),
                          field="%s.%s" % (field, unknown[0]) if field else unknown[0])
-
-
-def _fields(raw, allowed, field):
-    """check_fields, with None read as an empty mapping; returns the mapping."""
-    if raw is None:
-        return {}
-    check_fields(raw, allowed, field)
     return raw
 
 
-def _int(raw, name, lo, hi, field):
-    v = raw.get(name)
+def _fields(raw: object, allowed: Set[str], field: str) -> dict[str, Any]:
+    """check_fields, with None read as an empty mapping; returns the mapping."""
+    if raw is None:
+        return {}
+    return check_fields(raw, allowed, field)
+
+
+def _int(raw: Mapping[str, Any], name: str, lo: int, hi: int, field: str) -> int:
+    v: object = raw.get(name)
     if not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi:
         raise InputError("must be an integer in the range %d-%d, got %r" % (lo, hi, v),
                          field="%s.%s" % (field, name))
     return v
 
 
-def _strings(raw, field):
+def _strings(raw: object, field: str) -> tuple[str, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, list) or not all(isinstance(x, str) and x for x in raw):
@@ -41,13 +54,15 @@ def _strings(raw, field):
     return tuple(raw)
 
 
-def resource_specs(raw, field, default):
+def resource_specs(raw: Any, field: str,
+                   default: tuple[tuple[str, int], ...]) -> tuple[tuple[str, int], ...]:
     """[{name, weight}] -> ((name, weight), ...); weight 0 or missing means 1."""
     if not raw:
         return default
     if not isinstance(raw, list):
         raise InputError("expected a list of {name, weight}", field=field)
-    out, seen = [], set()
+    out: list[tuple[str, int]] = []
+    seen: set[str] = set()
     for i, item in enumerate(raw):
         f = "%s[%d]" % (field, i)
         item = _fields(item, {"name", "weight"}, f)
@@ -65,10 +80,10 @@ def resource_specs(raw, field, default):
     return tuple(out)
 
 
-def _shape(raw, field):
+def _shape(raw: object, field: str) -> tuple[tuple[int, int], ...]:
     if not isinstance(raw, list) or not raw:
         raise InputError("at least one point must be specified", field=field)
-    points = []
+    points: list[tuple[int, int]] = []
     for i, p in enumerate(raw):
         f = "%s[%d]" % (field, i)
         p = _fields(p, {"utilization", "score"}, f)
@@ -81,11 +96,11 @@ def _shape(raw, field):
     return tuple(points)
 
 
-def fit_args(raw, field):
+def fit_args(raw: object, field: str) -> FitArgs:
     """NodeResourcesFitArgs -> keyword arguments of NodeResourcesFit."""
     raw = _fields(raw, {"apiVersion", "kind", "ignoredResources", "ignoredResourceGroups",
                         "scoringStrategy"}, field)
-    out = {"ignored": _strings(raw.get("ignoredResources"), field + ".ignoredResources"),
+    out: FitArgs = {"ignored": _strings(raw.get("ignoredResources"), field + ".ignoredResources"),
            "ignored_groups": _strings(raw.get("ignoredResourceGroups"),
                                       field + ".ignoredResourceGroups")}
     for i, g in enumerate(out["ignored_groups"]):

@@ -8,12 +8,16 @@ first). Every default plugin that filters or scores on what a snapshot holds is
 modelled; the volume, DRA and port plugins are named in a plan's notes when a
 pod uses what they act on (``model.PodSpecInfo.unmodelled``).
 """
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeAlias, cast
+
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import plugin_args, registry, selectors, spreading
 from tacker_hwaffinity.scheduling.framework import Framework
-from tacker_hwaffinity.scheduling.model import parse_preferred_node_terms
-from tacker_hwaffinity.scheduling.plugin_args import check_fields
-from tacker_hwaffinity.scheduling.plugins import noderesources
+from tacker_hwaffinity.scheduling.model import WeightedNodeTerms, parse_preferred_node_terms
+from tacker_hwaffinity.scheduling.plugin_args import FitArgs, check_fields
+from tacker_hwaffinity.scheduling.plugins import FilterPlugin, ScorePlugin, noderesources
+from tacker_hwaffinity.scheduling.spreading import RawConstraint
 
 _GROUP = "kubescheduler.config.k8s.io/"
 API_VERSION = _GROUP + "v1"
@@ -43,10 +47,14 @@ _TOP_FIELDS = {"apiVersion", "kind", "parallelism", "leaderElection", "clientCon
                "podInitialBackoffSeconds", "podMaxBackoffSeconds", "profiles", "extenders",
                "delayCacheUntilActive"}
 _PROFILE_FIELDS = {"schedulerName", "percentageOfNodesToScore", "plugins", "pluginConfig"}
+# Plugins by name with their weights, in order.
+WeightedPlugins: TypeAlias = list[tuple[str, int]]
+# One extension point's plugin set: (enabled, names disabled).
+PluginSet: TypeAlias = tuple[WeightedPlugins, list[str]]
 
 
-def _percentage(raw, field):
-    value = raw.get("percentageOfNodesToScore")
+def _percentage(raw: Mapping[str, Any], field: str) -> int | None:
+    value: object = raw.get("percentageOfNodesToScore")
     if value is None:
         return None
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 100:
@@ -54,14 +62,14 @@ def _percentage(raw, field):
     return value
 
 
-def _extender_ignored_resources(extenders):
+def _extender_ignored_resources(extenders: object) -> list[str]:
     """The names of the extenders' managedResources with ``ignoredByScheduler: true``:
     kube-scheduler sets them as NodeResourcesFit's ignoredResources of every profile."""
     if extenders is None:
         return []
     if not isinstance(extenders, list):
         raise InputError("expected a list of extenders", field="extenders")
-    out = []
+    out: list[str] = []
     for i, ext in enumerate(extenders):
         f = "extenders[%d].managedResources" % i
         managed = ext.get("managedResources") if isinstance(ext, dict) else None
@@ -82,12 +90,12 @@ def _extender_ignored_resources(extenders):
     return out
 
 
-def _plugin_list(raw, field, with_weight):
+def _plugin_list(raw: object, field: str, with_weight: bool) -> WeightedPlugins:
     if raw is None:
         return []
     if not isinstance(raw, list):
         raise InputError("expected a list of plugins", field=field)
-    out = []
+    out: WeightedPlugins = []
     for i, p in enumerate(raw):
         f = "%s[%d]" % (field, i)
         check_fields(p, {"name", "weight"} if with_weight else {"name"}, f)
@@ -107,17 +115,20 @@ def _plugin_list(raw, field, with_weight):
 class Profile:
     """Which modelled plugins run, in which order, with which weights and args."""
 
-    def __init__(self, raw=None, source=None):
+    def __init__(self, raw: Mapping[str, Any] | None = None, source: str | None = None) -> None:
         self.source = source
-        self.notes = []
-        self.hard_weight, self.ignore_existing_preferred = 1, False
-        self.added_required, self.added_preferred = None, ()
-        self.percentage_of_nodes_to_score = None     # None/0: adaptive
-        self.spread_defaults, self.spread_system_defaulted = spreading.SYSTEM_DEFAULTS, True
-        self.fit = {}  # NodeResourcesFit constructor arguments from its args
-        self.balanced_resources = noderesources.DEFAULT_RESOURCES
-        points = {}
-        profile = {}
+        self.notes: list[str] = []
+        self.hard_weight: int = 1
+        self.ignore_existing_preferred: bool = False
+        self.added_required: selectors.NodeSelector | None = None
+        self.added_preferred: WeightedNodeTerms = ()
+        self.percentage_of_nodes_to_score: int | None = None     # None/0: adaptive
+        self.spread_defaults: tuple[RawConstraint, ...] = spreading.SYSTEM_DEFAULTS
+        self.spread_system_defaulted: bool = True
+        self.fit: FitArgs = {}  # NodeResourcesFit constructor arguments from its args
+        self.balanced_resources: tuple[tuple[str, int], ...] = noderesources.DEFAULT_RESOURCES
+        points: dict[str, PluginSet] = {}
+        profile: dict[str, Any] = {}
         try:
             if raw is not None:
                 profile = self._parse_top(raw)
@@ -133,7 +144,7 @@ class Profile:
             self._parse_plugin_config(profile.get("pluginConfig"))
             ignored = _extender_ignored_resources(raw.get("extenders") if raw else None)
             if ignored:     # kube-scheduler: the extenders' list replaces the args' own
-                self.fit = dict(self.fit, ignored=tuple(ignored))
+                self.fit = {**self.fit, "ignored": tuple(ignored)}
         except InputError as e:
             raise e.located(source=source, obj="KubeSchedulerConfiguration")
         multipoint = _merge(DEFAULT_MULTIPOINT, *points["multiPoint"])
@@ -142,7 +153,7 @@ class Profile:
         self.preemption = any(n == "DefaultPreemption" for n, _ in
                               _expand(multipoint, points["postFilter"], ("DefaultPreemption",)))
 
-    def _parse_top(self, raw):
+    def _parse_top(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         check_fields(raw, _TOP_FIELDS, "")
         version = raw.get("apiVersion")
         if isinstance(version, str) and version.startswith(_GROUP + "v1beta"):
@@ -165,14 +176,14 @@ class Profile:
             raise InputError("expected a list", field="profiles")
         if len(profiles) > 1:
             self.notes.append("only the first profile is used")
-        check_fields(profiles[0], _PROFILE_FIELDS, "profiles[0]")
+        first = check_fields(profiles[0], _PROFILE_FIELDS, "profiles[0]")
         top = _percentage(raw, "percentageOfNodesToScore")
-        own = _percentage(profiles[0], "profiles[0].percentageOfNodesToScore")
+        own = _percentage(first, "profiles[0].percentageOfNodesToScore")
         # the profile's value wins when it is set (upstream: a non-nil pointer)
         self.percentage_of_nodes_to_score = own if own is not None else top
-        return profiles[0]
+        return first
 
-    def _parse_plugin_config(self, raw):
+    def _parse_plugin_config(self, raw: object) -> None:
         if raw is None:
             return
         if not isinstance(raw, list):
@@ -206,10 +217,10 @@ class Profile:
                     args.get("resources"), f + ".args.resources",
                     noderesources.DEFAULT_RESOURCES)
 
-    def _parse_spread(self, args, field):
+    def _parse_spread(self, args: object, field: str) -> None:
         """PodTopologySpreadArgs: defaultingType System (v1's default) or List."""
-        check_fields(args, {"apiVersion", "kind", "defaultConstraints", "defaultingType"},
-                      field)
+        args = check_fields(args, {"apiVersion", "kind", "defaultConstraints", "defaultingType"},
+                            field)
         kind = args.get("defaultingType") or "System"
         if kind not in ("System", "List"):
             raise InputError("unsupported value %r: expected System or List" % (kind,),
@@ -222,11 +233,11 @@ class Profile:
         self.spread_system_defaulted = kind == "System"
         self.spread_defaults = spreading.SYSTEM_DEFAULTS if kind == "System" else defaults
 
-    def _parse_added(self, raw, field):
+    def _parse_added(self, raw: object, field: str) -> None:
         if raw is None:
             return
-        check_fields(raw, {"requiredDuringSchedulingIgnoredDuringExecution",
-                            "preferredDuringSchedulingIgnoredDuringExecution"}, field)
+        raw = check_fields(raw, {"requiredDuringSchedulingIgnoredDuringExecution",
+                                  "preferredDuringSchedulingIgnoredDuringExecution"}, field)
         req = raw.get("requiredDuringSchedulingIgnoredDuringExecution")
         if req is not None:
             rf = field + ".requiredDuringSchedulingIgnoredDuringExecution"
@@ -239,18 +250,23 @@ class Profile:
             raw.get("preferredDuringSchedulingIgnoredDuringExecution"),
             field + ".preferredDuringSchedulingIgnoredDuringExecution")
 
-    def framework(self):
+    def framework(self) -> Framework:
         built = registry.plugins(self, list(self.filters) + [n for n, _ in self.scores])
-        fw = Framework([built[n] for n in self.filters], [(built[n], w) for n, w in self.scores])
+        # MODELLED_FILTERS name filter plugins, MODELLED_SCORES score plugins (the contract's
+        # test: tests/scheduling/test_plugin_contract.py)
+        fw = Framework([cast(FilterPlugin, built[n]) for n in self.filters],
+                       [(cast(ScorePlugin, built[n]), w) for n, w in self.scores])
         fw.percentage_of_nodes_to_score = self.percentage_of_nodes_to_score
         fw.preemption = self.preemption
         return fw
 
 
-def _merge(defaults, enabled, disabled):
+def _merge(defaults: Iterable[tuple[str, int]], enabled: WeightedPlugins,
+           disabled: Sequence[str]) -> WeightedPlugins:
     """mergePluginSet: defaults minus disabled ('*' = all), overridden in place, then custom."""
     custom = {n: (n, w) for n, w in enabled}
-    out, used = [], set()
+    out: WeightedPlugins = []
+    used: set[str] = set()
     if "*" not in disabled:
         for name, w in defaults:
             if name in disabled:
@@ -264,12 +280,13 @@ def _merge(defaults, enabled, disabled):
     return out
 
 
-def _expand(multipoint, point, implemented):
+def _expand(multipoint: WeightedPlugins, point: PluginSet,
+            implemented: tuple[str, ...]) -> WeightedPlugins:
     """Plugins (name, weight) of one extension point, among IMPLEMENTED, in upstream order."""
     enabled, disabled = point
     specific = [(n, w or 1) for n, w in enabled if n in implemented]
     names = {n for n, _ in specific}
-    from_multi = []
+    from_multi: WeightedPlugins = []
     if "*" not in disabled:
         from_multi = [(n, w or 1) for n, w in multipoint
                       if n in implemented and n not in disabled and n not in names]

@@ -2,13 +2,19 @@
 ``profile.Profile`` (its plugin arguments). The framework knows no plugin by name;
 a new plugin is one entry here and its name in ``profile.MODELLED_FILTERS`` or
 ``MODELLED_SCORES`` (the contract: ``plugins/__init__.py``)."""
-from tacker_hwaffinity.scheduling.plugins import basic, noderesources
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from tacker_hwaffinity.scheduling.plugins import Plugin, basic, noderesources
 from tacker_hwaffinity.scheduling.plugins.imagelocality import ImageLocality
 from tacker_hwaffinity.scheduling.plugins.interpod import InterPodAffinity
 from tacker_hwaffinity.scheduling.plugins.nodeaffinity import NodeAffinity
 from tacker_hwaffinity.scheduling.plugins.topologyspread import PodTopologySpread
 
-REGISTRY = {
+if TYPE_CHECKING:   # the profile builds its framework here: named for types only
+    from tacker_hwaffinity.scheduling.profile import Profile
+
+REGISTRY: dict[str, Callable[["Profile"], Plugin]] = {
     "NodeUnschedulable": lambda p: basic.NodeUnschedulable(),
     "NodeName": lambda p: basic.NodeName(),
     "TaintToleration": lambda p: basic.TaintToleration(),
@@ -23,6 +29,6 @@ REGISTRY = {
 }
 
 
-def plugins(profile, names):
+def plugins(profile: "Profile", names: Iterable[str]) -> dict[str, Plugin]:
     """{name: plugin} for NAMES, each built once from PROFILE."""
     return {name: REGISTRY[name](profile) for name in dict.fromkeys(names)}

@@ -8,7 +8,12 @@ missing extended resource or hugepage size counts as 0, so a pod asking for
 it does not fit, as upstream). Unchecked amounts are ``UNCHECKED`` (-1) and
 score as kube-scheduler scores an allocatable of 0: the resource is left out.
 """
+from collections.abc import Callable, Sequence
+
 import numpy as np
+
+from tacker_hwaffinity.scheduling.arrays import BoolArray, FloatArray, IntArray
+from tacker_hwaffinity.scheduling.model import Node
 
 UNCHECKED = -1
 BASIC = ("cpu", "memory", "pods", "ephemeral-storage")
@@ -16,16 +21,16 @@ MAX_NODE_SCORE = 100
 MAX_CUSTOM_PRIORITY_SCORE = 10  # RequestedToCapacityRatio shape scores are 0..10
 
 
-def is_native(name):
+def is_native(name: str) -> bool:
     return "/" not in name or "kubernetes.io/" in name
 
 
-def is_extended(name):
+def is_extended(name: str) -> bool:
     """v1helper.IsExtendedResourceName: outside kubernetes.io, not a quota 'requests.' name."""
     return not is_native(name) and not name.startswith("requests.")
 
 
-def is_scalar(name):
+def is_scalar(name: str) -> bool:
     """schedutil.IsScalarResourceName: extended, hugepages-*, kubernetes.io/* or
     attachable-volumes-* resources."""
     return (is_extended(name) or name.startswith("hugepages-")
@@ -33,7 +38,7 @@ def is_scalar(name):
             or name.startswith("attachable-volumes-"))
 
 
-def node_allocatable(node, name):
+def node_allocatable(node: Node, name: str) -> int:
     v = node.allocatable.get(name)
     if v is not None:
         return v
@@ -42,14 +47,14 @@ def node_allocatable(node, name):
     return 0
 
 
-def least_requested(requested, capacity):
+def least_requested(requested: IntArray, capacity: IntArray) -> IntArray:
     out = np.zeros(len(capacity), dtype=np.int64)
     ok = (capacity > 0) & (requested <= capacity)
     out[ok] = ((capacity[ok] - requested[ok]) * MAX_NODE_SCORE) // capacity[ok]
     return out
 
 
-def most_requested(requested, capacity):
+def most_requested(requested: IntArray, capacity: IntArray) -> IntArray:
     out = np.zeros(len(capacity), dtype=np.int64)
     ok = capacity > 0
     req = np.minimum(requested, capacity)  # requested may exceed: pods without requests
@@ -57,9 +62,9 @@ def most_requested(requested, capacity):
     return out
 
 
-def broken_linear(shape):
+def broken_linear(shape: Sequence[tuple[int, int]]) -> Callable[[IntArray], IntArray]:
     """helper.BuildBrokenLinearFunction over ((utilization, score), ...), vectorised."""
-    def f(p):
+    def f(p: IntArray) -> IntArray:
         out = np.full(len(p), shape[-1][1], dtype=np.int64)
         done = np.zeros(len(p), dtype=bool)
         for i, (u, s) in enumerate(shape):
@@ -76,7 +81,8 @@ def broken_linear(shape):
     return f
 
 
-def weighted_average(parts, rounded=False, skip_zero=False):
+def weighted_average(parts: Sequence[tuple[IntArray, int, BoolArray]], rounded: bool = False,
+                     skip_zero: bool = False) -> IntArray:
     """Scores of several resources -> one: sum(score * weight) / sum(weight) over the
     resources a node has (capacity > 0; SKIP_ZERO: and score > 0), per node."""
     n = len(parts[0][0]) if parts else 0
@@ -95,7 +101,7 @@ def weighted_average(parts, rounded=False, skip_zero=False):
     return out
 
 
-def balanced(fractions, present):
+def balanced(fractions: Sequence[FloatArray], present: Sequence[BoolArray]) -> IntArray:
     """NodeResourcesBalancedAllocation: (1 - std of the used fractions) * 100, truncated."""
     n = len(present[0]) if present else 0
     count = np.zeros(n, dtype=np.int64)
@@ -129,19 +135,20 @@ def balanced(fractions, present):
 # One node at a time (ClusterState.node_values' compute_one): the same integer and
 # float operations as the vector forms above, on Python numbers.
 
-def least_requested_one(requested, capacity):
+def least_requested_one(requested: int, capacity: int) -> int:
     if capacity <= 0 or requested > capacity:
         return 0
     return (capacity - requested) * MAX_NODE_SCORE // capacity
 
 
-def most_requested_one(requested, capacity):
+def most_requested_one(requested: int, capacity: int) -> int:
     if capacity <= 0:
         return 0
     return min(requested, capacity) * MAX_NODE_SCORE // capacity
 
 
-def weighted_average_one(parts, rounded=False, skip_zero=False):
+def weighted_average_one(parts: Sequence[tuple[int, int]], rounded: bool = False,
+                         skip_zero: bool = False) -> int:
     """PARTS: [(score, weight)] of the resources the node has."""
     total = weights = 0
     for score, weight in parts:
@@ -156,7 +163,7 @@ def weighted_average_one(parts, rounded=False, skip_zero=False):
     return total // weights
 
 
-def balanced_one(fractions):
+def balanced_one(fractions: Sequence[float]) -> int:
     """FRACTIONS of the resources the node has, in order."""
     fr = [min(f, 1.0) for f in fractions]
     std = 0.0

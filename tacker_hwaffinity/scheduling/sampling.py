@@ -20,11 +20,11 @@ MIN_FEASIBLE_NODES_TO_FIND = 100
 MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND = 5
 
 
-def adaptive_percentage(num_all_nodes):
+def adaptive_percentage(num_all_nodes: int) -> int:
     return max(50 - num_all_nodes // 125, MIN_FEASIBLE_NODES_PERCENTAGE_TO_FIND)
 
 
-def num_feasible_nodes_to_find(percentage, num_all_nodes):
+def num_feasible_nodes_to_find(percentage: int | None, num_all_nodes: int) -> int:
     """How many feasible nodes kube-scheduler looks for (PERCENTAGE None or 0:
     adaptive)."""
     if num_all_nodes < MIN_FEASIBLE_NODES_TO_FIND:
@@ -34,18 +34,18 @@ def num_feasible_nodes_to_find(percentage, num_all_nodes):
     return max(num_all_nodes * percentage // 100, MIN_FEASIBLE_NODES_TO_FIND)
 
 
-def exceeds_sample(percentage, num_all_nodes, num_feasible):
+def exceeds_sample(percentage: int | None, num_all_nodes: int, num_feasible: int) -> bool:
     """True when kube-scheduler would score fewer nodes than are feasible."""
     return num_feasible > num_feasible_nodes_to_find(percentage, num_all_nodes)
 
 
-def describe(percentage, num_all_nodes):
+def describe(percentage: int | None, num_all_nodes: int) -> str:
     if percentage:
         return "%d%%" % percentage
     return "adaptive: %d%%" % adaptive_percentage(num_all_nodes)
 
 
-def sampling_note(percentage, num_all_nodes, pods_affected):
+def sampling_note(percentage: int | None, num_all_nodes: int, pods_affected: int) -> str | None:
     """The note for a plan where PODS_AFFECTED pods had more feasible nodes
     than kube-scheduler scores, or None."""
     if not pods_affected:

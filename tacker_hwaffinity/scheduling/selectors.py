@@ -6,6 +6,8 @@ integer semantics. Pod label selectors additionally accept ``Gt``/``Lt``
 (the Gt/Lt proposal), with node-selector meaning.
 """
 import re
+from collections.abc import Hashable, Iterable, Mapping
+from typing import Any
 
 from tacker_hwaffinity.objects.validation import label_value_error, qualified_name_error
 
@@ -24,13 +26,13 @@ _INT64_DIGITS = len(str(_INT64_MAX))    # more significant digits: out of range,
 class SelectorError(ValueError):
     """An invalid selector; ``field`` is the path relative to the selector."""
 
-    def __init__(self, field, message):
+    def __init__(self, field: str, message: str) -> None:
         super().__init__("%s: %s" % (field, message) if field else message)
         self.field = field
         self.message = message
 
 
-def parse_int64(text):
+def parse_int64(text: object) -> int | None:
     """strconv.ParseInt(text, 10, 64), or None. A number with more significant digits
     than int64 has is refused before ``int()``, which raises ValueError past 4,300 digits
     (and is quadratic before)."""
@@ -49,7 +51,9 @@ class Requirement:
 
     __slots__ = ("key", "op", "values", "_set", "_int")
 
-    def __init__(self, key, op, values, field=""):
+    def __init__(self, key: Any, op: str, values: Any, field: str = "") -> None:
+        # KEY and VALUES as the input has them: checked here (a label key, a list of
+        # label values)
         err = qualified_name_error(key)
         if err:
             raise SelectorError(field + ".key" if field else "key",
@@ -86,9 +90,10 @@ class Requirement:
                 raise SelectorError("%s[%d]" % (vfield, i), "invalid label value %r: %s" % (v, err))
         self.key, self.op, self.values = key, op, tuple(values)
         self._set = frozenset(values)
-        self._int = parse_int64(values[0]) if op in (GT, LT) else None
+        # the bound of Gt/Lt (validated above); unread by the other operators
+        self._int: int = (parse_int64(values[0]) or 0) if op in (GT, LT) else 0
 
-    def matches(self, labels):
+    def matches(self, labels: Mapping[str, str]) -> bool:
         op = self.op
         if op == IN or op == EQUALS:
             v = labels.get(self.key)
@@ -105,10 +110,10 @@ class Requirement:
             return False
         return n > self._int if op == GT else n < self._int
 
-    def signature(self):
+    def signature(self) -> tuple[str, str, tuple[str, ...]]:
         return (self.key, self.op, tuple(sorted(self._set)))
 
-    def to_dict(self):
+    def to_dict(self) -> dict[str, Any]:
         return {"key": self.key, "operator": "In" if self.op == EQUALS else self.op,
                 "values": list(self.values)}
 
@@ -118,16 +123,17 @@ class LabelSelector:
 
     __slots__ = ("requirements", "nothing", "sig")
 
-    def __init__(self, requirements, nothing=False):
+    def __init__(self, requirements: Iterable[Requirement], nothing: bool = False) -> None:
         self.requirements = tuple(sorted(requirements, key=Requirement.signature))
         self.nothing = nothing
-        self.sig = ("nothing",) if nothing else tuple(r.signature() for r in self.requirements)
+        self.sig: Hashable = ("nothing",) if nothing else tuple(
+            r.signature() for r in self.requirements)
 
     @property
-    def everything(self):
+    def everything(self) -> bool:
         return not self.nothing and not self.requirements
 
-    def matches(self, labels):
+    def matches(self, labels: Mapping[str, str]) -> bool:
         if self.nothing:
             return False
         for r in self.requirements:
@@ -135,14 +141,14 @@ class LabelSelector:
                 return False
         return True
 
-    def uses_extension(self):
+    def uses_extension(self) -> bool:
         return any(r.op in EXTENSION_OPERATORS for r in self.requirements)
 
 
 NOTHING = LabelSelector((), nothing=True)
 
 
-def parse_label_selector(raw, field):
+def parse_label_selector(raw: object, field: str) -> LabelSelector:
     """LabelSelectorAsSelector with Gt/Lt allowed; raise SelectorError."""
     if raw is None:
         return NOTHING
@@ -166,7 +172,7 @@ def parse_label_selector(raw, field):
     return LabelSelector(reqs)
 
 
-def _parse_expression(expr, field, operators):
+def _parse_expression(expr: object, field: str, operators: tuple[str, ...]) -> Requirement:
     if not isinstance(expr, dict):
         raise SelectorError(field, "expected a mapping with key, operator and values")
     unknown = set(expr) - {"key", "operator", "values"}
@@ -184,7 +190,7 @@ class FieldRequirement:
 
     __slots__ = ("key", "op", "value")
 
-    def __init__(self, raw, field):
+    def __init__(self, raw: object, field: str) -> None:
         if not isinstance(raw, dict):
             raise SelectorError(field, "expected a mapping with key, operator and values")
         key, op, values = raw.get("key"), raw.get("operator"), raw.get("values")
@@ -195,9 +201,11 @@ class FieldRequirement:
             raise SelectorError(field + ".values", "unexpected number of value (%d) for node "
                                 "field selector operator %r" % (
                                     len(values) if isinstance(values, list) else 0, op))
-        self.key, self.op, self.value = key, op, values[0]
+        self.key: str | None = key
+        self.op: str = op
+        self.value: str = values[0]
 
-    def matches(self, fields):
+    def matches(self, fields: Mapping[str | None, str]) -> bool:
         got = fields.get(self.key, "")
         return (got == self.value) if self.op == IN else (got != self.value)
 
@@ -207,9 +215,11 @@ class NodeSelectorTerm:
 
     __slots__ = ("expressions", "fields", "error", "index", "sig")
 
-    def __init__(self, raw, field, index):
+    def __init__(self, raw: object, field: str, index: int) -> None:
         self.index = index
-        self.expressions, self.fields, self.error = (), (), None
+        self.expressions: tuple[Requirement, ...] = ()
+        self.fields: tuple[FieldRequirement, ...] = ()
+        self.error: SelectorError | None = None
         try:
             if not isinstance(raw, dict):
                 raise SelectorError(field, "expected a node selector term (a mapping)")
@@ -224,22 +234,22 @@ class NodeSelectorTerm:
                                 for i, f in enumerate(flds))
         except SelectorError as e:
             self.error = e
-        self.sig = ("err", index) if self.error else (
+        self.sig: Hashable = ("err", index) if self.error else (
             tuple(sorted(r.signature() for r in self.expressions)),
             tuple(sorted((f.key, f.op, f.value) for f in self.fields)))
 
     @property
-    def empty(self):
+    def empty(self) -> bool:
         return self.error is None and not self.expressions and not self.fields
 
-    def matches(self, labels, name):
+    def matches(self, labels: Mapping[str, str], name: str) -> bool:
         if self.error is not None:
             return False
         for r in self.expressions:
             if not r.matches(labels):
                 return False
         if self.fields and name:
-            fields = {"metadata.name": name}
+            fields: dict[str | None, str] = {"metadata.name": name}
             for f in self.fields:
                 if not f.matches(fields):
                     return False
@@ -251,7 +261,7 @@ class NodeSelector:
 
     __slots__ = ("terms", "errors", "sig")
 
-    def __init__(self, raw, field):
+    def __init__(self, raw: object, field: str) -> None:
         raw_terms = raw.get("nodeSelectorTerms") if isinstance(raw, dict) else None
         terms = []
         if isinstance(raw_terms, list):
@@ -261,9 +271,9 @@ class NodeSelector:
                     terms.append(term)
         self.terms = tuple(terms)
         self.errors = tuple(str(t.error) for t in terms if t.error is not None)
-        self.sig = tuple(t.sig for t in terms)
+        self.sig: Hashable = tuple(t.sig for t in terms)
 
-    def matches(self, labels, name):
+    def matches(self, labels: Mapping[str, str], name: str) -> bool:
         for t in self.terms:
             if t.matches(labels, name):
                 return True

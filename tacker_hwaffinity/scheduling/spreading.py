@@ -7,6 +7,9 @@ merged into the selector as ``key In (value)`` for each key the pod has a
 label for (the API server's merge, as for affinity terms), and the defaults
 ``minDomains: 1``, ``nodeAffinityPolicy: Honor``, ``nodeTaintsPolicy: Ignore``.
 """
+from collections.abc import Mapping
+from typing import Any
+
 from tacker_hwaffinity.constants import HOSTNAME
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import selectors
@@ -20,15 +23,16 @@ _FIELDS = {"maxSkew", "topologyKey", "whenUnsatisfiable", "labelSelector", "minD
            "nodeAffinityPolicy", "nodeTaintsPolicy", "matchLabelKeys"}
 
 
-def _positive_int(raw, name, field):
-    v = raw.get(name)
+def _positive_int(raw: Mapping[str, Any], name: str, field: str) -> int:
+    v: object = raw.get(name)
     if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
         raise InputError("must be greater than zero, got %r" % (v,), field="%s.%s" % (field, name))
     return v
 
 
-def _choice(raw, name, allowed, field, default=None):
-    v = raw.get(name, default)
+def _choice(raw: Mapping[str, Any], name: str, allowed: tuple[str, ...], field: str,
+            default: str | None = None) -> str:
+    v: str = raw.get(name, default)    # one of ALLOWED once the check below passes
     if v not in allowed:
         raise InputError("unsupported value %r: expected %s" % (v, " or ".join(allowed)),
                          field="%s.%s" % (field, name))
@@ -41,14 +45,15 @@ class Constraint:
     __slots__ = ("max_skew", "topology_key", "selector", "min_domains", "affinity_policy",
                  "taints_policy", "action")
 
-    def __init__(self, max_skew, topology_key, selector, min_domains, affinity_policy,
-                 taints_policy, action):
+    def __init__(self, max_skew: int, topology_key: str, selector: selectors.LabelSelector,
+                 min_domains: int, affinity_policy: str, taints_policy: str,
+                 action: str) -> None:
         self.max_skew, self.topology_key, self.selector = max_skew, topology_key, selector
         self.min_domains = min_domains
         self.affinity_policy, self.taints_policy = affinity_policy, taints_policy
         self.action = action
 
-    def with_selector(self, selector):
+    def with_selector(self, selector: selectors.LabelSelector) -> "Constraint":
         return Constraint(self.max_skew, self.topology_key, selector, self.min_domains,
                           self.affinity_policy, self.taints_policy, self.action)
 
@@ -58,9 +63,18 @@ class RawConstraint:
 
     __slots__ = ("max_skew", "topology_key", "action", "selector", "min_domains",
                  "affinity_policy", "taints_policy", "match_label_keys", "field")
+    max_skew: int
+    topology_key: str
+    action: str
+    selector: selectors.LabelSelector
+    min_domains: int
+    affinity_policy: str
+    taints_policy: str
+    match_label_keys: tuple[str, ...]
+    field: str
 
     @classmethod
-    def parse(cls, raw, field, default=False):
+    def parse(cls, raw: object, field: str, default: bool = False) -> "RawConstraint":
         """DEFAULT: an item of PodTopologySpreadArgs.defaultConstraints (no selector)."""
         self = cls()
         if not isinstance(raw, dict):
@@ -99,7 +113,7 @@ class RawConstraint:
                              field=field + ".matchLabelKeys")
         return self
 
-    def resolve(self, labels, created):
+    def resolve(self, labels: Mapping[str, str], created: bool) -> Constraint:
         """The constraint of a pod with LABELS (CREATED: read back from a cluster, where
         the API server has merged matchLabelKeys already)."""
         selector = self.selector
@@ -111,13 +125,15 @@ class RawConstraint:
                           self.affinity_policy, self.taints_policy, self.action)
 
 
-def parse_constraints(raw, field, default=False):
+def parse_constraints(raw: object, field: str,
+                      default: bool = False) -> tuple[RawConstraint, ...]:
     """A list of constraints, with the duplicate {topologyKey, whenUnsatisfiable} check."""
     if raw is None:
         return ()
     if not isinstance(raw, list):
         raise InputError("expected a list", field=field)
-    out, seen = [], set()
+    out: list[RawConstraint] = []
+    seen: set[tuple[str, str]] = set()
     for i, item in enumerate(raw):
         c = RawConstraint.parse(item, "%s[%d]" % (field, i), default)
         pair = (c.topology_key, c.action)

@@ -5,16 +5,41 @@ updated when a pod is bound, the way kube-scheduler's PreFilter state
 counts topology pairs, so deciding for one pod costs O(distinct terms)
 plus a few vector operations over the nodes, not O(pods x nodes).
 """
+from collections.abc import Callable, Hashable, Iterable, Mapping
+from typing import Any, Protocol, TypeAlias, TypeVar, cast
+
 import numpy as np
+from numpy.typing import NDArray
 
 from tacker_hwaffinity.scheduling import selectors
-from tacker_hwaffinity.scheduling.nodetable import NodeTable
+from tacker_hwaffinity.scheduling.arrays import BoolArray, IntArray
+from tacker_hwaffinity.scheduling.model import ClassKey, Namespace, Node, Pod
+from tacker_hwaffinity.scheduling.nodetable import Domains, NodeTable
 from tacker_hwaffinity.scheduling.resources import node_allocatable
-from tacker_hwaffinity.scheduling.selectors import NOTHING
+from tacker_hwaffinity.scheduling.selectors import NOTHING, LabelSelector
+from tacker_hwaffinity.scheduling.terms import AffinityTerm
 
 # The controllers whose selector kube-scheduler's default spreading reads (DefaultSelector).
 SELECTOR_OWNERS = (("v1", "ReplicationController"), ("apps/v1", "ReplicaSet"),
                    ("apps/v1", "StatefulSet"))
+
+# Does a bound pod count (the pod, its namespace's labels)?
+DomainMatcher: TypeAlias = Callable[[Pod, Mapping[str, str]], bool]
+NodeMatcher: TypeAlias = Callable[[Pod], bool]
+# What a plugin keeps for a state or a cycle, by keys of its own (``data(plugin)``).
+PluginData: TypeAlias = dict[Hashable, Any]
+# A controller of pods: (namespace, apiVersion, kind, name).
+ControllerKey: TypeAlias = tuple[str | None, ...]
+
+
+class Extension(Protocol):
+    """A plugin's own counting of bound pods, registered with ``ClusterState.extension``."""
+
+    def bind(self, state: "ClusterState", pod: Pod, node_index: int, sign: int) -> None:
+        """Count POD on node NODE_INDEX (SIGN 1), or take it out again (SIGN -1)."""
+
+
+ExtensionT = TypeVar("ExtensionT", bound=Extension)
 
 
 class DomainCounts:
@@ -22,13 +47,14 @@ class DomainCounts:
 
     __slots__ = ("matcher", "domains", "counts", "total", "_cache")
 
-    def __init__(self, matcher, domains):
+    def __init__(self, matcher: DomainMatcher, domains: Domains) -> None:
         self.matcher, self.domains = matcher, domains
-        self.counts = np.zeros(len(domains), dtype=np.int64)
+        self.counts: IntArray = np.zeros(len(domains), dtype=np.int64)
         self.total = 0
-        self._cache = {}
+        self._cache: dict[ClassKey, bool] = {}
 
-    def add(self, pod, node_index, ns_labels, sign=1):
+    def add(self, pod: Pod, node_index: int, ns_labels: Mapping[str, str],
+            sign: int = 1) -> None:
         d = self.domains.ids[node_index]
         if d < 0:
             return
@@ -45,12 +71,12 @@ class NodeCounts:
 
     __slots__ = ("matcher", "counts", "_cache")
 
-    def __init__(self, matcher, n):
+    def __init__(self, matcher: NodeMatcher, n: int) -> None:
         self.matcher = matcher
-        self.counts = np.zeros(n, dtype=np.int64)
-        self._cache = {}
+        self.counts: IntArray = np.zeros(n, dtype=np.int64)
+        self._cache: dict[ClassKey, bool] = {}
 
-    def add(self, pod, node_index, sign=1):
+    def add(self, pod: Pod, node_index: int, sign: int = 1) -> None:
         if pod.terminating:
             return
         hit = self._cache.get(pod.class_key)
@@ -68,41 +94,52 @@ class ClusterState:
     what default topology spreading derives a pod's selector from.
     """
 
-    def __init__(self, nodes, namespaces=(), services=(), controllers=None):
+    def __init__(self, nodes: Iterable[Node], namespaces: Iterable[Namespace] = (),
+                 services: Iterable[tuple[str, Mapping[str, str]]] = (),
+                 controllers: Mapping[ControllerKey, LabelSelector] | None = None) -> None:
         self.table = NodeTable(nodes)   # nodes, index and domains (scheduling/nodetable.py)
         self.nodes, self.index = self.table.nodes, self.table.index
         self.namespaces = {ns.name: ns for ns in namespaces}
         self.services = list(services)
         self.controllers = dict(controllers or {})
         n = len(self.nodes)
-        self.alloc = {}
-        self.requested = {r: np.zeros(n, dtype=np.int64) for r in ("cpu", "memory")}
-        self.nonzero_requested = {r: np.zeros(n, dtype=np.int64) for r in ("cpu", "memory")}
+        self.alloc: dict[str, IntArray] = {}
+        self.requested: dict[str, IntArray] = {
+            r: np.zeros(n, dtype=np.int64) for r in ("cpu", "memory")}
+        self.nonzero_requested: dict[str, IntArray] = {
+            r: np.zeros(n, dtype=np.int64) for r in ("cpu", "memory")}
         for r in ("cpu", "memory", "pods"):
             self.allocatable(r)
-        self.pod_count = np.zeros(n, dtype=np.int64)
-        self.unschedulable = np.array([node.unschedulable for node in self.nodes], dtype=bool)
+        self.pod_count: IntArray = np.zeros(n, dtype=np.int64)
+        self.unschedulable: BoolArray = np.array([node.unschedulable for node in self.nodes],
+                                                 dtype=bool)
         names = np.array([x.name for x in self.nodes])
-        self.names_rank = np.argsort(np.argsort(names, kind="stable"))
-        self.pods = []  # (pod, node index), in binding order
-        self.absent = set()  # id() of pods taken out of the counts by unbind()
-        self._made = []      # DomainCounts/NodeCounts of counts()/node_counts(), in order
-        self._hits = {}      # class key -> [counts scanned, [the counts it is in]]
-        self._primed = []    # counts made by prime_*: kept out of _made, found by class
-        self._primed_hits = {}  # class key -> [primed counts that select it]
-        self._counts = {}
-        self._node_counts = {}
-        self._extensions = {}  # plugin name -> its bind-time counting (extension())
-        self._default_selectors = {}
-        self._node_values = {}
-        self._plugin_data = {}  # plugin name -> what it derives from the nodes (data())
+        self.names_rank: NDArray[np.intp] = np.argsort(np.argsort(names, kind="stable"))
+        self.pods: list[tuple[Pod, int]] = []  # (pod, node index), in binding order
+        self.absent: set[int] = set()  # id() of pods taken out of the counts by unbind()
+        # DomainCounts/NodeCounts of counts()/node_counts(), in order
+        self._made: list[DomainCounts | NodeCounts] = []
+        # class key -> [counts scanned, [the counts it is in]]
+        self._hits: dict[ClassKey, list[Any]] = {}
+        # counts made by prime_*: kept out of _made, found by class
+        self._primed: list[DomainCounts | NodeCounts] = []
+        # class key -> [primed counts that select it]
+        self._primed_hits: dict[ClassKey, list[DomainCounts | NodeCounts]] = {}
+        self._counts: dict[tuple[Hashable, str], DomainCounts] = {}
+        self._node_counts: dict[Hashable, NodeCounts] = {}
+        # plugin name -> its bind-time counting (extension())
+        self._extensions: dict[str, Extension] = {}
+        self._default_selectors: dict[Hashable, LabelSelector | None] = {}
+        self._node_values: dict[Hashable, list[Any]] = {}   # key -> [values, pods seen]
+        # plugin name -> what it derives from the nodes (data())
+        self._plugin_data: dict[str, PluginData] = {}
         # shared results for plugins that score every node alike (never modified)
-        self.zeros = np.zeros(n, dtype=np.int64)
+        self.zeros: IntArray = np.zeros(n, dtype=np.int64)
         self.zeros.setflags(write=False)
-        self.hundreds = np.full(n, 100, dtype=np.int64)
+        self.hundreds: IntArray = np.full(n, 100, dtype=np.int64)
         self.hundreds.setflags(write=False)
 
-    def data(self, plugin):
+    def data(self, plugin: str) -> PluginData:
         """The dict PLUGIN (its name) keeps for this state: values it derives from the
         nodes only (masks, image scores), which do not change while the state lives."""
         got = self._plugin_data.get(plugin)
@@ -110,7 +147,7 @@ class ClusterState:
             got = self._plugin_data[plugin] = {}
         return got
 
-    def allocatable(self, resource):
+    def allocatable(self, resource: str) -> IntArray:
         """Allocatable RESOURCE per node (resources.UNCHECKED where it is not checked)."""
         a = self.alloc.get(resource)
         if a is None:
@@ -118,7 +155,7 @@ class ClusterState:
                 [node_allocatable(node, resource) for node in self.nodes], dtype=np.int64)
         return a
 
-    def requested_of(self, resource):
+    def requested_of(self, resource: str) -> IntArray:
         """Sum of the bound pods' requests of RESOURCE per node, kept up to date."""
         r = self.requested.get(resource)
         if r is None:
@@ -127,12 +164,15 @@ class ClusterState:
                 r[i] += pod.spec.requests.get(resource, 0)
         return r
 
-    def node_values(self, key, compute, compute_one=None):
+    def node_values(self, key: Hashable, compute: Callable[[IntArray], IntArray],
+                    compute_one: Callable[[int], int] | None = None) -> IntArray:
         """Per-node values that depend only on each node and what is bound to it (a
         resource score for one request, say), kept up to date: COMPUTE(idx) gives them
         for the node indices IDX, all nodes at first and then only the nodes pods were
         bound to since; COMPUTE_ONE(i), if given, for one node (faster than an array
         of one). Callers must not modify the array."""
+        values: IntArray
+        seen: int
         got = self._node_values.get(key)
         bound = len(self.pods)
         if got is None:
@@ -155,7 +195,7 @@ class ClusterState:
             got[1] = bound
         return values
 
-    def node_counts(self, sig, matcher):
+    def node_counts(self, sig: Hashable, matcher: NodeMatcher) -> IntArray:
         """Per-node counts of bound non-terminating pods for MATCHER (identified by SIG)."""
         c = self._node_counts.get(sig)
         if c is None:
@@ -166,13 +206,13 @@ class ClusterState:
                     c.add(pod, i)
         return c.counts
 
-    def default_selector(self, pod):
+    def default_selector(self, pod: Pod) -> LabelSelector | None:
         """helper.DefaultSelector: the selectors of the Services that select POD and of
         its controlling ReplicaSet, StatefulSet or ReplicationController; None if empty."""
         key = (pod.namespace, pod.class_key, pod.owner, id(pod.owner_selector))
         if key in self._default_selectors:
             return self._default_selectors[key]
-        merged = {}
+        merged: dict[str, str] = {}
         for ns, sel in self.services:
             if ns == pod.namespace and all(pod.labels.get(k) == v for k, v in sel.items()):
                 merged.update(sel)
@@ -191,15 +231,15 @@ class ClusterState:
         self._default_selectors[key] = got
         return got
 
-    def ns_labels(self, namespace):
+    def ns_labels(self, namespace: str) -> Mapping[str, str]:
         ns = self.namespaces.get(namespace)
         return ns.labels if ns is not None else {}
 
-    def domains(self, key):
+    def domains(self, key: str) -> Domains:
         """The node table's ``Domains`` of topology KEY."""
         return self.table.domains(key)
 
-    def counts(self, sig, matcher, key):
+    def counts(self, sig: Hashable, matcher: DomainMatcher, key: str) -> DomainCounts:
         """DomainCounts for MATCHER (identified by SIG) over topology KEY, kept up to date."""
         ck = (sig, key)
         c = self._counts.get(ck)
@@ -211,7 +251,8 @@ class ClusterState:
                     c.add(pod, i, self.ns_labels(pod.namespace))
         return c
 
-    def extension(self, name, factory):
+    def extension(self, name: str,
+                  factory: Callable[["ClusterState"], ExtensionT]) -> ExtensionT:
         """The bind-time counting plugin NAME keeps (``FACTORY(state)``, made once):
         an object whose ``bind(state, pod, node_index, sign)`` this state calls for every pod
         bound (sign 1) since, and for ``unbind`` (-1) and ``restore`` (1); the pods
@@ -222,9 +263,9 @@ class ClusterState:
             for pod, i in self.pods:
                 if not self.absent or id(pod) not in self.absent:
                     ext.bind(self, pod, i, 1)
-        return ext
+        return cast(ExtensionT, ext)    # the one FACTORY of NAME made it
 
-    def bind(self, pod, node_index):
+    def bind(self, pod: Pod, node_index: int) -> None:
         """Record POD as running on node NODE_INDEX and update every count."""
         self.pods.append((pod, node_index))
         self.pod_count[node_index] += 1
@@ -234,10 +275,10 @@ class ClusterState:
         for r, arr in self.nonzero_requested.items():
             arr[node_index] += pod.spec.nonzero_requests[r]
         ns_labels = self.ns_labels(pod.namespace)
-        for c in self._counts.values():
-            c.add(pod, node_index, ns_labels)
-        for c in self._node_counts.values():
-            c.add(pod, node_index)
+        for domain_counts in self._counts.values():
+            domain_counts.add(pod, node_index, ns_labels)
+        for node_counts in self._node_counts.values():
+            node_counts.add(pod, node_index)
         for c in self._primed:  # a class first seen now: let unbind find its counts
             if self._selects(c, pod):
                 hits = self._primed_hits.setdefault(pod.class_key, [])
@@ -246,7 +287,8 @@ class ClusterState:
         for ext in self._extensions.values():
             ext.bind(self, pod, node_index, 1)
 
-    def prime_counts(self, sig, matcher, key, pods):
+    def prime_counts(self, sig: Hashable, matcher: DomainMatcher, key: str,
+                     pods: Iterable[tuple[Pod, int]]) -> None:
         """Create the DomainCounts ``counts(SIG, MATCHER, KEY)`` would, from PODS
         [(pod, node index)] alone: for a caller that knows no other bound pod matches
         (``hwaffinity audit`` finds the candidates in a label index), so creating them
@@ -256,13 +298,14 @@ class ClusterState:
             c = self._counts[ck] = DomainCounts(matcher, self.domains(key))
             self._prime(c, pods)
 
-    def prime_node_counts(self, sig, matcher, pods):
+    def prime_node_counts(self, sig: Hashable, matcher: NodeMatcher,
+                          pods: Iterable[tuple[Pod, int]]) -> None:
         """``prime_counts`` for ``node_counts(SIG, MATCHER)``."""
         if sig not in self._node_counts:
             c = self._node_counts[sig] = NodeCounts(matcher, len(self.nodes))
             self._prime(c, pods)
 
-    def _prime(self, c, pods):
+    def _prime(self, c: DomainCounts | NodeCounts, pods: Iterable[tuple[Pod, int]]) -> None:
         # the classes a primed count selects are known from its candidates, so unbind
         # finds it by class instead of testing every count against every new class
         self._primed.append(c)
@@ -274,7 +317,7 @@ class ClusterState:
                 if not hits or hits[-1] is not c:
                     hits.append(c)
 
-    def _selects(self, c, pod):
+    def _selects(self, c: DomainCounts | NodeCounts, pod: Pod) -> bool:
         hit = c._cache.get(pod.class_key)
         if hit is None:
             hit = c._cache[pod.class_key] = (
@@ -282,13 +325,13 @@ class ClusterState:
                 else c.matcher(pod))
         return hit
 
-    def _add(self, c, pod, node_index, sign):
+    def _add(self, c: DomainCounts | NodeCounts, pod: Pod, node_index: int, sign: int) -> None:
         if isinstance(c, DomainCounts):
             c.add(pod, node_index, self.ns_labels(pod.namespace), sign)
         else:
             c.add(pod, node_index, sign)
 
-    def unbind(self, pod, node_index):
+    def unbind(self, pod: Pod, node_index: int) -> None:
         """Take the bound POD out of the counts the filters read (pod, domain and node
         counts, the plugins' extensions), as if it were not running; ``restore`` puts it back.
         ``hwaffinity audit`` judges each running replica against the cluster without
@@ -296,12 +339,12 @@ class ClusterState:
         self._shift(pod, node_index, -1)
         self.absent.add(id(pod))
 
-    def restore(self, pod, node_index):
+    def restore(self, pod: Pod, node_index: int) -> None:
         """Undo ``unbind(POD, NODE_INDEX)``."""
         self.absent.discard(id(pod))
         self._shift(pod, node_index, 1)
 
-    def _shift(self, pod, node_index, sign):
+    def _shift(self, pod: Pod, node_index: int, sign: int) -> None:
         self.pod_count[node_index] += sign
         # only the counts that select the pod's class: each count is tested once per class
         hits = self._hits.get(pod.class_key)
@@ -318,7 +361,7 @@ class ClusterState:
         for ext in self._extensions.values():
             ext.bind(self, pod, node_index, sign)
 
-    def resolve_namespaces(self, term):
+    def resolve_namespaces(self, term: AffinityTerm) -> AffinityTerm:
         """Incoming-pod term with its namespaceSelector turned into names (PreFilter)."""
         sel = term.ns_selector
         if sel.nothing or sel.everything:

@@ -4,22 +4,28 @@ Resolution does what happens before kube-scheduler sees a term: the owning
 pod's namespace when neither ``namespaces`` nor ``namespaceSelector`` is
 given, and the API server's ``matchLabelKeys``/``mismatchLabelKeys`` merge.
 """
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import Any, cast
+
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.validation import qualified_name_error
 from tacker_hwaffinity.scheduling import selectors
 
 _TERM_FIELDS = {"labelSelector", "namespaces", "topologyKey", "namespaceSelector",
                 "matchLabelKeys", "mismatchLabelKeys"}
+# The namespace labels to match a resolved term with (its namespaceSelector selects
+# nothing or everything, see ``ClusterState.resolve_namespaces``): they are not read.
+NO_LABELS: Mapping[str, str] = {}
 
 
-def _selector(raw, field):
+def _selector(raw: object, field: str) -> selectors.LabelSelector:
     try:
         return selectors.parse_label_selector(raw, field)
     except selectors.SelectorError as e:
         raise InputError(e.message, field=e.field)
 
 
-def parse_namespace_selector(raw, field):
+def parse_namespace_selector(raw: object, field: str) -> selectors.LabelSelector:
     """RAW, a term's ``namespaceSelector`` at FIELD, parsed: InputError naming the field
     where it is malformed, Gt/Lt included (not supported there)."""
     selector = _selector(raw, field)
@@ -28,7 +34,7 @@ def parse_namespace_selector(raw, field):
     return selector
 
 
-def _string_list(raw, field):
+def _string_list(raw: object, field: str) -> tuple[str, ...]:
     if raw is None:
         return ()
     if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
@@ -36,16 +42,16 @@ def _string_list(raw, field):
     return tuple(raw)
 
 
-def parse_topology_key(raw, field):
+def parse_topology_key(raw: Mapping[str, Any], field: str) -> str:
     """RAW's ``topologyKey``: non-empty and a qualified name."""
     tk = raw.get("topologyKey")
     err = "must be non-empty" if tk in (None, "") else qualified_name_error(tk)
     if err:
         raise InputError("invalid topologyKey %r: %s" % (tk, err), field=field + ".topologyKey")
-    return tk
+    return cast(str, tk)    # qualified_name_error refuses anything but a string
 
 
-def parse_label_keys(raw, field):
+def parse_label_keys(raw: object, field: str) -> tuple[str, ...]:
     """A ``matchLabelKeys``/``mismatchLabelKeys`` list: label keys."""
     keys = _string_list(raw, field)
     for i, k in enumerate(keys):
@@ -55,7 +61,9 @@ def parse_label_keys(raw, field):
     return keys
 
 
-def merge_label_keys(selector, labels, merges, created, field):
+def merge_label_keys(selector: selectors.LabelSelector, labels: Mapping[str, str],
+                     merges: Iterable[tuple[str, Sequence[str]]], created: bool,
+                     field: str) -> selectors.LabelSelector:
     """The API server's merge of label keys into SELECTOR for a pod with LABELS: MERGES
     is ((operator, keys), ...), ``In`` for matchLabelKeys and ``NotIn`` for
     mismatchLabelKeys; each key the pod has a label for adds ``key op (value)``.
@@ -85,19 +93,24 @@ class AffinityTerm:
     __slots__ = ("selector", "namespaces", "ns_selector", "topology_key", "weight", "sig",
                  "field")
 
-    def __init__(self, selector, namespaces, ns_selector, topology_key, weight, field):
+    def __init__(self, selector: selectors.LabelSelector, namespaces: Iterable[str],
+                 ns_selector: selectors.LabelSelector, topology_key: str, weight: int | None,
+                 field: str) -> None:
         self.selector, self.namespaces = selector, frozenset(namespaces)
         self.ns_selector, self.topology_key = ns_selector, topology_key
         self.weight, self.field = weight, field
-        self.sig = (selector.sig, tuple(sorted(self.namespaces)), ns_selector.sig, topology_key)
+        self.sig: Hashable = (selector.sig, tuple(sorted(self.namespaces)), ns_selector.sig,
+                              topology_key)
 
-    def matches(self, namespace, labels, ns_labels):
+    def matches(self, namespace: str, labels: Mapping[str, str],
+                ns_labels: Mapping[str, str]) -> bool:
         """Does a pod in NAMESPACE with LABELS match (NS_LABELS: its namespace's labels)?"""
         if namespace not in self.namespaces and not self.ns_selector.matches(ns_labels):
             return False
         return self.selector.matches(labels)
 
-    def with_namespaces(self, names, ns_selector):
+    def with_namespaces(self, names: Iterable[str],
+                        ns_selector: selectors.LabelSelector) -> "AffinityTerm":
         return AffinityTerm(self.selector, names, ns_selector, self.topology_key,
                             self.weight, self.field)
 
@@ -107,9 +120,18 @@ class RawTerm:
 
     __slots__ = ("selector", "namespaces", "ns_selector", "ns_selector_raw", "topology_key",
                  "weight", "match_label_keys", "mismatch_label_keys", "field")
+    selector: selectors.LabelSelector
+    namespaces: tuple[str, ...]
+    ns_selector: selectors.LabelSelector
+    ns_selector_raw: Any    # as written: None tells "not given" from an empty selector
+    topology_key: str
+    weight: int | None
+    match_label_keys: tuple[str, ...]
+    mismatch_label_keys: tuple[str, ...]
+    field: str
 
     @classmethod
-    def parse(cls, raw, field, weighted):
+    def parse(cls, raw: object, field: str, weighted: bool) -> "RawTerm":
         self = cls()
         if not isinstance(raw, dict):
             raise InputError("expected a mapping", field=field)
@@ -149,10 +171,10 @@ class RawTerm:
                              % ", ".join(sorted(both)), field=field + ".mismatchLabelKeys")
         return self
 
-    def uses_extension(self):
+    def uses_extension(self) -> bool:
         return self.selector.uses_extension()
 
-    def resolve(self, namespace, labels, created):
+    def resolve(self, namespace: str, labels: Mapping[str, str], created: bool) -> AffinityTerm:
         """The term of a pod in NAMESPACE with LABELS.
 
         CREATED: the pod came from a live cluster, where the API server has
@@ -160,6 +182,7 @@ class RawTerm:
         nothing). Otherwise the merge is done here, with the API server's
         validation.
         """
+        names: tuple[str, ...]
         if not self.namespaces and self.ns_selector_raw is None:
             names = (namespace,)
         else:

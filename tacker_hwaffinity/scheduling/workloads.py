@@ -15,12 +15,13 @@ candidates (attempt 0 is the usual name, then attempts 1, 2, ...). StatefulSet
 and bare Pod names are fixed, so their conflicts stay the caller's error.
 """
 import hashlib
-import itertools
 import json
+from collections.abc import Callable, Container, Mapping
+from typing import Any, cast
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.scheduling.model import (
-    DEFAULT_NAMESPACE, Pod, PodSpecInfo, metadata, parse_labels)
+from tacker_hwaffinity.objects.naming import DEFAULT_NAMESPACE
+from tacker_hwaffinity.scheduling.model import Owner, Pod, PodSpecInfo, metadata, parse_labels
 from tacker_hwaffinity.scheduling.selectors import (
     EQUALS, LabelSelector, Requirement, SelectorError, parse_label_selector)
 
@@ -39,44 +40,47 @@ MAX_PODS = 100_000
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"  # k8s.io/apimachinery/pkg/util/rand alphabet
 
 
-def _fnv32a(data):
+def _fnv32a(data: bytes) -> int:
     h = 0x811c9dc5
     for b in data:
         h = ((h ^ b) * 0x01000193) & 0xFFFFFFFF
     return h
 
 
-def _safe_encode(text):
+def _safe_encode(text: str) -> str:
     return "".join(_SAFE[ord(c) % len(_SAFE)] for c in text)
 
 
-def template_hash(template):
+def template_hash(template: object) -> str:
     """pod-template-hash style: FNV-32a of the template, safe-encoded."""
     return _safe_encode(str(_fnv32a(json.dumps(template, sort_keys=True).encode())))
 
 
-def _suffix(*parts):
+def _suffix(*parts: object) -> str:
     digest = hashlib.sha256("/".join(map(str, parts)).encode()).digest()
     return "".join(_SAFE[b % len(_SAFE)] for b in digest[:5])
 
 
-def _candidate_suffix(attempt, *parts):
+def _candidate_suffix(attempt: int, *parts: object) -> str:
     """The 5 random characters of a replica's name at ATTEMPT (0: the usual ones)."""
     return _suffix(*parts) if attempt == 0 else _suffix(*(parts + ("retry", attempt)))
 
 
-def _free_name(namespace, name_at, taken, used):
+def _free_name(namespace: str, name_at: Callable[[int], str], taken: Container[str],
+               used: set[str]) -> str:
     """The first name NAME_AT(attempt) whose key is neither in TAKEN nor in USED (then used)."""
-    for attempt in itertools.count():
+    attempt = 0
+    while True:
         name = name_at(attempt)
         key = "%s/%s" % (namespace, name)
         if key not in taken and key not in used:
             used.add(key)
             return name
+        attempt += 1
 
 
-def _int_field(spec, name, default, field):
-    v = spec.get(name, default)
+def _int_field(spec: Mapping[str, Any], name: str, default: int, field: str) -> int:
+    v: object = spec.get(name, default)
     if v is None:
         v = default
     if not isinstance(v, int) or isinstance(v, bool) or v < 0:
@@ -84,22 +88,22 @@ def _int_field(spec, name, default, field):
     return v
 
 
-def _workload_kind(obj):
+def _workload_kind(obj: Mapping[str, Any]) -> str:
     kind = obj.get("kind")
     if kind not in WORKLOAD_KINDS:
         raise InputError("unknown kind %r: expected one of %s"
                          % (kind, ", ".join(WORKLOAD_KINDS)), field="kind")
-    return kind
+    return cast(str, kind)   # one of WORKLOAD_KINDS
 
 
-def _spec(obj):
+def _spec(obj: Mapping[str, Any]) -> dict[str, Any]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         raise InputError("expected a mapping", field="spec")
     return spec
 
 
-def _job_parallelism(spec):
+def _job_parallelism(spec: Mapping[str, Any]) -> int:
     """The pods a Job runs at once: spec.parallelism, at most spec.completions."""
     parallelism = _int_field(spec, "parallelism", 1, "spec.parallelism")
     if spec.get("completions") is not None:
@@ -107,7 +111,7 @@ def _job_parallelism(spec):
     return parallelism
 
 
-def pod_count(obj):
+def pod_count(obj: Mapping[str, Any]) -> tuple[int, str | None]:
     """(how many pods workload OBJ creates, the field that says so) from its spec alone,
     without making them; the field is None for a Pod (it is one)."""
     kind = _workload_kind(obj)
@@ -118,7 +122,8 @@ def pod_count(obj):
     return _int_field(_spec(obj), "replicas", 1, "spec.replicas"), "spec.replicas"
 
 
-def _template(obj, ns):
+def _template(obj: Mapping[str, Any], ns: str) -> tuple[
+        dict[str, Any], dict[str, Any], dict[str, str], PodSpecInfo, LabelSelector | None]:
     spec = _spec(obj)
     tpl = spec.get("template")
     if not isinstance(tpl, dict):
@@ -144,7 +149,8 @@ def _template(obj, ns):
     return spec, tpl, labels, info, sel
 
 
-def expand(obj, source=None, taken=frozenset(), count=None):
+def expand(obj: Mapping[str, Any], source: str | None = None,
+           taken: Container[str] = frozenset(), count: int | None = None) -> list[Pod]:
     """The pods OBJ creates, in creation order (a Pod yields itself); with COUNT, only the
     first COUNT of them (named as in the whole list).
 
@@ -165,15 +171,16 @@ def expand(obj, source=None, taken=frozenset(), count=None):
     if count is not None:
         replicas = min(replicas, count)
 
-    used = set()
-    owner = owner_selector = None
+    used: set[str] = set()
+    owner: Owner | None = None
+    owner_selector: LabelSelector | None = None
 
-    def make(pod_name, extra):
+    def make(pod_name: str, extra: Mapping[str, str]) -> Pod:
         return Pod(ns, pod_name, dict(labels, **extra), info, created=False, source=source,
                    owner=owner, owner_selector=owner_selector,
                    workload="%s %s/%s" % (kind, ns, name))
 
-    def generated(prefix, *parts):
+    def generated(prefix: str, *parts: object) -> str:
         """PREFIX and 5 characters derived from PARTS: the first such name not taken."""
         return _free_name(ns, lambda attempt: prefix + _candidate_suffix(attempt, *parts),
                           taken, used)
@@ -221,6 +228,6 @@ def expand(obj, source=None, taken=frozenset(), count=None):
     raise AssertionError(kind)
 
 
-def _uid(ns, name):
+def _uid(ns: str, name: str) -> str:
     d = hashlib.sha256(("job/%s/%s" % (ns, name)).encode()).hexdigest()
     return "%s-%s-%s-%s-%s" % (d[:8], d[8:12], d[12:16], d[16:20], d[20:32])

@@ -32,9 +32,9 @@ def _extender_view():
     cache = PodCache()
     cache.sync_nodes(NODES)
     cache.sync_pods(PODS)
-    rec = cache.describe(PODS[0])
-    with cache.lock:
-        return extender._View(cache, rec, ["n1", "n2", "n3"], extender._LastNodes()), cache
+    reads = cache.reader()
+    rec = reads.describe_pod(PODS[0])
+    return extender._View(reads, rec, ["n1", "n2", "n3"], extender._LastNodes()), cache
 
 
 def _controller_view():
@@ -58,7 +58,7 @@ def test_each_counts_view_serves_the_protocol(name):
 @pytest.mark.parametrize("name", sorted(VIEWS))
 def test_each_counts_view_reads_the_shared_node_table(name):
     view, owner = VIEWS[name]()
-    table = owner.node_view() if name == "extender" else owner.table
+    table = owner.reader().node_table() if name == "extender" else owner.table
     assert isinstance(table, NodeTable)
     assert table.domains("zone") is table.domains("zone")       # computed once
     ids = view.domain_ids("zone")

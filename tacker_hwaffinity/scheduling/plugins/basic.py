@@ -1,6 +1,8 @@
 """Node name, unschedulable, and taints: NoSchedule/NoExecute filter, PreferNoSchedule score."""
 import numpy as np
 
+from tacker_hwaffinity.scheduling.arrays import BoolArray, IntArray
+from tacker_hwaffinity.scheduling.framework import Cycle
 from tacker_hwaffinity.scheduling.model import Taint, tolerates
 from tacker_hwaffinity.scheduling.plugins import Rejection, default_normalize
 
@@ -11,7 +13,7 @@ class NodeName:
     name = "NodeName"
     REASON = "node(s) didn't match the requested node name"
 
-    def filter(self, cycle):
+    def filter(self, cycle: Cycle) -> Rejection | None:
         want = cycle.pod.spec.node_name
         if not want:
             return None
@@ -26,7 +28,7 @@ class NodeUnschedulable:
     name = "NodeUnschedulable"
     REASON = "node(s) were unschedulable"
 
-    def filter(self, cycle):
+    def filter(self, cycle: Cycle) -> Rejection | None:
         failed = cycle.state.unschedulable
         if not failed.any() or tolerates(cycle.pod.spec.tolerations, _UNSCHEDULABLE_TAINT):
             return None
@@ -36,7 +38,7 @@ class NodeUnschedulable:
 class TaintToleration:
     name = "TaintToleration"
 
-    def filter(self, cycle):
+    def filter(self, cycle: Cycle) -> Rejection | None:
         state, tols = cycle.state, cycle.pod.spec.tolerations
         data = state.data(self.name)
         tainted = data.get("tainted")
@@ -46,7 +48,7 @@ class TaintToleration:
             tainted = data["tainted"] = [(i, ts) for i, ts in per_node if ts]
         if not tainted:
             return None
-        bad = {}
+        bad: dict[int, str] = {}
         for i, taints in tainted:
             for t in taints:
                 if not tolerates(tols, t):
@@ -58,7 +60,7 @@ class TaintToleration:
         failed[list(bad)] = True
         return Rejection(failed, lambda i: [bad[i]])
 
-    def scores(self, cycle, feasible):
+    def scores(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
         """Untolerated PreferNoSchedule taints, fewer is better (reverse normalisation).
         Only tolerations with effect PreferNoSchedule or none count, as upstream."""
         state = cycle.state

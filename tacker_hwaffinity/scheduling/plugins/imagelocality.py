@@ -9,12 +9,17 @@ does for nodes that report none.
 """
 import numpy as np
 
+from tacker_hwaffinity.scheduling.arrays import BoolArray, IntArray
+from tacker_hwaffinity.scheduling.framework import Cycle
+from tacker_hwaffinity.scheduling.model import PodSpecInfo
+from tacker_hwaffinity.scheduling.state import ClusterState
+
 MB = 1024 * 1024
 MIN_THRESHOLD = 23 * MB
 MAX_CONTAINER_THRESHOLD = 1000 * MB
 
 
-def normalized_image_name(name):
+def normalized_image_name(name: str) -> str:
     if name.rfind(":") <= name.rfind("/"):
         name += ":latest"
     return name
@@ -24,10 +29,10 @@ class ImageLocality:
     name = "ImageLocality"
 
     @staticmethod
-    def _image_scores(state, image):
+    def _image_scores(state: ClusterState, image: str) -> IntArray:
         """Per node: scaledImageScore of IMAGE (0 where the node lacks it)."""
         cache = state.data(ImageLocality.name).setdefault("image-scores", {})
-        got = cache.get(image)
+        got: IntArray | None = cache.get(image)
         if got is None:
             sizes = [node.images.get(image) for node in state.nodes]
             holders = sum(1 for s in sizes if s is not None)
@@ -36,7 +41,7 @@ class ImageLocality:
                 [0 if s is None else int(float(s) * spread) for s in sizes], dtype=np.int64)
         return got
 
-    def scores(self, cycle, feasible):
+    def scores(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
         state, spec = cycle.state, cycle.pod.spec
         data = state.data(self.name)
         any_images = data.get("any-images")
@@ -45,12 +50,12 @@ class ImageLocality:
         if not any_images:
             return state.zeros  # nothing is on any node: every sum is below the minimum
         cache = data.setdefault("image-locality", {})
-        got = cache.get(spec.images)
+        got: IntArray | None = cache.get(spec.images)
         if got is None:
             got = cache[spec.images] = self._scores(state, spec)
         return got
 
-    def _scores(self, state, spec):
+    def _scores(self, state: ClusterState, spec: PodSpecInfo) -> IntArray:
         total = np.zeros(len(state.nodes), dtype=np.int64)
         for image in spec.images:
             total += self._image_scores(state, normalized_image_name(image))

@@ -15,10 +15,19 @@ the engine's precedence: the pod's required affinity over its required
 anti-affinity over existing pods' required anti-affinity. ``raw_scores`` and
 ``normalize`` are the score and NormalizeScore.
 """
-import numpy as np
+from collections.abc import Hashable, Iterable, Mapping, Sequence
+from typing import TypeVar, cast
 
+import numpy as np
+from numpy.typing import NDArray
+
+from tacker_hwaffinity.scheduling.arrays import BoolArray, IntArray
+from tacker_hwaffinity.scheduling.counts import CountsView
+from tacker_hwaffinity.scheduling.framework import Cycle
 from tacker_hwaffinity.scheduling.plugins import Rejection
+from tacker_hwaffinity.scheduling.state import DomainMatcher
 from tacker_hwaffinity.scheduling.termgroups import TermGroups
+from tacker_hwaffinity.scheduling.terms import NO_LABELS, AffinityTerm
 
 NAME = "InterPodAffinity"
 ERR_AFFINITY = "node(s) didn't match pod affinity rules"
@@ -27,15 +36,17 @@ ERR_EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
 REASONS = ((), (ERR_AFFINITY,), (ERR_ANTI,), (ERR_EXISTING_ANTI,))
 PASS, AFFINITY, ANTI, EXISTING_ANTI = 0, 1, 2, 3
 
+ScalarT = TypeVar("ScalarT", bound=np.generic)
 
-def spread(ids, per_domain):
+
+def spread(ids: IntArray, per_domain: NDArray[ScalarT]) -> NDArray[ScalarT]:
     """Per slot, its domain's value of PER_DOMAIN (0 where the slot has no domain)."""
     ext = np.zeros(len(per_domain) + 1, dtype=per_domain.dtype)
     ext[:-1] = per_domain
     return ext[ids]
 
 
-def anti_hits(view, term):
+def anti_hits(view: CountsView, term: AffinityTerm) -> BoolArray:
     """Per slot: does its domain hold a bound pod TERM (required anti-affinity) selects?"""
     counts = view.matching_counts((term,), term.topology_key)
     if not counts.any():
@@ -43,7 +54,7 @@ def anti_hits(view, term):
     return spread(view.domain_ids(term.topology_key), counts > 0)
 
 
-def affinity_met(view, terms):
+def affinity_met(view: CountsView, terms: Sequence[AffinityTerm]) -> BoolArray:
     """Per slot: is required affinity TERMS met? Every term's key is on the node and each
     term's domain holds a pod that all TERMS select; or no such pod runs anywhere, the
     pod selects itself and the keys are there (the first pod of a group)."""
@@ -61,10 +72,10 @@ def affinity_met(view, terms):
     return have_keys & satisfied
 
 
-def existing_anti_hits(view):
+def existing_anti_hits(view: CountsView) -> BoolArray:
     """Per slot: does a bound pod's required anti-affinity that selects the incoming pod
     have a pod in the slot's domain?"""
-    per_key = {}
+    per_key: dict[str, IntArray] = {}
     for term, counts in view.selecting_groups("required_anti"):
         key = term.topology_key
         acc = per_key.get(key)
@@ -75,7 +86,8 @@ def existing_anti_hits(view):
     return hit
 
 
-def filter_codes(view, required_affinity, required_anti, existing=True):
+def filter_codes(view: CountsView, required_affinity: Sequence[AffinityTerm],
+                 required_anti: Sequence[AffinityTerm], existing: bool = True) -> NDArray[np.int8]:
     """Per slot, a code into REASONS (0: passes). EXISTING: judge existing pods' required
     anti-affinity too (the filter); without it, only the pod's own terms."""
     code = np.zeros(view.size, dtype=np.int8)
@@ -88,16 +100,17 @@ def filter_codes(view, required_affinity, required_anti, existing=True):
     return code
 
 
-def raw_scores(view, preferred_affinity, preferred_anti, hard_weight=1,
-               ignore_existing_preferred=False):
+def raw_scores(view: CountsView, preferred_affinity: Sequence[AffinityTerm],
+               preferred_anti: Sequence[AffinityTerm], hard_weight: int = 1,
+               ignore_existing_preferred: bool = False) -> IntArray:
     """Per slot, the raw score: the pod's preferred terms, and the bound pods' preferred
     terms and (times HARD_WEIGHT) required affinity terms that select the pod."""
     raw = np.zeros(view.size, dtype=np.int64)
     if ignore_existing_preferred and not (preferred_affinity or preferred_anti):
         return raw
-    per_key = {}
+    per_key: dict[str, IntArray] = {}
 
-    def add(key, counts):
+    def add(key: str, counts: IntArray) -> None:
         acc = per_key.get(key)
         per_key[key] = counts if acc is None else acc + counts
 
@@ -105,17 +118,18 @@ def raw_scores(view, preferred_affinity, preferred_anti, hard_weight=1,
         for t in terms:
             counts = view.matching_counts((t,), t.topology_key)
             if counts.any():
-                add(t.topology_key, sign * t.weight * counts)
+                # a preferred term has its weight (RawTerm.parse)
+                add(t.topology_key, sign * cast(int, t.weight) * counts)
     for kind, sign in existing_score_kinds(hard_weight):
         for term, counts in view.selecting_groups(kind):
-            w = hard_weight if kind == "required_affinity" else term.weight
+            w = hard_weight if kind == "required_affinity" else cast(int, term.weight)
             add(term.topology_key, sign * w * counts)
     for key, counts in per_key.items():
         raw += spread(view.domain_ids(key), counts)
     return raw
 
 
-def existing_score_kinds(hard_weight):
+def existing_score_kinds(hard_weight: int) -> tuple[tuple[str, int], ...]:
     """(kind, sign) of the bound pods' terms that score an incoming pod they select."""
     return _SCORE_KINDS_HARD if hard_weight > 0 else _SCORE_KINDS
 
@@ -124,7 +138,7 @@ _SCORE_KINDS = (("preferred_affinity", 1), ("preferred_anti", -1))
 _SCORE_KINDS_HARD = _SCORE_KINDS + (("required_affinity", 1),)
 
 
-def normalize(raw, feasible):
+def normalize(raw: IntArray, feasible: BoolArray) -> IntArray:
     """Min-max over the scored nodes, float64 then truncated (upstream NormalizeScore)."""
     out = np.zeros_like(raw)
     if not feasible.any():
@@ -137,17 +151,17 @@ def normalize(raw, feasible):
     return out
 
 
-def counts_sig(terms):
+def counts_sig(terms: Sequence[AffinityTerm]) -> Hashable:
     """The ``ClusterState.counts`` signature of the pods every one of TERMS selects."""
     return ("all", tuple(t.sig for t in terms)) if len(terms) > 1 else ("one", terms[0].sig)
 
 
-def matches_all(terms):
+def matches_all(terms: Sequence[AffinityTerm]) -> DomainMatcher:
     """Matcher for a bound pod that every one of TERMS (resolved incoming terms) selects."""
     if len(terms) == 1:
         term = terms[0]
-        return lambda pod, _ns_labels: term.matches(pod.namespace, pod.labels, None)
-    return lambda pod, _ns_labels: all(t.matches(pod.namespace, pod.labels, None)
+        return lambda pod, _ns_labels: term.matches(pod.namespace, pod.labels, NO_LABELS)
+    return lambda pod, _ns_labels: all(t.matches(pod.namespace, pod.labels, NO_LABELS)
                                        for t in terms)
 
 
@@ -157,53 +171,54 @@ class StateView:
 
     __slots__ = ("state", "pod", "size", "groups", "_ns_labels")
 
-    def __init__(self, cycle):
+    def __init__(self, cycle: Cycle) -> None:
         self.state, self.pod = cycle.state, cycle.pod
         self.size = len(self.state.nodes)
         self.groups = self.state.extension(NAME, TermGroups)  # symmetry's counting
-        self._ns_labels = None
+        self._ns_labels: Mapping[str, str] | None = None
 
-    def domain_ids(self, key):
+    def domain_ids(self, key: str) -> IntArray:
         return self.state.domains(key).ids
 
-    def matching_counts(self, terms, key):
+    def matching_counts(self, terms: Sequence[AffinityTerm], key: str) -> IntArray:
         return self.state.counts(counts_sig(terms), matches_all(terms), key).counts
 
-    def selecting_groups(self, kind):
+    def selecting_groups(self, kind: str) -> Iterable[tuple[AffinityTerm, IntArray]]:
         if self._ns_labels is None:
             self._ns_labels = self.state.ns_labels(self.pod.namespace)
         groups = self.groups.selecting(kind, self.pod, self._ns_labels)
         return [(g.term, g.counts) for g in groups if g.total] if groups else ()
 
-    def selects_itself(self, terms):
-        return matches_all(terms)(self.pod, None)
+    def selects_itself(self, terms: Sequence[AffinityTerm]) -> bool:
+        return matches_all(terms)(self.pod, NO_LABELS)
 
 
 class InterPodAffinity:
     name = NAME
 
-    def __init__(self, hard_pod_affinity_weight=1, ignore_preferred_terms_of_existing_pods=False):
+    def __init__(self, hard_pod_affinity_weight: int = 1,
+                 ignore_preferred_terms_of_existing_pods: bool = False) -> None:
         self.hard_weight = hard_pod_affinity_weight
         self.ignore_existing_preferred = ignore_preferred_terms_of_existing_pods
 
     @staticmethod
-    def incoming_terms(cycle, kind):
+    def incoming_terms(cycle: Cycle, kind: str) -> tuple[AffinityTerm, ...]:
         data = cycle.data(NAME)
-        got = data.get(kind)
+        got: tuple[AffinityTerm, ...] | None = data.get(kind)
         if got is None:
             got = data[kind] = tuple(cycle.state.resolve_namespaces(t)
                                            for t in cycle.pod.terms[kind])
         return got
 
-    def filter(self, cycle):
+    def filter(self, cycle: Cycle) -> Rejection | None:
         return self._filter(cycle, existing=True)
 
-    def filter_own(self, cycle):
+    def filter_own(self, cycle: Cycle) -> Rejection | None:
         """The filter without the existing pods' terms (code 3): only whether the
         incoming pod's own required terms hold; ``hwaffinity audit`` judges intent so."""
         return self._filter(cycle, existing=False)
 
-    def _filter(self, cycle, existing):
+    def _filter(self, cycle: Cycle, existing: bool) -> Rejection | None:
         code = filter_codes(StateView(cycle), self.incoming_terms(cycle, "required_affinity"),
                             self.incoming_terms(cycle, "required_anti"), existing)
         failed = code > 0
@@ -211,11 +226,11 @@ class InterPodAffinity:
             return None
         return Rejection(failed, codes=code, table=REASONS)
 
-    def scores(self, cycle, feasible):
+    def scores(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
         raw = self.score(cycle)
         return normalize(raw, feasible) if raw.any() else cycle.state.zeros
 
-    def score(self, cycle):
+    def score(self, cycle: Cycle) -> IntArray:
         return raw_scores(StateView(cycle), self.incoming_terms(cycle, "preferred_affinity"),
                           self.incoming_terms(cycle, "preferred_anti"), self.hard_weight,
                           self.ignore_existing_preferred)

@@ -1,7 +1,14 @@
 """NodeAffinity: nodeSelector AND required node affinity (+ addedAffinity), preferred score."""
+from collections.abc import Callable, Hashable, Sequence
+
 import numpy as np
 
+from tacker_hwaffinity.scheduling.arrays import BoolArray, IntArray
+from tacker_hwaffinity.scheduling.framework import Cycle
+from tacker_hwaffinity.scheduling.model import Node, PodSpecInfo
 from tacker_hwaffinity.scheduling.plugins import PreFilterResult, Rejection, default_normalize
+from tacker_hwaffinity.scheduling.selectors import NodeSelector, NodeSelectorTerm
+from tacker_hwaffinity.scheduling.state import ClusterState
 
 NAME = "NodeAffinity"
 ERR_POD = "node(s) didn't match Pod's node affinity/selector"
@@ -12,28 +19,30 @@ ERR_CONFLICT = "pod affinity terms conflict"
 class NodeAffinity:
     name = NAME
 
-    def __init__(self, added_required=None, added_preferred=()):
+    def __init__(self, added_required: NodeSelector | None = None,
+                 added_preferred: Sequence[tuple[int, NodeSelectorTerm]] = ()) -> None:
         self.added_required = added_required  # selectors.NodeSelector or None
         self.added_preferred = tuple(added_preferred)  # ((weight, NodeSelectorTerm), ...)
 
-    def _mask(self, state, key, predicate):
+    def _mask(self, state: ClusterState, key: Hashable,
+              predicate: Callable[[Node], bool]) -> BoolArray:
         """Per-node boolean for a pod-spec-derived KEY, computed once per node set."""
         masks = state.data(self.name)
-        got = masks.get(key)
+        got: BoolArray | None = masks.get(key)
         if got is None:
             got = masks[key] = np.fromiter((predicate(n) for n in state.nodes), dtype=bool,
                                            count=len(state.nodes))
         return got
 
     @staticmethod
-    def _prefilter_names(spec):
+    def _prefilter_names(spec: PodSpecInfo) -> set[str] | None:
         """Node names the pod can only go to (matchFields metadata.name In), or None."""
         sel = spec.required_node
         if sel is None or not spec.required_node_raw.get("nodeSelectorTerms"):
             return None
-        names = None
+        names: set[str] | None = None
         for term in spec.required_node_raw.get("nodeSelectorTerms") or []:
-            term_names = None
+            term_names: set[str] | None = None
             for f in (term or {}).get("matchFields") or []:
                 if f.get("key") == "metadata.name" and f.get("operator") == "In":
                     s = set(f.get("values") or [])
@@ -43,7 +52,7 @@ class NodeAffinity:
             names = term_names if names is None else names | term_names
         return names
 
-    def prefilter(self, cycle):
+    def prefilter(self, cycle: Cycle) -> PreFilterResult | None:
         """The nodes a ``metadata.name`` matchFields term allows (None: all of them)."""
         names = self._prefilter_names(cycle.pod.spec)
         if names is None:
@@ -52,7 +61,7 @@ class NodeAffinity:
             return PreFilterResult.reject(NAME, ERR_CONFLICT)
         return PreFilterResult.only(NAME, names)
 
-    def filter(self, cycle):
+    def filter(self, cycle: Cycle) -> Rejection | None:
         state, spec = cycle.state, cycle.pod.spec
         code = np.zeros(len(state.nodes), dtype=np.int8)
         if spec.node_selector or spec.required_node is not None:
@@ -74,19 +83,24 @@ class NodeAffinity:
             return None
         return Rejection(failed, codes=code, table=((), (ERR_ENFORCED,), (ERR_POD,)))
 
-    def scores(self, cycle, feasible):
+    def scores(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
         if not cycle.pod.spec.preferred_node and not self.added_preferred:
             return cycle.state.zeros
         return self.normalize(self.score(cycle), feasible)
 
-    def score(self, cycle):
+    def score(self, cycle: Cycle) -> IntArray:
         state, spec = cycle.state, cycle.pod.spec
         raw = np.zeros(len(state.nodes), dtype=np.int64)
         for w, term in spec.preferred_node + self.added_preferred:
             raw += w * self._mask(state, ("pref", term.sig),
-                                  lambda n, t=term: t.matches(n.labels, n.name))
+                                  term_matches(term))
         return raw
 
     @staticmethod
-    def normalize(raw, feasible):
+    def normalize(raw: IntArray, feasible: BoolArray) -> IntArray:
         return default_normalize(raw, feasible)
+
+
+def term_matches(term: NodeSelectorTerm) -> Callable[[Node], bool]:
+    """Does TERM match a node?"""
+    return lambda n: term.matches(n.labels, n.name)

@@ -13,31 +13,41 @@ counts cpu and memory with kube-scheduler's non-zero defaults (100m, 200Mi for a
 container without a request); BalancedAllocation counts requests as they are and
 skips pods that request none of its resources (best-effort).
 """
+from collections.abc import Iterable, Mapping, Sequence
+
 import numpy as np
 
 from tacker_hwaffinity.scheduling import resources as res
+from tacker_hwaffinity.scheduling.arrays import BoolArray, FloatArray, IntArray
+from tacker_hwaffinity.scheduling.framework import Cycle
+from tacker_hwaffinity.scheduling.model import PodSpecInfo
 from tacker_hwaffinity.scheduling.plugins import Rejection
+from tacker_hwaffinity.scheduling.state import ClusterState
 
 LEAST, MOST, RATIO = "LeastAllocated", "MostAllocated", "RequestedToCapacityRatio"
 DEFAULT_RESOURCES = (("cpu", 1), ("memory", 1))
 _FIXED_ORDER = ("cpu", "memory", "ephemeral-storage")
 _TABLE_LIMIT = 6  # up to this many checked resources, reasons come from a code table
+# (resource, weight, the pod's amount of it) of a NodeResourcesFit score
+UsedResources = Sequence[tuple[str, int, int]]
 
 
 class NodeResourcesFit:
     name = "NodeResourcesFit"
 
-    def __init__(self, strategy=LEAST, resources=DEFAULT_RESOURCES, shape=None,
-                 ignored=(), ignored_groups=()):
+    def __init__(self, strategy: str = LEAST,
+                 resources: Iterable[tuple[str, int]] = DEFAULT_RESOURCES,
+                 shape: Sequence[tuple[int, int]] = (), ignored: Iterable[str] = (),
+                 ignored_groups: Iterable[str] = ()) -> None:
         self.strategy, self.resources = strategy, tuple(resources)
         self.ignored, self.ignored_groups = frozenset(ignored), frozenset(ignored_groups)
         if strategy == RATIO:
             scaled = tuple((u, s * (res.MAX_NODE_SCORE // res.MAX_CUSTOM_PRIORITY_SCORE))
                            for u, s in shape)
             self._ratio = res.broken_linear(scaled)
-        self._tables = {}
+        self._tables: dict[tuple[str, ...], tuple[tuple[str, ...], ...]] = {}
 
-    def _checked(self, req):
+    def _checked(self, req: Mapping[str, int]) -> list[str]:
         """Resources to check for a pod requesting REQ, in upstream's order."""
         names = [r for r in _FIXED_ORDER if req.get(r, 0) > 0]
         for r in sorted(req):
@@ -49,12 +59,12 @@ class NodeResourcesFit:
             names.append(r)
         return names
 
-    def filter(self, cycle):
+    def filter(self, cycle: Cycle) -> Rejection | None:
         state, req = cycle.state, cycle.pod.spec.requests
         pods = state.allocatable("pods")
         too_many = (pods >= 0) & (state.pod_count + 1 > pods)
         names = self._checked(req)
-        shorts = []
+        shorts: list[BoolArray] = []
         for r in names:
             alloc = state.allocatable(r)
             shorts.append((alloc >= 0) & (req[r] > alloc - state.requested_of(r)))
@@ -70,12 +80,12 @@ class NodeResourcesFit:
         for short in shorts:
             failed |= short
 
-        def why(i):
+        def why(i: int) -> list[str]:
             out = ["Too many pods"] if too_many[i] else []
             return out + ["Insufficient %s" % r for r, s in zip(names, shorts) if s[i]]
         return Rejection(failed, why) if failed.any() else None
 
-    def _table(self, names):
+    def _table(self, names: tuple[str, ...]) -> tuple[tuple[str, ...], ...]:
         got = self._tables.get(names)
         if got is None:
             labels = ("Too many pods",) + tuple("Insufficient %s" % r for r in names)
@@ -84,23 +94,23 @@ class NodeResourcesFit:
                 for code in range(1 << len(labels)))
         return got
 
-    def _request(self, spec, name):
+    def _request(self, spec: PodSpecInfo, name: str) -> int | None:
         """The pod's amount of resource NAME as this score counts it, or None to skip it."""
         if name in spec.nonzero_requests:
             return spec.nonzero_requests[name]
         want = spec.requests.get(name, 0)
         return None if want == 0 and res.is_scalar(name) else want
 
-    def scores(self, cycle, feasible):
+    def scores(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
         state, spec = cycle.state, cycle.pod.spec
-        used = tuple((name, weight, self._request(spec, name)) for name, weight in self.resources)
-        used = tuple(u for u in used if u[2] is not None)
+        used = tuple((name, weight, want) for name, weight in self.resources
+                     if (want := self._request(spec, name)) is not None)
         return state.node_values(("fit", id(self), used),
                                  lambda idx: self._score(state, used, idx),
                                  lambda i: self._score_one(state, used, i))
 
-    def _score_one(self, state, used, i):
-        parts = []
+    def _score_one(self, state: ClusterState, used: UsedResources, i: int) -> int:
+        parts: list[tuple[int, int]] = []
         for name, weight, want in used:
             if name in state.nonzero_requested:
                 requested = int(state.nonzero_requested[name][i]) + want
@@ -121,8 +131,8 @@ class NodeResourcesFit:
         return res.weighted_average_one(parts, rounded=self.strategy == RATIO,
                                         skip_zero=self.strategy == RATIO)
 
-    def _score(self, state, used, idx):
-        parts = []
+    def _score(self, state: ClusterState, used: UsedResources, idx: IntArray) -> IntArray:
+        parts: list[tuple[IntArray, int, BoolArray]] = []
         for name, weight, want in used:
             if name in state.nonzero_requested:
                 requested = state.nonzero_requested[name][idx] + want
@@ -148,10 +158,10 @@ class NodeResourcesFit:
 class NodeResourcesBalancedAllocation:
     name = "NodeResourcesBalancedAllocation"
 
-    def __init__(self, resources=DEFAULT_RESOURCES):
+    def __init__(self, resources: Iterable[tuple[str, int]] = DEFAULT_RESOURCES) -> None:
         self.resources = tuple(resources)
 
-    def scores(self, cycle, feasible):
+    def scores(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
         state, spec = cycle.state, cycle.pod.spec
         wants = [spec.requests.get(name, 0) for name, _ in self.resources]
         if not any(wants):  # best-effort pod: PreScore returns Skip
@@ -162,8 +172,8 @@ class NodeResourcesBalancedAllocation:
                                  lambda i: self._score_one(state, used, i))
 
     @staticmethod
-    def _score_one(state, used, i):
-        fractions = []
+    def _score_one(state: ClusterState, used: Sequence[tuple[str, int]], i: int) -> int:
+        fractions: list[float] = []
         for name, want in used:
             alloc = max(int(state.allocatable(name)[i]), 0)
             if alloc > 0:
@@ -171,8 +181,9 @@ class NodeResourcesBalancedAllocation:
         return res.balanced_one(fractions)
 
     @staticmethod
-    def _score(state, used, idx):
-        fractions, present = [], []
+    def _score(state: ClusterState, used: Sequence[tuple[str, int]], idx: IntArray) -> IntArray:
+        fractions: list[FloatArray] = []
+        present: list[BoolArray] = []
         for name, want in used:
             alloc = np.maximum(state.allocatable(name)[idx], 0)
             requested = state.requested_of(name)[idx] + want

@@ -18,14 +18,18 @@ maxSkew - 1`` per constraint, rounded; normalised so the fewest matching pods
 scores 100, nodes lacking a key score 0.
 """
 import math
+from collections.abc import Hashable, Iterable, Sequence
 
 import numpy as np
 
 from tacker_hwaffinity.constants import HOSTNAME
+from tacker_hwaffinity.scheduling.arrays import BoolArray, IntArray
+from tacker_hwaffinity.scheduling.framework import Cycle
 from tacker_hwaffinity.scheduling.model import tolerates
 from tacker_hwaffinity.scheduling.plugins import Rejection
 from tacker_hwaffinity.scheduling.spreading import (
-    DO_NOT_SCHEDULE, HONOR, SCHEDULE_ANYWAY, SYSTEM_DEFAULTS)
+    DO_NOT_SCHEDULE, HONOR, SCHEDULE_ANYWAY, SYSTEM_DEFAULTS, Constraint, RawConstraint)
+from tacker_hwaffinity.scheduling.state import ClusterState
 
 NAME = "PodTopologySpread"
 ERR_CONSTRAINTS = "node(s) didn't match pod topology spread constraints"
@@ -36,14 +40,15 @@ _REASONS = ((), (ERR_LABEL,), (ERR_CONSTRAINTS,))
 class PodTopologySpread:
     name = NAME
 
-    def __init__(self, default_constraints=SYSTEM_DEFAULTS, system_defaulted=True):
+    def __init__(self, default_constraints: Iterable[RawConstraint] = SYSTEM_DEFAULTS,
+                 system_defaulted: bool = True) -> None:
         self.defaults = tuple(default_constraints)
         self.system_defaulted = system_defaulted
 
-    def constraints(self, cycle, action):
+    def constraints(self, cycle: Cycle, action: str) -> tuple[Constraint, ...]:
         """The pod's constraints for ACTION: its own, or the defaults (getConstraints)."""
         data = cycle.data(NAME)
-        got = data.get(action)
+        got: tuple[Constraint, ...] | None = data.get(action)
         if got is not None:
             return got
         pod = cycle.pod
@@ -60,17 +65,18 @@ class PodTopologySpread:
         return got
 
     @staticmethod
-    def _has_keys(state, constraints):
+    def _has_keys(state: ClusterState, constraints: Sequence[Constraint]) -> BoolArray:
         mask = np.ones(len(state.nodes), dtype=bool)
         for c in constraints:
             mask &= state.domains(c.topology_key).present
         return mask
 
     @staticmethod
-    def _included(cycle, c):
+    def _included(cycle: Cycle, c: Constraint) -> BoolArray | None:
         """Nodes constraint C counts pods on, by its node inclusion policies (or None: all)."""
         state, spec = cycle.state, cycle.pod.spec
-        mask = None
+        mask: BoolArray | None = None
+        key: Hashable
         if c.affinity_policy == HONOR and (spec.node_selector or spec.required_node is not None):
             sel, req = spec.node_selector, spec.required_node
             key = ("affinity", tuple(sorted(sel.items())), None if req is None else req.sig)
@@ -85,7 +91,7 @@ class PodTopologySpread:
             tols = spec.tolerations
             key = ("taints", tuple((t.key, t.operator, t.value, t.effect) for t in tols))
             masks = state.data(NAME)
-            tmask = masks.get(key)
+            tmask: BoolArray | None = masks.get(key)
             if tmask is None:
                 tmask = masks[key] = np.fromiter(
                     (all(tolerates(tols, t) for t in n.taints
@@ -95,14 +101,14 @@ class PodTopologySpread:
         return mask
 
     @staticmethod
-    def _node_counts(cycle, c):
+    def _node_counts(cycle: Cycle, c: Constraint) -> IntArray:
         pod = cycle.pod
         ns, sel = pod.namespace, c.selector
         return cycle.state.node_counts(
             ("pts", ns, sel.sig),
             lambda p: p.namespace == ns and sel.matches(p.labels))
 
-    def filter(self, cycle):
+    def filter(self, cycle: Cycle) -> Rejection | None:
         constraints = self.constraints(cycle, DO_NOT_SCHEDULE)
         if not constraints:
             return None
@@ -121,6 +127,7 @@ class PodTopologySpread:
                                      minlength=len(domains)).astype(np.int64)
             present = np.bincount(ids, minlength=len(domains)) > 0
             n_domains = int(present.sum())
+            minimum: int | None
             if n_domains == 0:
                 minimum = None  # no domain: every skew passes (the minimum is MaxInt32)
             elif n_domains < c.min_domains:
@@ -138,7 +145,7 @@ class PodTopologySpread:
             return None
         return Rejection(failed, codes=code, table=_REASONS)
 
-    def scores(self, cycle, feasible):
+    def scores(self, cycle: Cycle, feasible: BoolArray) -> IntArray:
         state, pod = cycle.state, cycle.pod
         n = len(state.nodes)
         out = np.zeros(n, dtype=np.int64)
