@@ -489,7 +489,7 @@ def _scheduler_configs():
 
 
 def test_scheduler_config_is_v1_and_the_v1beta1_variant_has_the_same_extender(tmp_path):
-    from tacker_hwaffinity.cli.common import load_profile
+    from tacker_hwaffinity.intake.read import profile as load_profile
     v1, old = _scheduler_configs()
     assert v1["apiVersion"] == "kubescheduler.config.k8s.io/v1"
     assert old["apiVersion"] == "kubescheduler.config.k8s.io/v1beta1"

@@ -4,19 +4,22 @@ Reads the cluster as ``plan`` does (``--cluster`` snapshots or ``--kubeconfig``)
 the raw objects to the pure core ``tacker_hwaffinity.audit.core`` and renders the Report.
 Exit 0: nothing over the thresholds; 1: something is; 2: bad input (one line).
 """
+import argparse
 import gc
 import sys
 
 from tacker_hwaffinity import extras
 from tacker_hwaffinity.audit import hostkey, owners, pdb, render, stale, thresholds
 from tacker_hwaffinity.cli import output, progress, warnings
+from tacker_hwaffinity.cli import common
 from tacker_hwaffinity.cli.common import (  # noqa: F401 (TIMING_ENV: docs)
     TIMING_ENV, PhaseTimes, add_schema_args, schema_check)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.objects.yamlio import gc_paused, load_objects
-from tacker_hwaffinity.scheduling.snapshot import (
-    SELECTOR_KINDS, SNAPSHOT_FIELDS, check_cluster_files, check_nodes)
+from tacker_hwaffinity.intake import read
+from tacker_hwaffinity.intake.files import check_nodes
+from tacker_hwaffinity.objects.yamlio import gc_paused
+from tacker_hwaffinity.scheduling.snapshot import SELECTOR_KINDS, SNAPSHOT_FIELDS
 
 KINDS = ("Node", "Pod", "Namespace", "PodDisruptionBudget", "Service",
          "ReplicationController") + owners.OWNER_KINDS
@@ -32,8 +35,7 @@ AUDIT_FIELDS.update({k: owners.FIELDS for k in owners.OWNER_KINDS})
 AUDIT_FIELDS["PodDisruptionBudget"] = pdb.FIELDS
 
 
-def register(sub):
-    from tacker_hwaffinity.cli.common import add_cluster_args
+def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     p = sub.add_parser(
         "audit", help="what one physical host failing takes from every workload",
         description="For every workload: running replicas per physical host (the host "
@@ -41,7 +43,7 @@ def register(sub):
                     "PodDisruptionBudgets after that loss, its anti-affinity/spread intent "
                     "on the host key and whether it holds now. Exit 0: nothing over the "
                     "thresholds; 1: something is; 2: bad input.")
-    add_cluster_args(p)
+    common.add_cluster_args(p)
     add_schema_args(p)
     p.add_argument("--topology-key", default=hostkey.AUTO, metavar="KEY",
                    help="the node label naming the physical host; auto (the default): "
@@ -63,23 +65,6 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def read_objects(args, check=None):
-    """[(object, source)] and notes, from the snapshots or the API server. CHECK (an
-    objects.schema.Check) checks the snapshot files' keys while they load; what an API
-    server sends it validated itself."""
-    from tacker_hwaffinity.cli.common import cluster_source, read_live
-    files, kubeconfig, context = cluster_source(args)
-    if kubeconfig is not None:
-        from tacker_hwaffinity.kube import cluster
-        return read_live(kubeconfig, context, AUDIT_FIELDS, lists=cluster.AUDIT_LISTS)
-    known = check.snapshot(AUDIT_FIELDS) if check is not None else None
-    objects = load_objects(files, keep=AUDIT_FIELDS, known=known)
-    if check is not None:
-        check.snapshot_done(known)
-    check_cluster_files(objects, files, skipped=())  # every kind read is used
-    return objects, []
-
-
 def split(objects):
     """{kind: [raw object]} of the kinds the audit reads; InputError for others."""
     by = {k: [] for k in KINDS}
@@ -96,7 +81,7 @@ def split(objects):
     return by
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     from tacker_hwaffinity.audit import core
     if stale.wanted(args):
         extras.require("audit", ("openstack",))   # before the credentials are read
@@ -105,7 +90,10 @@ def run(args):
     check = schema_check(args)
     with gc_paused(), progress.Progress("audit") as status:
         status.phase("reading the cluster")
-        objects, notes = read_objects(args, check)
+        read_in = read.objects(common.source(args), AUDIT_FIELDS, check, lists="audit",
+                               skipped=())  # every kind read is used
+        objects, notes, schema_warnings = read_in.content, list(read_in.notes), read_in.warnings
+        del read_in
         gc.freeze()  # what was read lives until exit: neither collections nor the
         times.done("read")   # interpreter's teardown need walk it again
         by = split(objects)
@@ -141,7 +129,7 @@ def run(args):
     warnings.emit(report.warnings)
     found = thresholds.findings(report, max_loss, args.fail_on, report_stale)
     if args.output in output.STRUCTURED:
-        doc = render.to_dict(report, report_stale, found, check.warnings)
+        doc = render.to_dict(report, report_stale, found, list(schema_warnings))
         output.dump(output.document("Audit", doc), args.output)
     elif args.output == output.NAME:  # the workloads the table lists; an audit spans namespaces
         output.names((w.kind.lower(), "%s/%s" % (w.namespace, w.name))

@@ -4,11 +4,13 @@ build: exit 0 written; 2 bad input (nothing written).
 validate: exit 0 no problem; 1 problems (listed, each with file and field);
 2 unusable input (not a zip, over the archive limits, unreadable cluster snapshot).
 """
+import argparse
 import sys
 
-from tacker_hwaffinity.cli import output, table
+from tacker_hwaffinity import table
+from tacker_hwaffinity.cli import output
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
-from tacker_hwaffinity.csar import zipio
+from tacker_hwaffinity.vnfpackage import zipio
 
 EXIT_OK, EXIT_PROBLEMS = 0, 1
 
@@ -78,9 +80,10 @@ def run_build(args):
     return EXIT_OK
 
 
-def run_validate(args):
+def run_validate(args: argparse.Namespace) -> int:
     from tacker_hwaffinity.cli import progress
-    from tacker_hwaffinity.cli.common import load_inputs, schema_check
+    from tacker_hwaffinity.cli.common import schema_check
+    from tacker_hwaffinity.intake import read, source
     from tacker_hwaffinity.csar import validate
     from tacker_hwaffinity.errors import InputError
     if args.scheduler_config and not args.cluster:
@@ -90,7 +93,8 @@ def run_validate(args):
                           total_bytes=args.max_package_bytes, ratio=args.max_ratio)
     with progress.Progress("csar validate") as status:
         status.phase("reading the cluster" if args.cluster else "opening the package")
-        plan_inputs = load_inputs(args, check=check) if args.cluster else None
+        plan_inputs = (read.cluster(source.cluster_source(args.cluster, None, None), check,
+                                    args.scheduler_config) if args.cluster else None)
         listen = _Lines(status, args.output == output.TEXT)
         status.phase("checking the package")
         report = validate.validate(args.package, plan_inputs, args.topology_key, limits,

@@ -1,13 +1,14 @@
 """``hwaffinity explain``: every node's filter verdict and scores for one pod."""
+import argparse
 import sys
 
-from tacker_hwaffinity.cli import output, table, warnings
-from tacker_hwaffinity.cli.common import (
-    add_cluster_args, add_schema_args, load_inputs, schema_check)
+from tacker_hwaffinity import table
+from tacker_hwaffinity.cli import output, warnings
+from tacker_hwaffinity.cli.common import add_cluster_args, add_schema_args, schema_check, source
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.intake import read
 from tacker_hwaffinity.scheduling import diagnosis, planner, sampling
 from tacker_hwaffinity.scheduling.planner import pod_notes
-from tacker_hwaffinity.objects.yamlio import load_objects
 from tacker_hwaffinity.scheduling.snapshot import first_workload_pod
 
 
@@ -54,26 +55,27 @@ def explain(snapshot, profile, pod, workload_pods=None, created_namespaces=()):
                                        len(state.nodes), 1)] if sampled else [])}
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     check = schema_check(args)
-    snapshot, profile, notes = load_inputs(args, check=check)
-    objects = load_objects([args.pod])
-    check.objects(objects)
-    for obj, source in objects:  # a Service beside the pod selects it for default spreading
+    cluster = read.cluster(source(args), check, args.scheduler_config)
+    snapshot = cluster.content.snapshot
+    given = read.manifests([args.pod], check)
+    objects = given.content
+    for obj, _ in objects:  # a Service beside the pod selects it for default spreading
         if isinstance(obj, dict) and obj.get("kind") == "Service":
             snapshot.add_selectors(obj)
     pod, count, wnotes = first_workload_pod(objects)     # makes that one pod only
     if pod is None:
         raise InputError("no pod found (expected a Pod or a workload)", source=args.pod)
-    result = explain(snapshot, profile, pod,
+    result = explain(snapshot, cluster.content.profile, pod,
                      created_namespaces=diagnosis.created_namespaces(objects))
     warnings.emit(result["warnings"])
-    result["notes"] = notes + wnotes + pod_notes(pod) + result["notes"]
+    result["notes"] = list(cluster.notes) + wnotes + pod_notes(pod) + result["notes"]
     if count > 1:
         result["notes"].append("%s holds %d pods; explaining the first, %s"
                                % (args.pod, count, pod.key))
     if args.output in output.STRUCTURED:
-        result["warnings"] = check.warnings + result["warnings"]
+        result["warnings"] = list(cluster.warnings + given.warnings) + result["warnings"]
         output.dump(output.document("Explanation", result), args.output)
     elif args.output == output.NAME:  # the nodes that can take the pod, best first
         feasible = sorted((n for n in result["nodes"] if n["feasible"]),

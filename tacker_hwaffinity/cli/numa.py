@@ -11,21 +11,25 @@ Exit status: 0 fine; 1 some container could not be placed (capacity);
 2 bad input, including malformed affinity annotations (reported per
 container in the output as well as on stderr).
 """
+import argparse
 import sys
+from collections.abc import Sequence
 
-from tacker_hwaffinity.cli import output, table
+from tacker_hwaffinity import table
+from tacker_hwaffinity.cli import output
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.objects.yamlio import (
-    load_objects, parse_documents, read_text, source_name)
+from tacker_hwaffinity.intake import read
+from tacker_hwaffinity.objects.yamlio import source_name
 from tacker_hwaffinity.numa import config as configmod
 from tacker_hwaffinity.numa import report as reportmod
 from tacker_hwaffinity.numa.cpuset import parse_list
-from tacker_hwaffinity.numa.subjects import load_pods
+from tacker_hwaffinity.numa.subjects import Pod, load_pods
+from tacker_hwaffinity.numa.topology import Machine
 
 
-def _pods(paths, each_file=False):
+def _pods(paths: Sequence[str], each_file: bool = False) -> list[Pod]:
     """The pods of the files PATHS; EACH_FILE: a file that holds none is an error."""
-    objects = load_objects(paths) if paths else []
+    objects = read.manifests(paths).content
     if each_file:
         holding = {source for _, source in objects}
         for path in paths:
@@ -122,14 +126,14 @@ def format_explain(rep, sources):
     return "\n".join(out) + "\n"
 
 
-def load_machine(args):
+def load_machine(args: argparse.Namespace) -> Machine:
     from tacker_hwaffinity.numa import sysfs, topology
     if args.machine:
-        docs = parse_documents(read_text(args.machine), args.machine)
+        docs = read.documents(args.machine).content
         if len(docs) != 1:
             raise InputError("expected exactly one machine document", source=args.machine)
         try:
-            machine = topology.machine_from_yaml(docs[0], args.machine)
+            machine = topology.machine_from_yaml(docs[0][0], args.machine)
         except InputError as e:
             raise e.located(args.machine, "Machine")
     else:

@@ -1,14 +1,17 @@
 """``hwaffinity plan``: where a set of workloads' pods will land, per topology domain."""
+import argparse
 import gc
 import sys
 
-from tacker_hwaffinity.cli import output, progress, table, warnings
+from tacker_hwaffinity import table
+from tacker_hwaffinity.cli import output, progress, warnings
 from tacker_hwaffinity.cli.common import (
-    PhaseTimes, add_cluster_args, add_limit_args, add_schema_args, load_inputs, schema_check)
+    PhaseTimes, add_cluster_args, add_limit_args, add_schema_args, schema_check, source)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.intake import read
 from tacker_hwaffinity.scheduling import diagnosis, planner
-from tacker_hwaffinity.scheduling.snapshot import load_workload_files, workloads_from_objects
+from tacker_hwaffinity.scheduling.snapshot import workloads_from_objects
 
 EXIT_ALL_PLACED, EXIT_SOME_UNPLACED = 0, 1
 
@@ -36,7 +39,7 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     workload_files = args.workloads + args.more_workloads
     if not workload_files:
         raise InputError("no workloads to plan: give WORKLOAD.yaml files or -f FILE|DIR",
@@ -45,25 +48,27 @@ def run(args):
     check = schema_check(args)
     # read, checked and counted first: a wrong file or too many pods is refused before
     # the cluster is read
-    objects = load_workload_files(workload_files, args.max_pods, check=check.objects)
+    given = read.workloads(workload_files, check, args.max_pods)
     times.done("manifests")
     with progress.Progress("plan") as status:
         status.phase("reading the cluster")
-        snapshot, profile, notes = load_inputs(args, times, check)
+        cluster = read.cluster(source(args), check, args.scheduler_config)
+        times.ended(cluster.phases)
+        snapshot, profile = cluster.content.snapshot, cluster.content.profile
         gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it
         status.phase("making the workloads' pods")
-        pods, wnotes = workloads_from_objects(objects, snapshot, max_pods=args.max_pods)
+        pods, wnotes = workloads_from_objects(given.content, snapshot, max_pods=args.max_pods)
         times.done("workloads")
         state = snapshot.state()
         result = planner.plan(state, profile.framework(),
                               status.counted(pods, "placing pods"), args.topology_key)
-        result.notes[:0] = notes + wnotes
-        diagnosis.diagnose(state, pods, result, diagnosis.created_namespaces(objects))
+        result.notes[:0] = list(cluster.notes) + wnotes
+        diagnosis.diagnose(state, pods, result, diagnosis.created_namespaces(given.content))
         times.done("plan")
     warnings.emit(result.warnings)
     if args.output in output.STRUCTURED:
         doc = result.to_dict()
-        doc["warnings"] = check.warnings + doc["warnings"]
+        doc["warnings"] = list(given.warnings + cluster.warnings) + doc["warnings"]
         output.dump(output.document("Plan", doc), args.output)
     elif args.output == output.NAME:
         output.names(("pod", p.pod.key) for p in result.placements if p.node)

@@ -16,9 +16,38 @@ top-level keys, each listed field's keys and each nested kept mapping's keys, be
 anything is dropped. Only mappings with a ``metadata`` mapping are checked there, so
 an ``ownerReferences`` entry (which has a ``kind``) is not taken for an object.
 """
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol, Union
+
+from tacker_hwaffinity.objects.jsontypes import JsonObject, Pruner
+
+# {kind: {top-level field: keys kept, each a key or (key, subkeys kept)}}
+KeptFields = Mapping[str, Mapping[str, Sequence[Union[str, tuple[str, Sequence[str]]]]]]
+# where a key is, below an object: (field, key, index, ...)
+Path = tuple[Union[str, int], ...]
+# {level: property names}: level "" (the object), a field, or (field, key)
+Levels = Mapping[Union[str, tuple[str, str]], frozenset[str]]
+_Compiled = tuple[str, frozenset[str], tuple[tuple[str, frozenset[str]], ...]]
 
 
-def pruner(kept, known=None):
+class ObjectFields(Protocol):
+    """What the pruner tells of the keys it visits (``schema.SnapshotFields.bind``)."""
+
+    def names(self, obj: JsonObject) -> Levels | None:
+        """{level: property names} for OBJ, or None: not checked."""
+
+    def unknown(self, obj: JsonObject, path: Path, keys: list[str]) -> None:
+        """KEYS of OBJ at PATH are not among its names."""
+
+
+class KnownFields(Protocol):
+    """A schema check of the keys the pruner visits, per source (``schema.SnapshotFields``)."""
+
+    def bind(self, source: str) -> ObjectFields:
+        """The check of the objects of SOURCE."""
+
+
+def pruner(kept: KeptFields | None, known: ObjectFields | None = None) -> Pruner | None:
     """A function that prunes, in place, one mapping according to the table KEPT.
 
     KNOWN (optional): ``names(obj)`` gives {level: property names} for an object
@@ -26,14 +55,14 @@ def pruner(kept, known=None):
     ``unknown(obj, path, keys)`` is told of the keys not among them."""
     if not kept:
         return None
-    kept = {kind: tuple(_compiled(field, keys) for field, keys in fields.items())
-            for kind, fields in kept.items()}
+    tables = {kind: tuple(_compiled(field, keys) for field, keys in fields.items())
+              for kind, fields in kept.items()}
 
-    def prune(obj):
+    def prune(obj: JsonObject) -> None:
         kind = obj.get("kind")
         if kind.__class__ is not str:
             return
-        fields = kept.get(kind)
+        fields = tables.get(kind)
         if fields is None:
             return
         names = _object_names(known, obj) if known is not None else None
@@ -41,7 +70,7 @@ def pruner(kept, known=None):
             sub = obj.get(field)
             if sub.__class__ is not dict:
                 continue
-            if names is not None:
+            if names is not None and known is not None:
                 allowed = names.get(field)
                 if allowed is not None and not allowed.issuperset(sub):
                     _unknown(known, obj, sub, (field,), allowed)
@@ -49,7 +78,7 @@ def pruner(kept, known=None):
                 sub = obj[field] = {k: v for k, v in sub.items() if k in keys}
             for key, subkeys in nested:
                 value = sub.get(key)
-                if names is not None:
+                if names is not None and known is not None:
                     _check_nested(known, obj, value, (field, key), names.get((field, key)))
                 if value.__class__ is dict:
                     sub[key] = _only(value, subkeys)
@@ -58,7 +87,7 @@ def pruner(kept, known=None):
     return prune
 
 
-def _object_names(known, obj):
+def _object_names(known: ObjectFields, obj: JsonObject) -> Levels | None:
     """KNOWN's {level: names} for OBJ (None: not checked), its top-level keys checked."""
     if obj.get("metadata").__class__ is not dict:
         return None
@@ -70,11 +99,13 @@ def _object_names(known, obj):
     return names
 
 
-def _unknown(known, obj, mapping, path, names):
+def _unknown(known: ObjectFields, obj: JsonObject, mapping: Mapping[str, Any], path: Path,
+             names: frozenset[str]) -> None:
     known.unknown(obj, path, [k for k in mapping if k not in names])
 
 
-def _check_nested(known, obj, value, path, names):
+def _check_nested(known: ObjectFields, obj: JsonObject, value: object, path: Path,
+                  names: frozenset[str] | None) -> None:
     if names is None:
         return
     if value.__class__ is dict:
@@ -86,30 +117,34 @@ def _check_nested(known, obj, value, path, names):
                 _unknown(known, obj, item, path + (i,), names)
 
 
-def _compiled(field, keys):
+def _compiled(field: str, keys: Sequence[Union[str, tuple[str, Sequence[str]]]]) -> _Compiled:
     """(FIELD, the keys kept, ((key, subkeys kept), ...))."""
-    names, nested = set(), []
+    names: set[str] = set()
+    nested: list[tuple[str, frozenset[str]]] = []
     for key in keys:
-        if key.__class__ is tuple:
-            key, subkeys = key
-            nested.append((key, frozenset(subkeys)))
-        names.add(key)
+        if isinstance(key, tuple):
+            name, subkeys = key
+            nested.append((name, frozenset(subkeys)))
+            names.add(name)
+        else:
+            names.add(key)
     return field, frozenset(names), tuple(nested)
 
 
-def _only(mapping, keys):
+def _only(mapping: JsonObject, keys: frozenset[str]) -> JsonObject:
     if keys.issuperset(mapping):
         return mapping
     return {k: v for k, v in mapping.items() if k in keys}
 
 
-def prune_tree(value, prune):
+def prune_tree(value: object, prune: Pruner) -> None:
     """Apply PRUNE to every mapping inside VALUE (for loaders without a per-mapping hook).
 
     YAML aliases can make VALUE share or even contain itself: each container is
     visited once.
     """
-    stack, seen = [value], set()
+    stack: list[object] = [value]
+    seen: set[int] = set()
     while stack:
         v = stack.pop()
         if v.__class__ not in (dict, list) or id(v) in seen:

@@ -24,10 +24,14 @@ import importlib.util
 import json
 import os
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, Union
+
+from tacker_hwaffinity.objects.pruning import KeptFields, Levels, Path
 
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.objects.naming import object_label
 from tacker_hwaffinity.objects.yamlio import type_name
-from tacker_hwaffinity.scheduling.model import object_label
 
 PACKAGE = "kubernetes_validate"
 EXTRA = "schema"
@@ -35,6 +39,10 @@ FLOOR = 30                      # the oldest minor we support: 1.30
 _STRICT_DIR = re.compile(r"^v1\.(\d+)\.0-local-strict$")
 _VERSION = re.compile(r"^v?1\.(\d+)(?:\.\d+)?$")
 _BASE_URI = "https://kubernetes.io/api/_definitions.json"
+# (category, dotted path, message): see Release.findings
+Finding = tuple[str, str, str]
+# takes each batch of new warnings as it is found
+Report = Callable[[list[str]], None]
 MAX_FINDINGS = 100              # per object: a list of 100,000 bad items says enough by then
 
 
@@ -42,7 +50,7 @@ class Unavailable(Exception):
     """The schema extra (its data, or jsonschema for the full check) is not installed."""
 
 
-def _schema_root():
+def _schema_root() -> str:
     """The package's schema directory; found without importing the package."""
     try:
         spec = importlib.util.find_spec(PACKAGE)
@@ -54,7 +62,7 @@ def _schema_root():
 
 
 @functools.lru_cache(maxsize=None)
-def supported_minors():
+def supported_minors() -> tuple[int, ...]:
     """The Kubernetes 1.N minors (N) the installed package has schemas for, from 1.30."""
     try:
         names = os.listdir(_schema_root())
@@ -67,7 +75,7 @@ def supported_minors():
     return minors
 
 
-def parse_version(text, minors=None):
+def parse_version(text: str | None, minors: Sequence[int] | None = None) -> int | None:
     """The minor N of TEXT (``1.N``, ``v1.N`` or ``1.N.P``; None: the newest of MINORS).
     MINORS None (no schemas installed): only the form and the floor are checked."""
     if text is None:
@@ -82,7 +90,7 @@ def parse_version(text, minors=None):
     return n
 
 
-def dotted(path):
+def dotted(path: Iterable[object]) -> str:
     """kubectl's form of a field path: ``spec.containers[0].name``."""
     out = ""
     for part in path:
@@ -93,34 +101,34 @@ def dotted(path):
     return out
 
 
-def _group(api_version):
+def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0] if "/" in api_version else ""
 
 
 class Release:
     """The schemas of Kubernetes 1.MINOR, loaded once per process (``release``)."""
 
-    def __init__(self, minor):
+    def __init__(self, minor: int) -> None:
         self.minor = minor
         self.name = "Kubernetes 1.%d" % minor
         path = os.path.join(_schema_root(), "v1.%d.0-local-strict" % minor, "_definitions.json")
         try:
             with open(path, encoding="utf-8") as f:
-                self.document = json.load(f)
+                self.document: dict[str, Any] = json.load(f)
         except (OSError, ValueError) as e:
             raise Unavailable("%s: %s" % (path, e))
-        self.defs = self.document["$defs"]
-        self.types = {}           # (apiVersion, kind) -> definition name
-        self.groups = set()       # API groups the release serves
+        self.defs: dict[str, Any] = self.document["$defs"]
+        self.types: dict[tuple[str, str], str] = {}     # (apiVersion, kind) -> definition
+        self.groups: set[str] = set()                   # API groups the release serves
         for name, definition in self.defs.items():
             for gvk in definition.get("x-kubernetes-group-version-kind") or ():
                 group, version = gvk.get("group") or "", gvk.get("version")
                 self.groups.add(group)
                 self.types[("%s/%s" % (group, version) if group else version,
                             gvk.get("kind"))] = name
-        self._validators = {}
+        self._validators: dict[str, Any] = {}
 
-    def type_of(self, api_version, kind):
+    def type_of(self, api_version: object, kind: object) -> str | None:
         """The definition name for API_VERSION/KIND; None when the release does not serve
         it. Raises ``LookupError`` when it does not but should (a built-in API group: no
         dot, or one the release serves), so the caller can warn; custom resources and
@@ -135,7 +143,7 @@ class Release:
                                   % (kind, api_version, self.name))
         return name
 
-    def properties(self, schema):
+    def properties(self, schema: Mapping[str, Any]) -> frozenset[str] | None:
         """The property names of the object type SCHEMA (a ``$ref``, an array of them, or a
         definition); None when it is a map or open (no check of its keys)."""
         if "items" in schema:
@@ -147,7 +155,7 @@ class Release:
             return None
         return frozenset(schema.get("properties") or ())
 
-    def validator(self, name):
+    def validator(self, name: str) -> Any:
         """A Draft 2020-12 validator for the definition NAME (cached)."""
         found = self._validators.get(name)
         if found is None:
@@ -162,7 +170,7 @@ class Release:
                 {"$ref": "%s#/$defs/%s" % (_BASE_URI, name)}, registry=registry)
         return found
 
-    def findings(self, obj):
+    def findings(self, obj: Mapping[str, Any]) -> list[Finding]:
         """[(category, path, message)] for the object OBJ: category ``unknown`` (a field
         the schema lacks), ``unserved`` (an apiVersion/kind the release does not serve)
         or ``error`` (what the API server refuses). Kinds without a schema: []."""
@@ -184,12 +192,12 @@ class Release:
 
 
 @functools.lru_cache(maxsize=None)
-def release(minor):
+def release(minor: int) -> Release:
     return Release(minor)
 
 
 @functools.lru_cache(maxsize=None)
-def _validator_class(jsonschema):
+def _validator_class(jsonschema: Any) -> Any:
     """Draft 2020-12 with YAML's dates as strings: the API server reads YAML as JSON,
     where an unquoted ``2024-01-01`` is text."""
     base = jsonschema.Draft202012Validator
@@ -198,12 +206,12 @@ def _validator_class(jsonschema):
     return jsonschema.validators.extend(base, type_checker=checker)
 
 
-def _expected(types):
+def _expected(types: str | Sequence[str]) -> str:
     names = [t for t in ([types] if isinstance(types, str) else types) if t != "null"]
     return " or ".join(names)
 
 
-def _explain(error):
+def _explain(error: Any) -> list[Finding]:
     """[(category, dotted path, message)] for one jsonschema error."""
     path = list(error.absolute_path)
     value, rule = error.instance, error.validator
@@ -229,12 +237,12 @@ def _explain(error):
     return [("error", dotted(path), message)]
 
 
-def _types(schema):
+def _types(schema: Mapping[str, Any]) -> list[str]:
     types = schema.get("type") or ()
     return [types] if isinstance(types, str) else list(types)
 
 
-def _shown(value):
+def _shown(value: object) -> str:
     text = repr(value) if isinstance(value, (str, int, float, bool)) else ""
     if len(text) > 40:
         text = text[:37] + "..."
@@ -246,17 +254,18 @@ class SnapshotFields:
     the property names of every level the pruner visits, per apiVersion and kind, and
     what it found. ``pruning.pruner`` calls ``names`` and ``unknown`` of ``bind(SOURCE)``."""
 
-    def __init__(self, release_, kept):
+    def __init__(self, release_: Release, kept: KeptFields) -> None:
         self.release, self.kept = release_, kept
         # (apiVersion, kind) -> {level: property names}, None, or why it is not served
-        self.levels_by_type = {}
-        self.unknown_fields = []        # (source, object label, dotted path)
-        self.unserved = {}              # (source, message) -> objects
+        self.levels_by_type: dict[tuple[Any, Any], Levels | str | None] = {}
+        # (source, object label, dotted path)
+        self.unknown_fields: list[tuple[str, str, str]] = []
+        self.unserved: dict[tuple[str, str], int] = {}  # (source, message) -> objects
 
-    def bind(self, source):
+    def bind(self, source: str) -> "_Bound":
         return _Bound(self, source)
 
-    def levels(self, api_version, kind):
+    def levels(self, api_version: object, kind: str) -> Levels | str | None:
         """{"" | field | (field, key): property names} for API_VERSION/KIND, None when
         it has no schema, or the text of why a built-in kind is not served."""
         key = (api_version, kind)
@@ -266,6 +275,7 @@ class SnapshotFields:
             pass
         except TypeError:       # an unhashable apiVersion: the readers report it
             return None
+        found: Levels | str | None
         try:
             name = self.release.type_of(api_version, kind)
         except LookupError as e:
@@ -275,17 +285,19 @@ class SnapshotFields:
         self.levels_by_type[key] = found
         return found
 
-    def _names(self, name, fields):
+    def _names(self, name: str,
+               fields: Mapping[str, Sequence[Union[str, tuple[str, Sequence[str]]]]]) -> Levels:
         schema = self.release.defs[name]
         props = schema.get("properties") or {}
-        out = {"": self.release.properties(schema)}
+        out: dict[Union[str, tuple[str, str]], frozenset[str] | None] = {
+            "": self.release.properties(schema)}
         for field, keys in fields.items():
             sub = props.get(field)
             names = self.release.properties(sub) if sub is not None else None
             out[field] = names
             sub_schema = self.release.defs.get((sub or {}).get("$ref", "").rpartition("/")[2])
             for key in keys:
-                if key.__class__ is tuple and sub_schema is not None:
+                if isinstance(key, tuple) and sub_schema is not None:
                     inner = (sub_schema.get("properties") or {}).get(key[0])
                     out[(field, key[0])] = (self.release.properties(inner)
                                             if inner is not None else None)
@@ -295,22 +307,22 @@ class SnapshotFields:
 class _Bound:
     """SnapshotFields for the objects of one file (what the pruner is given)."""
 
-    def __init__(self, fields, source):
+    def __init__(self, fields: SnapshotFields, source: str) -> None:
         self.fields, self.source = fields, source
 
-    def names(self, obj):
+    def names(self, obj: dict[str, Any]) -> Levels | None:
         """{level: property names} for OBJ (a mapping of a kept kind with metadata), or None."""
         try:
             found = self.fields.levels_by_type[(obj.get("apiVersion"), obj["kind"])]
         except (KeyError, TypeError):       # not seen yet (or unhashable: left to levels)
             found = self.fields.levels(obj.get("apiVersion"), obj["kind"])
-        if found.__class__ is str:
+        if isinstance(found, str):
             key = (self.source, found)
             self.fields.unserved[key] = self.fields.unserved.get(key, 0) + 1
             return None
         return found
 
-    def unknown(self, obj, path, keys):
+    def unknown(self, obj: dict[str, Any], path: Path, keys: list[str]) -> None:
         """KEYS of OBJ at PATH (a tuple: field, key, index) are not in the schema."""
         label = object_label(obj)
         for key in keys:
@@ -322,14 +334,16 @@ class Check:
     whether unknown fields are errors, and the warnings so far (strings, in order;
     ``report`` gets each batch as it is found)."""
 
-    def __init__(self, release_, strict=False, report=None, hint=""):
+    def __init__(self, release_: Release | None, strict: bool = False,
+                 report: Report | None = None, hint: str = "") -> None:
         self.release, self.strict = release_, strict
-        self.warnings = []
+        self.warnings: list[str] = []
         self._report = report
         self._hint = hint
 
     @classmethod
-    def from_flags(cls, version, strict, report=None, hint=""):
+    def from_flags(cls, version: str | None, strict: bool, report: Report | None = None,
+                   hint: str = "") -> "Check":
         """The check for ``--kubernetes-version VERSION`` (None: the newest) and
         ``--strict``; a bad version is an InputError naming the supported range."""
         try:
@@ -342,16 +356,16 @@ class Check:
         except Unavailable:
             return cls(None, strict, report, hint)
 
-    def _add(self, warnings):
+    def _add(self, warnings: list[str]) -> None:
         warnings = [w for w in warnings if w not in self.warnings]
         self.warnings.extend(warnings)
         if warnings and self._report is not None:
             self._report(warnings)
 
-    def _skipped(self):
+    def _skipped(self) -> None:
         self._add(["schema check skipped: install the %s extra (%s)" % (EXTRA, self._hint)])
 
-    def review(self, objects):
+    def review(self, objects: Iterable[tuple[Mapping[str, Any], str]]) -> list[InputError]:
         """Errors ([InputError]) of [(object, source)] OBJECTS, fully checked; unknown
         fields and unserved kinds are warnings (and, strict, unknown fields errors too)."""
         if self.release is None:
@@ -378,13 +392,13 @@ class Check:
         self._add(warnings)
         return errors + (unknown if self.strict else [])
 
-    def objects(self, objects):
+    def objects(self, objects: Iterable[tuple[Mapping[str, Any], str]]) -> None:
         """Check OBJECTS fully (``review``); raise the first error, counting the others."""
         errors = self.review(objects)
         if errors:
             raise _first(errors)
 
-    def snapshot(self, kept):
+    def snapshot(self, kept: KeptFields) -> SnapshotFields | None:
         """The SnapshotFields a loader with the kept-fields table KEPT hands its pruner,
         or None when the check does not run (the warning is given then)."""
         if self.release is None:
@@ -392,7 +406,7 @@ class Check:
             return None
         return SnapshotFields(self.release, kept)
 
-    def snapshot_done(self, fields):
+    def snapshot_done(self, fields: SnapshotFields | None) -> None:
         """Report what FIELDS (from ``snapshot``) found; strict: raise for unknown fields."""
         if fields is None:
             return
@@ -406,7 +420,7 @@ class Check:
                           for source, label, path in fields.unknown_fields])
 
 
-def _first(errors):
+def _first(errors: Sequence[InputError]) -> InputError:
     first = errors[0]
     if len(errors) == 1:
         return first

@@ -17,12 +17,19 @@ import json
 import os
 import re
 import sys
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import yaml
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects import json_strict, pruning, yaml_events, yaml_strict
+from tacker_hwaffinity.objects.jsontypes import JsonObject, Pruner
+from tacker_hwaffinity.objects.pruning import KeptFields, KnownFields
+
+# (object, the name of its source in messages: a path, "<stdin>", "cluster ...")
+Loaded = tuple[JsonObject, str]
 
 _BLANK = " \t\r\n\ufeff"
 # the files kubectl -f DIR reads
@@ -30,7 +37,7 @@ MANIFEST_SUFFIXES = (".json", ".yaml", ".yml")
 _BLANK_TO_END = re.compile("[%s]*\\Z" % _BLANK)
 
 
-def read_text(path):
+def read_text(path: str) -> str:
     """Return the text of PATH ('-' is standard input); errors name the file."""
     if path == "-":
         return sys.stdin.read()
@@ -46,22 +53,23 @@ def read_text(path):
 class _Malformed(Exception):
     """A syntax problem: the language, where (line and column, or None) and what."""
 
-    def __init__(self, language, line, column, problem):
+    def __init__(self, language: str, line: int | None, column: int | None,
+                 problem: object) -> None:
         super().__init__(problem)
         self.language, self.line, self.column = language, line, column
         self.problem = " ".join(str(problem).split())  # always one line
 
-    def further_than(self, other):
+    def further_than(self, other: "_Malformed") -> bool:
         return (self.line or 0, self.column or 0) > (other.line or 0, other.column or 0)
 
-    def input_error(self, source):
-        where = " at line %d, column %d" % (self.line, self.column) if self.line else ""
+    def input_error(self, source: str) -> InputError:
+        where = " at line %d, column %d" % (self.line, self.column or 0) if self.line else ""
         return InputError("malformed %s%s: %s" % (self.language, where, self.problem),
                           source=source)
 
 
 @contextmanager
-def gc_paused():
+def gc_paused() -> Iterator[None]:
     """Loading makes millions of objects and no cycles: the cycle collector only costs
     (each of its full passes walks every object loaded so far)."""
     enabled = gc.isenabled()
@@ -73,7 +81,7 @@ def gc_paused():
             gc.enable()
 
 
-def _parse(text, prune):
+def _parse(text: str, prune: Pruner | None) -> list[Any]:
     """The documents of TEXT (JSON or YAML); raises ``_Malformed``."""
     start = 0
     while start < len(text) and text[start] in _BLANK:
@@ -96,7 +104,7 @@ def _parse(text, prune):
         raise yaml_error if yaml_error.further_than(json_error) else json_error
 
 
-def _parse_yaml(text, prune):
+def _parse_yaml(text: str, prune: Pruner | None) -> list[Any]:
     try:
         return yaml_events.load_all(text, prune)
     except yaml_events.NeedsFullLoader:
@@ -114,7 +122,7 @@ def _parse_yaml(text, prune):
     return docs
 
 
-def _yaml_malformed(e, text):
+def _yaml_malformed(e: yaml.YAMLError, text: str) -> _Malformed:
     if "maximum nesting depth" in str(getattr(e, "problem", None) or ""):
         # libyaml's own depth limit: it answers before Python's recursion limit does
         # when a library has raised that limit (celpy sets 2500)
@@ -134,7 +142,8 @@ def _yaml_malformed(e, text):
     return _Malformed("YAML", None, None, e)
 
 
-def parse_documents(text, source, keep=None, known=None):
+def parse_documents(text: str, source: str, keep: KeptFields | None = None,
+                    known: KnownFields | None = None) -> list[JsonObject]:
     """Parse a YAML/JSON stream into a list of top-level mappings.
 
     KEEP is a kept-fields table (see ``pruning``): fields of the listed kinds
@@ -143,7 +152,8 @@ def parse_documents(text, source, keep=None, known=None):
     """
     try:
         with gc_paused():
-            docs = _parse(text, pruning.pruner(keep, known and known.bind(source)))
+            bound = known.bind(source) if known is not None else None
+            docs = _parse(text, pruning.pruner(keep, bound))
     except _Malformed as e:
         raise e.input_error(source)
     out = []
@@ -157,7 +167,7 @@ def parse_documents(text, source, keep=None, known=None):
     return out
 
 
-def _expand_list(doc, source):
+def _expand_list(doc: JsonObject, source: str) -> list[JsonObject]:
     kind = doc.get("kind")
     if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
         items = doc.get("items") or []
@@ -174,7 +184,7 @@ def _expand_list(doc, source):
     return [doc]
 
 
-def expand_paths(paths):
+def expand_paths(paths: Sequence[str]) -> list[str]:
     """PATHS with each directory replaced by its .json, .yaml and .yml files, sorted by
     name, as kubectl's -f DIR reads them (not recursive). A directory without one is an
     error: a likely mistake, not an empty input."""
@@ -196,7 +206,8 @@ def expand_paths(paths):
     return out
 
 
-def load_objects(paths, keep=None, known=None):
+def load_objects(paths: Sequence[str], keep: KeptFields | None = None,
+                 known: KnownFields | None = None) -> list[Loaded]:
     """Load every object of every file (a directory: its manifests, ``expand_paths``);
     return a list of (object, source).
 
@@ -210,11 +221,11 @@ def load_objects(paths, keep=None, known=None):
     return out
 
 
-def source_name(path):
+def source_name(path: str) -> str:
     """How ``load_objects`` names the objects' source PATH in messages."""
     return "<stdin>" if path == "-" else path
 
 
-def type_name(value):
+def type_name(value: object) -> str:
     return {dict: "mapping", list: "list", str: "string", bool: "boolean",
             int: "integer", float: "number"}.get(type(value), type(value).__name__)

@@ -1,13 +1,23 @@
-"""Load a cluster snapshot and workloads from files into scheduler objects."""
+"""Build the scheduler's cluster (nodes, namespaces, bound pods, selectors) and the pods
+of workloads from Kubernetes objects; reading them is the intake's job
+(``tacker_hwaffinity.intake``)."""
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.objects.yamlio import expand_paths, load_objects, source_name
+from tacker_hwaffinity.objects.naming import DEFAULT_NAMESPACE, object_label
 from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling import workloads
-from tacker_hwaffinity.scheduling.model import (
-    DEFAULT_NAMESPACE, Namespace, Node, Pod, metadata, object_label, parse_labels)
+from tacker_hwaffinity.scheduling.model import Namespace, Node, Pod, metadata, parse_labels
 from tacker_hwaffinity.scheduling.selectors import (
     EQUALS, LabelSelector, Requirement, SelectorError, parse_label_selector)
-from tacker_hwaffinity.scheduling.state import ClusterState
+from tacker_hwaffinity.scheduling.state import ClusterState, ControllerKey
+
+# (object, the name of its source in messages), as the intake reads them
+Loaded = tuple[Any, str]
+# takes a pod whose term annotations are malformed, and the error (cluster_from_objects)
+BadAnnotations = Callable[[Mapping[str, Any], InputError], None]
+_T = TypeVar("_T")
 
 CLUSTER_KINDS = ("Node", "Pod", "Namespace", "Service", "ReplicaSet", "StatefulSet",
                  "ReplicationController")
@@ -20,8 +30,9 @@ SELECTOR_KINDS = ("Service", "ReplicaSet", "StatefulSet", "ReplicationController
 # loader drops every other key of those fields while reading (see objects.pruning), so memory
 # follows what is used: most of what kubectl prints is metadata.managedFields and Pod
 # status. Fields not listed are kept whole. Reading one more field means adding it here.
-_SELECTOR_ONLY = {"metadata": ("name", "namespace"), "spec": ("selector",), "status": ()}
-SNAPSHOT_FIELDS = {
+_SELECTOR_ONLY: dict[str, tuple[str, ...]] = {
+    "metadata": ("name", "namespace"), "spec": ("selector",), "status": ()}
+SNAPSHOT_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
     "Node": {"metadata": ("name", "namespace", "labels"),
              "status": ("allocatable", "capacity", "images")},
     "Pod": {"metadata": ("name", "namespace", "labels", "deletionTimestamp"),
@@ -31,23 +42,16 @@ SNAPSHOT_FIELDS = {
     "Namespace": {"metadata": ("name", "namespace", "labels")},
 }
 SNAPSHOT_FIELDS.update({kind: _SELECTOR_ONLY for kind in SELECTOR_KINDS})
-# What prints a cluster snapshot: errors about a file that is none say so.
-SNAPSHOT_COMMAND = "kubectl get nodes,pods,namespaces -A -o yaml"
-# Kinds a cluster file may hold that the engine skips (with a note): a file of nothing
-# else is not a snapshot (workload manifests given as --cluster, say).
-SKIPPED_CLUSTER_KINDS = (workloads.NON_WORKLOAD_KINDS | set(workloads.WORKLOAD_KINDS)) - set(
-    CLUSTER_KINDS)
-WORKLOADS_EXPECTED = "Pod, Deployment, ReplicaSet, StatefulSet or Job manifests"
 
 
-def _located(fn, obj, source):
+def _located(fn: Callable[[], _T], obj: Mapping[str, Any], source: str) -> _T:
     try:
         return fn()
     except InputError as e:
         raise e.located(source=source, obj=object_label(obj))
 
 
-def _kind(obj, source):
+def _kind(obj: object, source: str) -> str:
     if not isinstance(obj, dict):
         raise InputError("expected a Kubernetes object (a mapping)", source=source)
     kind = obj.get("kind")
@@ -64,19 +68,23 @@ class Snapshot:
     names generated for new pods avoid.
     """
 
-    def __init__(self, nodes, namespaces, pods, notes, pod_keys=None, services=(),
-                 controllers=None):
+    def __init__(self, nodes: list[Node], namespaces: list[Namespace], pods: list[Pod],
+                 notes: list[str], pod_keys: set[str] | None = None,
+                 services: Iterable[tuple[str, dict[str, str]]] = (),
+                 controllers: Mapping[ControllerKey, LabelSelector] | None = None) -> None:
         self.nodes, self.namespaces, self.pods, self.notes = nodes, namespaces, pods, notes
         self.pod_keys = pod_keys if pod_keys is not None else {p.key for p in pods}
         self.services = list(services)  # [(namespace, selector map)]
         self.controllers = dict(controllers or {})  # see ClusterState
 
-    def add_selectors(self, obj):
+    def add_selectors(self, obj: Mapping[str, Any]) -> None:
         """Take in a Service, ReplicaSet, StatefulSet or ReplicationController's selector."""
         kind = obj.get("kind")
-        meta, name = metadata(obj, kind)
+        meta, name = metadata(obj, str(kind))
         ns = meta.get("namespace") or DEFAULT_NAMESPACE
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        spec = obj.get("spec")
+        if not isinstance(spec, dict):
+            spec = {}
         raw = spec.get("selector")
         if kind in ("Service", "ReplicationController"):
             sel = parse_labels(raw, "spec.selector")
@@ -94,14 +102,14 @@ class Snapshot:
         if obj.get("apiVersion") == version:
             self.controllers[(ns, version, kind, name)] = selector
 
-    def state(self):
+    def state(self) -> ClusterState:
         state = ClusterState(self.nodes, self.namespaces, self.services, self.controllers)
         for pod in self.pods:
             state.bind(pod, state.index[pod.node_name])
         return state
 
 
-def _without_term_annotations(obj):
+def _without_term_annotations(obj: Mapping[str, Any]) -> dict[str, Any]:
     """OBJ (a Pod) without the annotations that carry scheduling terms (shallow copy)."""
     meta = obj.get("metadata") or {}
     terms = (term_annotations.POD_AFFINITY, term_annotations.REQUIRED_DURING_EXECUTION)
@@ -109,7 +117,8 @@ def _without_term_annotations(obj):
     return dict(obj, metadata=dict(meta, annotations=kept))
 
 
-def _parse_pod(obj, source, bad_annotations):
+def _parse_pod(obj: Mapping[str, Any], source: str,
+               bad_annotations: BadAnnotations | None) -> Pod | None:
     try:
         return _located(lambda: Pod.parse(obj, created=True, source=source), obj, source)
     except InputError as e:
@@ -121,13 +130,20 @@ def _parse_pod(obj, source, bad_annotations):
         return pod
 
 
-def cluster_from_objects(objects, bad_annotations=None):
+def cluster_from_objects(objects: Iterable[Loaded],
+                         bad_annotations: BadAnnotations | None = None) -> Snapshot:
     """Snapshot from [(object, source name)]. BAD_ANNOTATIONS(object, InputError), when
     given, takes a pod whose term annotations (``scheduling.annotations``: text any pod
     creator writes, which the API server does not check) are malformed: the pod is kept
     without them instead of the whole snapshot failing."""
-    nodes, namespaces, pods, notes = [], [], [], []
-    seen_nodes, pending, unknown_node, skipped, pod_keys = set(), 0, 0, {}, set()
+    nodes: list[Node] = []
+    namespaces: list[Namespace] = []
+    pods: list[Pod] = []
+    notes: list[str] = []
+    seen_nodes: set[str] = set()
+    skipped: dict[str, int] = {}
+    pod_keys: set[str] = set()
+    pending, unknown_node = 0, 0
     snap = Snapshot(nodes, namespaces, [], notes, pod_keys)
     for obj, source in objects:
         kind = _kind(obj, source)
@@ -174,62 +190,7 @@ def cluster_from_objects(objects, bad_annotations=None):
     return snap
 
 
-def _held(kinds):
-    """'2 Deployment, 1 Service': how many objects of each kind KINDS (a list) holds."""
-    counts = {}
-    for kind in kinds:
-        counts[kind] = counts.get(kind, 0) + 1
-    return ", ".join("%d %s" % (n, kind) for kind, n in counts.items())
-
-
-def _kinds_by_source(objects, paths):
-    """{source name: [kind of each object]} for every file of PATHS, in order."""
-    found = {source_name(p): [] for p in expand_paths(paths)}
-    for obj, source in objects:
-        found.setdefault(source, []).append(obj.get("kind") if isinstance(obj, dict) else None)
-    return found
-
-
-def check_cluster_files(objects, paths, skipped=SKIPPED_CLUSTER_KINDS):
-    """InputError for a cluster file of PATHS (OBJECTS: what load_objects read from them)
-    that holds no object, or only objects of the SKIPPED kinds: it is no snapshot."""
-    for source, kinds in _kinds_by_source(objects, paths).items():
-        if not kinds:
-            raise InputError("no Kubernetes objects in the file: expected '%s'"
-                             % SNAPSHOT_COMMAND, source=source)
-        if all(k in skipped for k in kinds):
-            raise InputError("holds %s and nothing a cluster snapshot is read for (%s): "
-                             "expected '%s'" % (_held(kinds), ", ".join(CLUSTER_KINDS),
-                                                SNAPSHOT_COMMAND), source=source)
-
-
-def check_nodes(nodes, paths):
-    """InputError when the cluster files PATHS hold no node (NODES: those they hold)."""
-    if not nodes:
-        raise InputError("no nodes in the cluster snapshot %s: expected '%s'"
-                         % (", ".join(source_name(p) for p in paths), SNAPSHOT_COMMAND))
-
-
-def load_workload_files(paths, max_pods=workloads.MAX_PODS, check=None):
-    """[(object, source)] of the WORKLOAD files PATHS, refused at once when a file holds no
-    object, or a Node, when none of them holds a workload, or when the workloads would
-    create more than MAX_PODS pods (counted before any is made). CHECK(objects), when
-    given, runs before the count: the schema names a wrong type as the API server does."""
-    objects = load_objects(paths)
-    for source, kinds in _kinds_by_source(objects, paths).items():
-        if not kinds:
-            raise InputError("no Kubernetes objects in the file: expected %s"
-                             % WORKLOADS_EXPECTED, source=source)
-    if check is not None:
-        check(objects)
-    _count_pods(objects, max_pods)
-    if not any(obj["kind"] in workloads.WORKLOAD_KINDS for obj, _ in objects):
-        raise InputError("no workloads in %s: expected %s"
-                         % (", ".join(source_name(p) for p in paths), WORKLOADS_EXPECTED))
-    return objects
-
-
-def _count_pods(objects, max_pods):
+def count_pods(objects: Iterable[Loaded], max_pods: float) -> int:
     """How many pods the workloads of OBJECTS create, from their specs; InputError naming
     the file, object and field once a workload, or all of them so far, go over MAX_PODS.
     An unknown kind or a Node (it belongs in the cluster snapshot) is an error too."""
@@ -252,10 +213,10 @@ def _count_pods(objects, max_pods):
     return total
 
 
-def first_workload_pod(objects):
+def first_workload_pod(objects: Sequence[Loaded]) -> tuple[Pod | None, int, list[str]]:
     """(the first pod the workloads of OBJECTS create, or None; how many they create in
     all; notes on the objects that create none), making that one pod only."""
-    notes, total, first = [], _count_pods(objects, float("inf")), None
+    notes, total, first = [], count_pods(objects, float("inf")), None
     for obj, source in objects:
         kind = _kind(obj, source)
         if kind in workloads.NON_WORKLOAD_KINDS:
@@ -267,7 +228,9 @@ def first_workload_pod(objects):
     return first, total, notes
 
 
-def workloads_from_objects(objects, snapshot=None, avoid=(), max_pods=workloads.MAX_PODS):
+def workloads_from_objects(objects: Sequence[Loaded], snapshot: Snapshot | None = None,
+                           avoid: Collection[str] = (), max_pods: float = workloads.MAX_PODS
+                           ) -> tuple[list[Pod], list[str]]:
     """Pods to schedule, in file order, and notes on objects that create none.
 
     Services among the workloads join SNAPSHOT's selectors: default topology
@@ -278,7 +241,7 @@ def workloads_from_objects(objects, snapshot=None, avoid=(), max_pods=workloads.
     created in earlier calls), instead (see ``workloads``). More than MAX_PODS
     pods in all is an error before any is made, and so is a Node.
     """
-    _count_pods(objects, max_pods)
+    count_pods(objects, max_pods)
     pods, notes = [], []
     seen = {p.key for p in snapshot.pods} if snapshot is not None else set()
     taken = seen | snapshot.pod_keys if snapshot is not None else set()
