@@ -17,7 +17,7 @@ DaemonSet, ReplicationController, Job and CronJob):
   offending term is named by its path, a malformed ``namespaceSelector`` by its field.
 * A malformed ``hwaffinity.io/pod-affinity`` or ``hwaffinity.io/required-during-
   execution`` annotation is refused (403) with the engine's message: JSON nested
-  deeper than ``kube.jsondepth.MAX_DEPTH`` and Gt/Lt numbers past int64 included.
+  deeper than ``objects.jsondepth.MAX_DEPTH`` and Gt/Lt numbers past int64 included.
 * A pod-carrying object whose pod (template) has a non-mapping where a mapping
   belongs (``spec``, ``metadata``, ``affinity``, ...) is refused, naming the field.
   (The API server validates objects before validating webhooks see them, so this
@@ -34,7 +34,7 @@ DaemonSet, ReplicationController, Job and CronJob):
   their finalizers removed.
 * An unexpected exception is a denial with code 500, never a traceback in the
   answer (it is logged, and counted as the outcome ``error``). A body that
-  nests deeper than ``kube.jsondepth.MAX_DEPTH`` is refused (400) before decoding.
+  nests deeper than ``objects.jsondepth.MAX_DEPTH`` is refused (400) before decoding.
 
 Mutating (Pod CREATE only, see ``patches``): the RequiredDuringExecution terms the
 scheduler understands are copied into ``spec.affinity``, and a pod the extender must
@@ -47,15 +47,20 @@ import base64
 import json
 import logging
 import typing
+from collections.abc import Iterable
+from typing import Any
 
 from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT, HOSTNAME, NUMA_ANNOTATION
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.kube import jsondepth
 from tacker_hwaffinity.numa import affinity as numa_affinity
+from tacker_hwaffinity.objects.jsontypes import JsonObject, ReadOnlyJson
+from tacker_hwaffinity.objects import jsondepth
 from tacker_hwaffinity.scheduling import annotations
-from tacker_hwaffinity.scheduling.terms import parse_namespace_selector
+from tacker_hwaffinity.scheduling.selectors import LabelSelector
+from tacker_hwaffinity.scheduling.terms import RawTerm, parse_namespace_selector
 from tacker_hwaffinity.webhook import answer, namespaces, patches, podcache
 from tacker_hwaffinity.webhook.answer import Answer
+from tacker_hwaffinity.webhook.marking import Marking
 
 API_VERSIONS = ("admission.k8s.io/v1", "admission.k8s.io/v1beta1")
 DEFAULT_ALLOWED_KEYS = frozenset({HOSTNAME})
@@ -77,8 +82,9 @@ LOG = logging.getLogger(__name__)
 _WHY = "it would let one tenant's pods keep every other tenant's off whole domains"
 
 
-def handle(kind, body, allowed_keys=DEFAULT_ALLOWED_KEYS,
-           agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT, marking=None):
+def handle(kind: str, body: bytes | str, allowed_keys: Iterable[str] = DEFAULT_ALLOWED_KEYS,
+           agent_user: str | None = DEFAULT_AGENT_SERVICE_ACCOUNT,
+           marking: Marking | None = None) -> Answer:
     """The ``webhook.answer.Answer`` (HTTP status, response body, outcome) for the
     AdmissionReview BODY (bytes) sent to the ``validate`` or ``mutate`` webhook (KIND).
     MARKING: the extender's ``marking.Marking`` (None: no extender, no mark).
@@ -113,12 +119,13 @@ def handle(kind, body, allowed_keys=DEFAULT_ALLOWED_KEYS,
 class Verdict(typing.NamedTuple):
     """A webhook's AdmissionResponse (a dict) and its outcome (``webhook.answer``)."""
 
-    response: dict
+    response: JsonObject
     outcome: str
 
 
-def validate(request, allowed_keys=DEFAULT_ALLOWED_KEYS,
-             agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT, marking=None):
+def validate(request: ReadOnlyJson, allowed_keys: Iterable[str] | str = DEFAULT_ALLOWED_KEYS,
+             agent_user: str | None = DEFAULT_AGENT_SERVICE_ACCOUNT,
+             marking: Marking | None = None) -> Verdict:
     """The :class:`Verdict` of the validating webhook on REQUEST; ALLOWED_KEYS (an
     iterable of topology keys, or one key) are those allowed over all namespaces;
     AGENT_USER is the user name of the node agent, the only one that may change a
@@ -134,7 +141,7 @@ def validate(request, allowed_keys=DEFAULT_ALLOWED_KEYS,
         return Verdict(_deny(uid, "internal error in the hwaffinity validating webhook (%s)"
                              % type(e).__name__, 500, "InternalError"), answer.ERROR)
     if message is None:
-        allowed = {"uid": uid, "allowed": True}
+        allowed: JsonObject = {"uid": uid, "allowed": True}
         warning = _marking_warning(request, marking)
         if warning is not None:
             allowed["warnings"] = [warning]
@@ -142,7 +149,7 @@ def validate(request, allowed_keys=DEFAULT_ALLOWED_KEYS,
     return Verdict(_deny(uid, message), answer.DENIED)
 
 
-def _marking_warning(request, marking):
+def _marking_warning(request: ReadOnlyJson, marking: Marking | None) -> str | None:
     """MARKING's warning for the Pod CREATE REQUEST, or None."""
     obj = request.get("object")
     if (marking is None or request.get("operation") != "CREATE" or not isinstance(obj, dict)
@@ -151,7 +158,7 @@ def _marking_warning(request, marking):
     return marking.warning(obj)
 
 
-def mutate(request, marking=None):
+def mutate(request: ReadOnlyJson, marking: Marking | None = None) -> Verdict:
     """The :class:`Verdict` of the mutating webhook on REQUEST: a JSON Patch copying
     the pod's RequiredDuringExecution terms into ``spec.affinity`` and, with MARKING (a
     ``marking.Marking``), adding the extender's resource to a pod it must see; or none."""
@@ -169,20 +176,20 @@ def mutate(request, marking=None):
                    answer.PATCHED)
 
 
-def _json(value):
+def _json(value: object) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-def _error(status, message):
+def _error(status: int, message: str) -> Answer:
     return Answer(status, _json({"error": message}), answer.ERROR)
 
 
-def _deny(uid, message, code=403, reason="Forbidden"):
+def _deny(uid: object, message: str, code: int = 403, reason: str = "Forbidden") -> JsonObject:
     return {"uid": uid, "allowed": False,
             "status": {"code": code, "reason": reason, "message": message}}
 
 
-def _kind(request, obj):
+def _kind(request: ReadOnlyJson, obj: object) -> tuple[str | None, str | None]:
     """(kind, API group or None): the request's ``kind``, else the object's."""
     gvk = request.get("kind")
     kind = group = None
@@ -195,18 +202,18 @@ def _kind(request, obj):
     return kind, group
 
 
-def pod_path(request, obj):
+def pod_path(request: ReadOnlyJson, obj: object) -> tuple[str, ...] | None:
     """The path (tuple of keys) of the pod or pod template in OBJ, or None when the
     request's kind carries none. The kind is the request's ``kind`` (falling back on
     the object's ``apiVersion``/``kind``); a known group is checked."""
     kind, group = _kind(request, obj)
-    entry = POD_PATHS.get(kind)
+    entry = POD_PATHS.get(kind) if kind is not None else None
     if entry is None or (group is not None and group not in entry[0]):
         return None
     return entry[1]
 
 
-def _name(request, kind, obj):
+def _name(request: ReadOnlyJson, kind: str | None, obj: object) -> str:
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     meta = meta if isinstance(meta, dict) else {}
     name = meta.get("name") or request.get("name")
@@ -215,13 +222,15 @@ def _name(request, kind, obj):
     return "%s %s" % (kind, name or "<unnamed>")
 
 
-def _rule(allowed):
+def _rule(allowed: Iterable[str]) -> str:
     keys = ", ".join(sorted(allowed))
     return "across all namespaces %s (%s)" % (
         "only %s may be used" % keys if keys else "no topologyKey may be used", _WHY)
 
 
-def _denial(request, allowed, agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT, marking=None):
+def _denial(request: ReadOnlyJson, allowed: frozenset[str],
+            agent_user: str | None = DEFAULT_AGENT_SERVICE_ACCOUNT,
+            marking: Marking | None = None) -> str | None:
     """The denial message for REQUEST, or None to allow it."""
     if request.get("operation") in NO_OBJECT_OPERATIONS:
         return None
@@ -248,10 +257,10 @@ def _denial(request, allowed, agent_user=DEFAULT_AGENT_SERVICE_ACCOUNT, marking=
     return message + ": " + _rule(allowed) if offences else message
 
 
-def _numa_value(obj, path):
+def _numa_value(obj: object, path: tuple[str, ...]) -> tuple[bool, Any]:
     """(present, value) of ``hwaffinity.io/numa`` on the pod (template) at PATH in OBJ;
     (False, None) where the object is malformed (``problems`` names that)."""
-    node = obj
+    node: Any = obj
     for key in path + ("metadata", "annotations"):
         node = node.get(key) if isinstance(node, dict) else None
     if not isinstance(node, dict) or NUMA_ANNOTATION not in node:
@@ -259,7 +268,8 @@ def _numa_value(obj, path):
     return True, node[NUMA_ANNOTATION]
 
 
-def _numa_record(request, obj, old, path, agent_user):
+def _numa_record(request: ReadOnlyJson, obj: object, old: object, path: tuple[str, ...],
+                 agent_user: str | None) -> list[str]:
     """[message] when REQUEST writes the node agent's record ``hwaffinity.io/numa`` and
     may not: on a Pod CREATE, on a Pod UPDATE that changes it by anyone but AGENT_USER,
     and on a pod template that did not carry it already (OLD: the UPDATE's oldObject)."""
@@ -283,11 +293,11 @@ def _numa_record(request, obj, old, path, agent_user):
     return []
 
 
-def _field(base, rest):
+def _field(base: str, rest: str) -> str:
     return "%s.%s" % (base, rest) if base else rest
 
 
-def _mapping(parent, key, field):
+def _mapping(parent: ReadOnlyJson, key: str, field: str) -> ReadOnlyJson:
     value = parent.get(key)
     if value is None:
         return {}
@@ -304,18 +314,19 @@ class Offence(typing.NamedTuple):
     key: object
     empty: bool
 
-    def same_term(self, other):
+    def same_term(self, other: "Offence") -> bool:
         """Is OTHER this offence at the same term, however its selector is spelt?"""
         return (self.field, self.key) == (other.field, other.key)
 
-    def __str__(self):
+    def __str__(self) -> str:
         selector = ("namespaceSelector: {}" if self.empty else
                     "its namespaceSelector selects every namespace but those it excludes")
         return ("%s: required anti-affinity over all namespaces (%s) with topologyKey %s "
                 "is refused" % (self.field, selector, json.dumps(self.key)))
 
 
-def _offending(field, key, ns_selector, allowed):
+def _offending(field: str, key: object, ns_selector: LabelSelector,
+               allowed: frozenset[str]) -> list[Offence]:
     """[Offence] when the term at FIELD (topology KEY, parsed NS_SELECTOR) is refused."""
     allowed_key = isinstance(key, str) and key in allowed
     if allowed_key or not namespaces.spans_all_namespaces(ns_selector):
@@ -323,12 +334,13 @@ def _offending(field, key, ns_selector, allowed):
     return [Offence(field, key, ns_selector.everything)]
 
 
-def _pod_parts(obj, path, base):
+def _pod_parts(obj: object, path: tuple[str, ...], base: str
+               ) -> tuple[ReadOnlyJson, ReadOnlyJson]:
     """(metadata, spec) of the pod (template) at PATH in OBJ, BASE its field; InputError
     naming the field that is not a mapping."""
     if not isinstance(obj, dict):
         raise InputError("expected a mapping", field="object")
-    pod = obj
+    pod: ReadOnlyJson = obj
     for i, key in enumerate(path):
         pod = _mapping(pod, key, ".".join(path[:i + 1]))
     meta = _mapping(pod, "metadata", _field(base, "metadata"))
@@ -336,7 +348,8 @@ def _pod_parts(obj, path, base):
     return meta, spec
 
 
-def _spec_offences(spec, base, allowed, offences):
+def _spec_offences(spec: ReadOnlyJson, base: str, allowed: frozenset[str],
+                   offences: list[Offence]) -> None:
     """Add to OFFENCES the required anti-affinity terms of pod SPEC (at BASE) over all
     namespaces whose topology key is not in ALLOWED; InputError for a malformed term
     (after adding the offences of the terms before it)."""
@@ -355,11 +368,12 @@ def _spec_offences(spec, base, allowed, offences):
         offences += _offending(at, t.get("topologyKey"), ns_selector, allowed)
 
 
-def _annotation_offences(notes, prefix, allowed, errors, offences):
+def _annotation_offences(notes: ReadOnlyJson, prefix: str, allowed: frozenset[str],
+                         errors: list[str], offences: list[Offence]) -> None:
     """Add to ERRORS the malformed scheduling annotations in NOTES (at PREFIX), and to
     OFFENCES their required anti-affinity terms over all namespaces whose topology key
     is not in ALLOWED, and to ERRORS their pod terms over the extender's limits."""
-    terms = []
+    terms: list[RawTerm] = []
     for name in _ANNOTATIONS:
         if name not in notes:
             continue
@@ -367,6 +381,8 @@ def _annotation_offences(notes, prefix, allowed, errors, offences):
             found = annotations.scheduling_terms({name: notes[name]}, prefix)
         except InputError as e:
             errors.append(str(e))
+            continue
+        if found is None:       # null: no annotation (the API server never sends one)
             continue
         terms += [t for ts in found.pod_terms.values() for t in ts]
         for t in found.pod_terms["required_anti"]:
@@ -377,11 +393,13 @@ def _annotation_offences(notes, prefix, allowed, errors, offences):
         errors.append(str(e))
 
 
-def problems(obj, path, allowed):
+def problems(obj: object, path: tuple[str, ...], allowed: frozenset[str]
+             ) -> tuple[list[str], list[Offence]]:
     """(errors, offences) of the pod (template) at PATH in OBJ: messages naming the
     field of malformed input, and the :class:`Offence` of each required anti-affinity
     term over all namespaces whose topology key is not in ALLOWED."""
-    errors, offences = [], []
+    errors: list[str] = []
+    offences: list[Offence] = []
     base = ".".join(path)
     try:
         meta, spec = _pod_parts(obj, path, base)
@@ -404,7 +422,7 @@ def problems(obj, path, allowed):
     return errors, offences
 
 
-def _mutation(request, marking):
+def _mutation(request: ReadOnlyJson, marking: Marking | None) -> list[patches.Operation]:
     """The JSON Patch operations for a Pod CREATE REQUEST; [] for no change."""
     if request.get("operation") != "CREATE" or request.get("subResource"):
         return []

@@ -25,6 +25,13 @@ index's lock held (``Condition`` on that lock).
 import collections
 import threading
 import time
+from collections.abc import Callable, Iterator, KeysView
+from typing import TYPE_CHECKING
+
+from prometheus_client import Counter
+
+if TYPE_CHECKING:   # podcache imports this module: its record type, for annotations only
+    from tacker_hwaffinity.webhook.podcache import PodRecord
 
 MAX_PENDING = 1024       # pending records at most; kube-scheduler binds in well under 1 s
 
@@ -36,8 +43,9 @@ class Pending:
 
     __slots__ = ("rec", "at", "verified", "until")
 
-    def __init__(self, rec, at, verified):
-        self.rec, self.at, self.verified, self.until = rec, at, verified, None
+    def __init__(self, rec: "PodRecord", at: float, verified: bool) -> None:
+        self.rec, self.at, self.verified = rec, at, verified
+        self.until: float | None = None
 
 
 class Assumed:
@@ -45,26 +53,27 @@ class Assumed:
     seconds, monotonic; TTL: seconds a record lives unconfirmed; DROPPED: a prometheus
     Counter labelled by reason (``cap``, ``expired``)."""
 
-    def __init__(self, lock, clock, ttl, dropped, max_records=MAX_PENDING):
+    def __init__(self, lock: threading.RLock, clock: Callable[[], float], ttl: float,
+                 dropped: Counter, max_records: int = MAX_PENDING) -> None:
         self.cond = threading.Condition(lock)
         self.clock, self.ttl, self.dropped = clock, ttl, dropped
         self.max_records = max_records
-        self._records = collections.OrderedDict()   # key -> Pending
+        self._records: collections.OrderedDict[str, Pending] = collections.OrderedDict()
 
-    def __len__(self):
+    def __len__(self) -> int:
         return len(self._records)
 
-    def __contains__(self, key):
+    def __contains__(self, key: str) -> bool:
         return key in self._records
 
-    def keys(self):
+    def keys(self) -> KeysView[str]:
         return self._records.keys()
 
-    def records(self):
+    def records(self) -> Iterator[tuple[str, "PodRecord"]]:
         """(key, PodRecord) of every verified pending record, oldest first."""
         return ((key, p.rec) for key, p in self._records.items() if p.verified)
 
-    def add(self, rec, verified):
+    def add(self, rec: "PodRecord", verified: bool) -> None:
         """Record REC as pending; VERIFIED: the watch has shown that pod already."""
         self.expire()
         self._records.pop(rec.key, None)
@@ -75,13 +84,13 @@ class Assumed:
             self.dropped.labels("cap").inc()
         self._records[rec.key] = Pending(rec, self.clock(), verified)
 
-    def verify(self, key, uid):
+    def verify(self, key: str, uid: str | None) -> None:
         """The watch shows pod KEY (of UID) unbound: its record, if any, is a real pod's."""
         got = self._records.get(key)
         if got is not None and got.rec.uid == uid:
             got.verified = True
 
-    def confirm(self, key, uid=None):
+    def confirm(self, key: str, uid: str | None = None) -> None:
         """The watch saw pod KEY bound, terminal or deleted (a deletion carries UID: a
         record of another pod of that name stays)."""
         got = self._records.get(key)
@@ -90,7 +99,7 @@ class Assumed:
         del self._records[key]
         self.cond.notify_all()
 
-    def expire(self):
+    def expire(self) -> None:
         now = self.clock()
         dropped = False
         while self._records:
@@ -103,7 +112,7 @@ class Assumed:
         if dropped:
             self.cond.notify_all()
 
-    def wait(self, key, relevant, timeout):
+    def wait(self, key: str, relevant: Callable[["PodRecord"], bool], timeout: float) -> int:
         """Block until no verified pending record other than KEY's that RELEVANT(record)
         accepts, and that no filter waited for already, is left, at most TIMEOUT seconds;
         return how many remain."""
@@ -123,5 +132,5 @@ class Assumed:
                     if p.until is None:
                         p.until = deadline
                 to_expiry = min(p.at for p in waiting) + self.ttl - self.clock()
-                wake = min(deadline, min(p.until for p in waiting)) - now
+                wake = min(deadline, min(p.until for p in waiting if p.until is not None)) - now
                 self.cond.wait(max(min(wake, to_expiry), 0.001))

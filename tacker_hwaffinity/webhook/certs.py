@@ -19,7 +19,11 @@ extra DNS names and IP addresses. Issuing again means a new CA and new bundles
 """
 import datetime
 import ipaddress
-from typing import NamedTuple
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:   # cryptography is imported when certificates are issued, not with the CLI
+    from cryptography.x509 import KeyUsage
 
 CLIENT_NAME = "system:kube-scheduler"    # kube-scheduler's own user name
 
@@ -33,12 +37,14 @@ class Issued(NamedTuple):
     client_key: bytes       # its private key
 
 
-def service_names(service, namespace, cluster_domain="cluster.local"):
+def service_names(service: str, namespace: str,
+                  cluster_domain: str = "cluster.local") -> list[str]:
     base = "%s.%s" % (service, namespace)
     return [service, base, base + ".svc", "%s.svc.%s" % (base, cluster_domain)]
 
 
-def issue(dns_names, ips=(), days=365, now=None, client_name=CLIENT_NAME):
+def issue(dns_names: Sequence[str], ips: Sequence[str] = (), days: int = 365,
+          now: datetime.datetime | None = None, client_name: str = CLIENT_NAME) -> Issued:
     """A new CA, a serving certificate for DNS_NAMES and IPS and a client certificate
     with common name CLIENT_NAME, all valid DAYS days from NOW (UTC): an
     :class:`Issued`."""
@@ -59,12 +65,13 @@ def issue(dns_names, ips=(), days=365, now=None, client_name=CLIENT_NAME):
           .public_key(ca_key.public_key()).serial_number(x509.random_serial_number())
           .not_valid_before(start).not_valid_after(end)
           .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-          .add_extension(_key_usage(x509, key_cert_sign=True, crl_sign=True), critical=True)
+          .add_extension(_key_usage(key_cert_sign=True, crl_sign=True), critical=True)
           .add_extension(ca_key_id, critical=False)
           .add_extension(authority, critical=False)
           .sign(ca_key, hashes.SHA256()))
 
-    def leaf(common_name, usage, extensions=()):
+    def leaf(common_name: str, usage: x509.ObjectIdentifier,
+             extensions: Sequence[x509.ExtensionType] = ()) -> tuple[bytes, bytes]:
         key = ec.generate_private_key(ec.SECP256R1())
         builder = (x509.CertificateBuilder()
                    .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME,
@@ -74,7 +81,7 @@ def issue(dns_names, ips=(), days=365, now=None, client_name=CLIENT_NAME):
                    .not_valid_before(start).not_valid_after(end)
                    .add_extension(x509.BasicConstraints(ca=False, path_length=None),
                                   critical=True)
-                   .add_extension(_key_usage(x509), critical=True)
+                   .add_extension(_key_usage(), critical=True)
                    .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
                    .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
                                   critical=False)
@@ -94,9 +101,10 @@ def issue(dns_names, ips=(), days=365, now=None, client_name=CLIENT_NAME):
     return Issued(ca.public_bytes(pem), cert, key, client_cert, client_key)
 
 
-def _key_usage(x509, key_cert_sign=False, crl_sign=False):
+def _key_usage(key_cert_sign: bool = False, crl_sign: bool = False) -> "KeyUsage":
     """KeyUsage: digital signature (ECDSA's handshake signatures), and for the CA
     certificate and CRL signing."""
+    from cryptography import x509
     return x509.KeyUsage(digital_signature=True, key_cert_sign=key_cert_sign,
                          crl_sign=crl_sign, content_commitment=False,
                          key_encipherment=False, data_encipherment=False,

@@ -34,36 +34,57 @@ that are pending without the filter's mark anyway (created before the webhook, o
 milliseconds before its cache saw the extended pod that selects them) are the filter's
 to order (``PodCache.unmarked_pending``). ``doc/webhook.md``, "Which pods reach the
 extender".
+
+What the marking reads of the extender's cache is the Protocol ``MarkingReads``
+(served by ``podcache.PodCacheView``).
 """
+from collections.abc import Iterable, Sequence
+from typing import Protocol
+
 from tacker_hwaffinity.constants import DEFAULT_SCHEDULER
+from tacker_hwaffinity.objects.jsontypes import JsonList, ReadOnlyJson
 from tacker_hwaffinity.scheduling import annotations
 from tacker_hwaffinity.scheduling.plugins import interpod
 from tacker_hwaffinity.webhook import patches
-from tacker_hwaffinity.webhook.podcache import FILTER, MARKS, SCORE, VERBS
+from tacker_hwaffinity.webhook.podcache import FILTER, MARKS, SCORE, VERBS, PodRecord
 
 # Per verb, the kinds of a pod's own extended terms that it applies.
 OWN_KINDS = {FILTER: ("required_affinity", "required_anti"),
              SCORE: ("preferred_affinity", "preferred_anti")}
 
 
-def resource_of(verb):
+class MarkingReads(Protocol):
+    """What the marking reads of the extender's pod cache (``podcache.PodCacheView``)."""
+
+    def describe_pod(self, obj: ReadOnlyJson, strict: bool = ...) -> PodRecord: ...
+
+    def selected_by_live(self, kinds: Sequence[str], rec: PodRecord) -> bool: ...
+
+
+class MarkingCache(Protocol):
+    """The extender's pod cache, as the marking holds it: its read view."""
+
+    def reader(self) -> MarkingReads: ...
+
+
+def resource_of(verb: str) -> str:
     """The extended resource that sends a pod to VERB (the webhook's mark)."""
     return MARKS[verb][0]
 
 
-def _why(verb):
+def _why(verb: str) -> str:
     return ("kube-scheduler calls the hwaffinity extender's /%s only for pods that "
             "request %s" % (verb, resource_of(verb)))
 
 
-def scheduler_of(pod):
+def scheduler_of(pod: ReadOnlyJson) -> str:
     """The pod's ``spec.schedulerName``, as the API server defaults it."""
     spec = pod.get("spec")
     name = spec.get("schedulerName") if isinstance(spec, dict) else None
     return name if isinstance(name, str) and name else DEFAULT_SCHEDULER
 
 
-def own_verbs(rec):
+def own_verbs(rec: PodRecord) -> frozenset[str]:
     """The verbs whose answer the pod REC's (a PodRecord) own extended terms change; a
     malformed annotation is the filter's to refuse."""
     if rec.terms is None:
@@ -72,39 +93,41 @@ def own_verbs(rec):
 
 
 class Marking:
-    """The marking decisions over the extender's CACHE (a ``PodCache``), for an extender
-    that scores with HARD_POD_AFFINITY_WEIGHT and that the schedulers SCHEDULERS (their
-    names) call."""
+    """The marking decisions over the extender's CACHE (a ``PodCache``), read through
+    its read view, for an extender that scores with HARD_POD_AFFINITY_WEIGHT and that the
+    schedulers SCHEDULERS (their names) call."""
 
-    def __init__(self, cache, hard_pod_affinity_weight=1, schedulers=(DEFAULT_SCHEDULER,)):
-        self.cache = cache
+    def __init__(self, cache: MarkingCache, hard_pod_affinity_weight: int = 1,
+                 schedulers: Iterable[str] = (DEFAULT_SCHEDULER,)) -> None:
+        self.reads = cache.reader()
         # per verb, the kinds of other pods' terms it applies to the pods they select
         self.kinds = {FILTER: ("required_anti",),
                       SCORE: tuple(k for k, _sign in
                                    interpod.existing_score_kinds(hard_pod_affinity_weight))}
         self.schedulers = frozenset(schedulers)
 
-    def _record(self, pod, namespace):
+    def _record(self, pod: ReadOnlyJson, namespace: str | None) -> PodRecord:
         """The cache's PodRecord of POD, in NAMESPACE when the pod does not say (an
         AdmissionRequest's object may leave it to the request)."""
         meta = pod.get("metadata")
         if namespace and isinstance(meta, dict) and not meta.get("namespace"):
             pod = dict(pod, metadata=dict(meta, namespace=namespace))
-        return self.cache.describe(pod)
+        return self.reads.describe_pod(pod)
 
-    def _needed(self, rec):
+    def _needed(self, rec: PodRecord) -> frozenset[str]:
         own = own_verbs(rec)
         return frozenset(v for v in VERBS
-                         if v in own or self.cache.selected_by_live(self.kinds[v], rec))
+                         if v in own or self.reads.selected_by_live(self.kinds[v], rec))
 
-    def needed_verbs(self, pod, namespace=None):
+    def needed_verbs(self, pod: ReadOnlyJson, namespace: str | None = None
+                     ) -> frozenset[str]:
         """The verbs kube-scheduler must call for POD (a Pod object); none for a pod of
         another scheduler."""
         if scheduler_of(pod) not in self.schedulers:
             return frozenset()
         return self._needed(self._record(pod, namespace))
 
-    def warning(self, pod):
+    def warning(self, pod: ReadOnlyJson) -> str | None:
         """A warning for a POD that carries extended terms but whose scheduler does not
         call the extender, or None."""
         name = scheduler_of(pod)
@@ -120,7 +143,7 @@ class Marking:
                 "hwaffinity extender (the webhook marks the pods of %s): these terms are not "
                 "applied at scheduling time" % (found[0], name, ", ".join(sorted(self.schedulers))))
 
-    def patch(self, pod, namespace=None):
+    def patch(self, pod: ReadOnlyJson, namespace: str | None = None) -> JsonList:
         """JSON Patch operations marking POD (being created) for the verbs it needs, or
         []."""
         verbs = self.needed_verbs(pod, namespace)
@@ -129,7 +152,8 @@ class Marking:
         return patches.mark_patch(pod.get("spec"), [resource_of(v) for v in VERBS
                                                     if v in verbs])
 
-    def problem(self, request, pod, old):
+    def problem(self, request: ReadOnlyJson, pod: ReadOnlyJson,
+                old: ReadOnlyJson | None) -> str | None:
         """Why the Pod REQUEST (POD, and OLD for an UPDATE, else None) must be refused to
         keep the marking true, or None."""
         namespace = request.get("namespace")

@@ -23,11 +23,12 @@ label only; ``DoesNotExist``: the opposite). The engine's verdict on one such na
 is therefore its verdict on every one of them.
 """
 from tacker_hwaffinity.scheduling.model import NS_NAME_LABEL
+from tacker_hwaffinity.scheduling.selectors import LabelSelector
 
 PROBE_PREFIX = "unlisted-namespace-"
 
 
-def unlisted_name(selector):
+def unlisted_name(selector: LabelSelector) -> str:
     """A namespace name (an RFC 1123 label) that SELECTOR (a parsed
     ``selectors.LabelSelector``) lists nowhere for ``kubernetes.io/metadata.name``."""
     listed = {v for r in selector.requirements if r.key == NS_NAME_LABEL for v in r.values}
@@ -35,7 +36,7 @@ def unlisted_name(selector):
                 if name not in listed)
 
 
-def spans_all_namespaces(selector):
+def spans_all_namespaces(selector: LabelSelector) -> bool:
     """Does SELECTOR (a parsed ``selectors.LabelSelector`` without Gt/Lt) select every
     namespace but those it excludes, namespaces created later included (module doc)?"""
     return selector.matches({NS_NAME_LABEL: unlisted_name(selector)})

@@ -23,8 +23,11 @@ A pod whose affinity has a shape the API server would reject (a list where a map
 belongs, ...) raises ``Unpatchable``: the API server rejects that pod anyway.
 """
 import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, TypeAlias
 
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.objects.jsontypes import JsonObject, JsonValue, ReadOnlyJson
 from tacker_hwaffinity.scheduling import annotations
 from tacker_hwaffinity.scheduling.annotations import REQUIRED
 
@@ -33,22 +36,27 @@ NODE_GROUP = "nodeAffinity"
 NODE_TERMS = "nodeSelectorTerms"
 _NODE_REQUIREMENTS = ("matchExpressions", "matchFields")
 
+Operation: TypeAlias = JsonObject
+"""One JSON Patch operation: {"op", "path", "value"}"""
+Token: TypeAlias = str | int
+"""One JSON Pointer reference token (an array index is an int)"""
+
 
 class Unpatchable(Exception):
     """The pod's affinity is not the shape the API server accepts: no patch."""
 
 
-def escape(token):
+def escape(token: Token) -> str:
     """One JSON Pointer reference token (RFC 6901): ``~`` as ``~0``, ``/`` as ``~1``."""
     return str(token).replace("~", "~0").replace("/", "~1")
 
 
-def pointer(*tokens):
+def pointer(*tokens: Token) -> str:
     """The JSON Pointer of TOKENS: ``pointer("a", "b/c")`` is ``/a/b~1c``."""
     return "".join("/" + escape(t) for t in tokens)
 
 
-def _omitempty(value):
+def _omitempty(value: Any) -> Any:
     if isinstance(value, dict):
         out = {}
         for k, v in value.items():
@@ -62,12 +70,12 @@ def _omitempty(value):
     return value
 
 
-def canon(value):
+def canon(value: JsonValue) -> str:
     """A string equal for two values that are deep-equal as the API server stores them."""
     return json.dumps(_omitempty(value), sort_keys=True, separators=(",", ":"))
 
 
-def missing_terms(existing, wanted):
+def missing_terms(existing: Iterable[Any], wanted: Iterable[Any]) -> list[Any]:
     """The terms of WANTED that EXISTING lacks, in order, each once."""
     seen = {canon(t) for t in existing}
     out = []
@@ -79,7 +87,7 @@ def missing_terms(existing, wanted):
     return out
 
 
-def _requirements(term, name):
+def _requirements(term: object, name: str) -> list[Any]:
     if not isinstance(term, dict):
         raise Unpatchable("a node selector term is not a mapping")
     value = term.get(name)
@@ -90,11 +98,11 @@ def _requirements(term, name):
     return value
 
 
-def _nonempty(terms):
+def _nonempty(terms: Iterable[Any]) -> list[Any]:
     return [t for t in terms if any(_requirements(t, n) for n in _NODE_REQUIREMENTS)]
 
 
-def _contains(s, r):
+def _contains(s: object, r: object) -> bool:
     """Does term S hold every requirement of term R (so S's nodes are R's nodes)?"""
     for name in _NODE_REQUIREMENTS:
         have = {canon(x) for x in _requirements(s, name)}
@@ -103,7 +111,7 @@ def _contains(s, r):
     return True
 
 
-def _merge(s, r):
+def _merge(s: object, r: object) -> JsonObject:
     term = {}
     for name in _NODE_REQUIREMENTS:
         items = missing_terms((), _requirements(s, name) + _requirements(r, name))
@@ -112,22 +120,22 @@ def _merge(s, r):
     return term
 
 
-def and_node_terms(existing, wanted):
+def and_node_terms(existing: Sequence[Any], wanted: Iterable[Any]) -> list[Any] | None:
     """``nodeSelectorTerms`` meaning (EXISTING) AND (WANTED), or None for no change."""
-    wanted = _nonempty(wanted)
-    if not wanted:
+    terms = _nonempty(wanted)
+    if not terms:
         return None
     if not existing:
-        return wanted
+        return terms
     current = _nonempty(existing)
-    if not current or all(any(_contains(s, r) for r in wanted) for s in current):
+    if not current or all(any(_contains(s, r) for r in terms) for s in current):
         return None
-    return missing_terms((), [_merge(s, r) for s in current for r in wanted])
+    return missing_terms((), [_merge(s, r) for s in current for r in terms])
 
 
-def _get(spec, tokens):
+def _get(spec: ReadOnlyJson, tokens: Sequence[str]) -> Any:
     """The value at TOKENS under SPEC; None when a step is absent or null."""
-    cur = spec
+    cur: Any = spec
     for tok in tokens:
         if cur is None:
             return None
@@ -137,7 +145,8 @@ def _get(spec, tokens):
     return cur
 
 
-def _parent(ops, spec, tokens, created):
+def _parent(ops: list[Operation], spec: ReadOnlyJson, tokens: tuple[str, ...],
+            created: set[tuple[str, ...]]) -> ReadOnlyJson:
     """The mapping at TOKENS under SPEC; each missing step is added (and noted in
     CREATED) as an empty mapping."""
     cur = spec
@@ -155,13 +164,15 @@ def _parent(ops, spec, tokens, created):
     return cur
 
 
-def rde_patch(spec, pod_terms, node_terms):
+def rde_patch(spec: object, pod_terms: Mapping[str, Sequence[Any]],
+              node_terms: Sequence[Any]) -> list[Operation]:
     """JSON Patch operations that add POD_TERMS ({group: [raw term]}, group in
     POD_GROUPS) and NODE_TERMS (raw node selector terms) to the pod SPEC's required
     affinity; [] when it holds them already."""
     if not isinstance(spec, dict):
         raise Unpatchable("the pod has no spec")
-    ops, created = [], set()
+    ops: list[Operation] = []
+    created: set[tuple[str, ...]] = set()
     for group in POD_GROUPS:
         existing = _get(spec, ("affinity", group, REQUIRED))
         if existing is not None and not isinstance(existing, list):
@@ -170,24 +181,24 @@ def rde_patch(spec, pod_terms, node_terms):
         if not new:
             continue
         _parent(ops, spec, ("affinity", group), created)
-        path = ("spec", "affinity", group, REQUIRED)
+        path: tuple[Token, ...] = ("spec", "affinity", group, REQUIRED)
         if existing is None:
             ops.append({"op": "add", "path": pointer(*path), "value": new})
         else:
             ops.extend({"op": "add", "path": pointer(*path, "-"), "value": t} for t in new)
     tokens = ("affinity", NODE_GROUP, REQUIRED)
-    existing = _get(spec, tokens + (NODE_TERMS,))
+    existing = _get(spec, (*tokens, NODE_TERMS))
     if existing is not None and not isinstance(existing, list):
         raise Unpatchable("%s is not a list" % NODE_TERMS)
-    new = and_node_terms(existing or [], node_terms)
-    if new is not None:
+    terms = and_node_terms(existing or [], node_terms)
+    if terms is not None:
         parent = _parent(ops, spec, tokens, created)
         op = "replace" if NODE_TERMS in parent else "add"
-        ops.append({"op": op, "path": pointer("spec", *tokens, NODE_TERMS), "value": new})
+        ops.append({"op": op, "path": pointer("spec", *tokens, NODE_TERMS), "value": terms})
     return ops
 
 
-def pod_patch(pod):
+def pod_patch(pod: ReadOnlyJson) -> list[Operation]:
     """JSON Patch operations copying the Pod POD's ``hwaffinity.io/required-during-
     execution`` terms without Gt/Lt (and all its node terms) into its ``spec.affinity``;
     [] when there is nothing to copy, the annotation is malformed or the pod is not
@@ -202,7 +213,7 @@ def pod_patch(pod):
     except (InputError, RecursionError):
         return []
     raw = json.loads(text)
-    pod_terms = {}
+    pod_terms: dict[str, list[Any]] = {}
     for group, parsed in (("podAffinity", rules.affinity), ("podAntiAffinity", rules.anti)):
         pod_terms[group] = [term for term, p in zip(raw.get(group) or [], parsed)
                             if not p.uses_extension()]
@@ -212,7 +223,7 @@ def pod_patch(pod):
         return []
 
 
-def mark_patch(spec, resources):
+def mark_patch(spec: object, resources: Iterable[str]) -> list[Operation]:
     """JSON Patch operations that make the first container of the pod SPEC request and
     limit 1 of each extended resource of RESOURCES (names; ``"1"`` in both, as the API
     server requires of an extended resource) that no container or init container names
@@ -224,7 +235,7 @@ def mark_patch(spec, resources):
             or not all(isinstance(c, dict) for c in containers):
         raise Unpatchable("spec.containers is not a list of containers")
     inits = spec.get("initContainers")
-    named = set()
+    named: set[str] = set()
     for c in containers + (inits if isinstance(inits, list) else []):
         res = c.get("resources") if isinstance(c, dict) else None
         if isinstance(res, dict):
@@ -234,14 +245,14 @@ def mark_patch(spec, resources):
     added = {r: "1" for r in resources if r not in named}
     if not added:
         return []
-    base = ("spec", "containers", 0, "resources")
+    base: tuple[Token, ...] = ("spec", "containers", 0, "resources")
     res = containers[0].get("resources")
     if res is None:
         return [{"op": "add", "path": pointer(*base),
                  "value": {"limits": dict(added), "requests": dict(added)}}]
     if not isinstance(res, dict):
         raise Unpatchable("%s is not a mapping" % pointer(*base))
-    ops = []
+    ops: list[Operation] = []
     for part in ("limits", "requests"):
         amounts = res.get(part)
         if amounts is None:

@@ -357,7 +357,7 @@ def test_an_extender_keeps_nothing_once_it_is_gone(monkeypatch):
         "NodeNames": NAMES}).encode()
     assert [ext.handle(verb, body).outcome for verb in ("filter", "prioritize")] == [
         "answered", "answered"]
-    table = weakref.ref(cache.node_view())
+    table = weakref.ref(cache.reader().node_table())
     del cache, ext
     gc.collect()
     assert table() is None

@@ -286,7 +286,7 @@ def test_bound_pods_each_with_terms_of_their_own_cost_admission_our_budget_at_mo
     assert verbs == {SCORE} and took < 0.5
     assert cache.metrics.marked_unlooked.labels("bound")._value.get() == before + 1
     # the extender itself still answers exactly: nothing selects the pod
-    assert cache.selected_by(("preferred_affinity",), cache.describe(
+    assert cache.reader().selected_by(("preferred_affinity",), cache.reader().describe_pod(
         pod("new", {"app": "n"}, ns="o"))) is False
 
 
@@ -294,7 +294,7 @@ def test_what_a_term_keeps_of_pod_classes_is_bounded_by_us():
     cache, _ext = cluster()
     cache.sync_pods([bound_with_terms(0)])
     for i in range(3 * MATCHES_KEPT):          # each distinct set of labels: a class
-        cache.selected_by(("preferred_affinity",), cache.describe(
+        cache.reader().selected_by(("preferred_affinity",), cache.reader().describe_pod(
             pod("c%d" % i, {"app": "c%d" % i}, ns="o")))
     kept = [len(g._match) for g in cache._groups["preferred_affinity"].values()]
     assert kept and max(kept) <= MATCHES_KEPT
