@@ -2,6 +2,10 @@
 import json
 import os
 
+import yaml
+
+from tacker_hwaffinity.numa.cpuset import parse_list
+
 CPU_MANAGER_STATE = "cpu_manager_state"
 KUBELET_CONFIG = "config.yaml"          # kubeadm's place for the kubelet configuration
 
@@ -26,7 +30,6 @@ def _read_text(path, what):
 def read_kubelet_config(path):
     """The kubelet configuration (a KubeletConfiguration, YAML or JSON) at PATH as a dict,
     or None where the file is missing or empty."""
-    import yaml
     text = _read_text(path, "the kubelet configuration")
     if text is None:
         return None
@@ -96,7 +99,6 @@ def read_cpu_map(path):
 
     For running a recorded (larger) topology on a smaller machine: placement uses the
     recorded ids, the kernel gets the mapped ones. Returns ({id: id}, {id: id})."""
-    from tacker_hwaffinity.numa.cpuset import parse_list
     with open(path) as f:
         raw = json.load(f)
     out = []

@@ -24,6 +24,8 @@ import logging
 import threading
 import time
 
+from prometheus_client import Counter, Gauge, Histogram
+
 from tacker_hwaffinity.agent import cgroupfs
 from tacker_hwaffinity.agent.node import ANNOTATION
 from tacker_hwaffinity.kube import events
@@ -40,7 +42,6 @@ class Metrics:
     """The agent's Prometheus metrics, in REGISTRY."""
 
     def __init__(self, registry):
-        from prometheus_client import Counter, Gauge, Histogram
         self.registry = registry
         self.decisions = Counter("hwaffinity_agent_decisions", "Containers placed or refused",
                                  ["result"], registry=registry)

@@ -5,9 +5,11 @@ election on a Lease; the leader polls Nova (one call per interval) and relabels 
 nodes whose VMs settled on another compute host, and evicts, through the Eviction API,
 pods that break their ``hwaffinity.io/required-during-execution`` rules.
 """
+import argparse
 import json
 import os
 import socket
+import typing
 
 from tacker_hwaffinity.cli.main import plain_text
 from tacker_hwaffinity import extras
@@ -16,8 +18,16 @@ from tacker_hwaffinity.errors import InputError
 
 DEFAULT_PORT = 9465
 
+# The controller's own modules are imported in the functions that use them, not here:
+# ``hwaffinity --help`` imports every command's module, and these would add to it
+# (measured over the rest of --help: controller.workers ~50 ms, labeling.params ~35 ms,
+# kube.component ~20 ms, controller.daemon, which brings the Kubernetes client, ~200 ms).
+if typing.TYPE_CHECKING:
+    from tacker_hwaffinity.controller.daemon import ControllerConfig, SelectWorkers
+    from tacker_hwaffinity.labeling.params import HwParams
 
-def register(sub):
+
+def register(sub: typing.Any) -> None:
     p = sub.add_parser("controller", help="keep host labels true and RequiredDuringExecution "
                                           "rules enforced (in-cluster controller)",
                        description=plain_text(__doc__.splitlines()[0]))
@@ -121,7 +131,7 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def _metadata(items):
+def _metadata(items: typing.Iterable[str]) -> typing.Dict[str, str]:
     out = {}
     for item in items:
         key, sep, value = item.partition("=")
@@ -131,9 +141,10 @@ def _metadata(items):
     return out
 
 
-def _workers(args):
+def _workers(args: argparse.Namespace) -> "SelectWorkers":
     """A function of the OpenStack client, the node cache's ``list`` and the region giving
     the worker selector (flags checked now)."""
+    # lazy: see the module's head
     from tacker_hwaffinity.controller import workers
     metadata = _metadata(args.worker_metadata)
     if args.cluster_nodes:
@@ -160,7 +171,7 @@ def _workers(args):
     return lambda _openstack, _nodes, _region: workers.MetadataWorkers(metadata)
 
 
-def host_id_labels(args):
+def host_id_labels(args: argparse.Namespace) -> typing.Tuple[str, ...]:
     """The label keys the flags ask to keep equal to Nova's hostId, each once, in the
     order given (the standard ones first)."""
     keys = [OPENSTACK_HOST_ID_LABEL] if args.openstack_host_id_label else []
@@ -172,7 +183,8 @@ def host_id_labels(args):
     return tuple(dict.fromkeys(keys))
 
 
-def _params(text):
+def _params(text: typing.Optional[str]) -> "HwParams":
+    # lazy: see the module's head
     from tacker_hwaffinity.labeling import params as parameters
     raw = {}
     if text:
@@ -186,15 +198,16 @@ def _params(text):
     return parameters.parse({"hwaffinity_param": raw}, where="--params")["hwaffinity"]
 
 
-def config(args):
+def config(args: argparse.Namespace) -> "ControllerConfig":
     """The controller.daemon.ControllerConfig of the parsed ARGS (flags checked now)."""
+    # lazy: see the module's head
     from tacker_hwaffinity.controller.daemon import ControllerConfig, Lease
     from tacker_hwaffinity.kube.component import parse_address
     address = parse_address(args.metrics_address, "--metrics-address")
     select = _workers(args)
     hw = _params(args.params)
     id_keys = host_id_labels(args)
-    both = sorted(set(id_keys) & set(hw["label_keys"]))
+    both = sorted(set(id_keys) & set(hw.label_keys))
     if both:
         raise InputError("%s: a host label of --params label_keys (the compute host) and "
                          "a host-id label (Nova's hostId) at once; give it once"
@@ -224,8 +237,9 @@ def config(args):
         kubeconfig=args.kubeconfig, context=args.context, log_level=args.log_level)
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     extras.require("controller")    # before the credentials are read
+    # lazy: see the module's head
     from tacker_hwaffinity.controller.daemon import ControllerDaemon
     from tacker_hwaffinity.kube import component
     return component.run(ControllerDaemon(config(args)))

@@ -1,10 +1,35 @@
 """``hwaffinity controller`` as a component of ``kube.component``: its configuration,
 its caches and leader election, and its main loop (the leader's ticks and its Nova
-notification listener)."""
+notification listener).
+
+``ControllerDaemon.start`` composes the parts in order: the clients (OpenStack, the
+API server), the caches (informers), the election (a Lease), the tick
+(``controller.runner.Controller`` with its exposure gauges and rebalancing) and its
+threads. The OpenStack and oslo.messaging libraries are imported by ``openstack`` on
+first use, so importing this module needs neither."""
 import dataclasses
+import functools
+import logging
+import threading
 import typing
 
-from tacker_hwaffinity.kube.component import Address, Refused, Started
+from tacker_hwaffinity.audit import owners as owner_kinds
+from tacker_hwaffinity.audit import pdb
+from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
+from tacker_hwaffinity.controller import runner
+from tacker_hwaffinity.controller.exposure import Exposure, ExposureMetrics
+from tacker_hwaffinity.controller.rebalance import RebalanceInputs, RebalanceMetrics
+from tacker_hwaffinity.controller.workers import WorkerSelector
+from tacker_hwaffinity.kube import client as kube_client
+from tacker_hwaffinity.kube import leader
+from tacker_hwaffinity.kube.component import Address, Context, Refused, Started
+from tacker_hwaffinity.kube.informer import Informer, InformerMetrics
+from tacker_hwaffinity.labeling.params import HwParams
+from tacker_hwaffinity.openstack import access_from_environment
+from tacker_hwaffinity.openstack.api import OpenStack
+from tacker_hwaffinity.openstack.auth import session
+from tacker_hwaffinity.openstack.notifications import NotificationListener
+from tacker_hwaffinity.openstack.servers import ServerPoll
 
 TICK_S = 1.0        # how often the main loop looks at the lease and ticks the controller
 
@@ -37,16 +62,21 @@ class Lease:
     duration: float
 
 
+SelectWorkers = typing.Callable[
+    [OpenStack, typing.Callable[[], typing.List[typing.Any]], typing.Optional[str]],
+    WorkerSelector]
+"""Makes the worker selector (``controller.workers``), given the OpenStack client, the
+node cache's ``list`` and the credentials' region."""
+
+
 @dataclasses.dataclass(frozen=True)
 class ControllerConfig:
     """The controller's configuration, built once from its flags (``cli/controller.py``
     says what each is)."""
 
-    hw: dict
+    hw: HwParams
     """The ``hwaffinity`` parameters (labeling.params: label_keys, host_source, ...)."""
-    select_workers: typing.Callable[[typing.Any, typing.Any, typing.Optional[str]], typing.Any]
-    """The worker selector (controller.workers), given the OpenStack client, the node
-    cache's ``list`` and the credentials' region."""
+    select_workers: SelectWorkers
     metrics_address: Address
     lease: Lease
     poll_interval: float
@@ -70,32 +100,135 @@ class ControllerConfig:
     log_level: str
 
 
-def _read_by_list(*_event):
+@dataclasses.dataclass(frozen=True)
+class Clients:
+    """What the controller talks to: the OpenStack credentials (``openstack.auth``),
+    the client made of them and their region, and the API server."""
+
+    access: typing.Mapping[str, typing.Any]
+    openstack: OpenStack
+    region: typing.Optional[str]
+    conn: kube_client.Connection
+
+
+@dataclasses.dataclass(frozen=True)
+class Caches:
+    """The controller's informers: NODES, PODS and NAMESPACES (readiness waits for
+    them), and what only the exposure gauges read: the pods' OWNERS (desired counts)
+    and the PodDisruptionBudgets (PDBS; optional: policy/v1 is served from 1.21)."""
+
+    nodes: Informer
+    pods: Informer
+    namespaces: Informer
+    owners: typing.Tuple[Informer, ...]
+    pdbs: Informer
+
+    def awaited(self) -> typing.Tuple[Informer, ...]:
+        """The caches readiness and the ticks wait for."""
+        return (self.nodes, self.pods, self.namespaces)
+
+
+def _read_by_list(*_event: typing.Any) -> None:
     """The event handler of an informer whose cache is read through list() only."""
 
 
-def _exposure_caches(conn, log, counted):
-    """Informers of what only the exposure gauges read: the pods' owners (desired
-    counts) and the PodDisruptionBudgets (optional: policy/v1 is served from 1.21);
-    COUNTED: their kube.informer.InformerMetrics."""
-    from tacker_hwaffinity.audit import owners, pdb
-    from tacker_hwaffinity.kube.informer import Informer
-    apps, batch, policy = conn.apps(), conn.batch(), conn.policy()
-    kw = dict(log=log, fields=owners.FIELDS, metrics=counted)
-    ignore = _read_by_list
-    return [
-        Informer(conn, apps.list_replica_set_for_all_namespaces, "ReplicaSet", "replicasets",
-                 ignore, **kw),
-        Informer(conn, apps.list_deployment_for_all_namespaces, "Deployment", "deployments",
-                 ignore, **kw),
-        Informer(conn, apps.list_stateful_set_for_all_namespaces, "StatefulSet",
-                 "statefulsets", ignore, **kw),
-        Informer(conn, apps.list_daemon_set_for_all_namespaces, "DaemonSet", "daemonsets",
-                 ignore, **kw),
-        Informer(conn, batch.list_job_for_all_namespaces, "Job", "jobs", ignore, **kw),
-    ], Informer(conn, policy.list_pod_disruption_budget_for_all_namespaces,
-                "PodDisruptionBudget", "poddisruptionbudgets", ignore, log=log,
-                fields=pdb.FIELDS, optional=True, metrics=counted)
+def _clients(config: ControllerConfig) -> Clients:
+    """The OpenStack client of CONFIG's credentials and the API server's connection;
+    Refused when the API server cannot be reached."""
+    access = access_from_environment(config.os_cloud)
+    openstack = OpenStack(session(access))
+    try:
+        conn = kube_client.connect(config.kubeconfig, config.context)
+    except kube_client.KubeError as e:
+        raise Refused(str(e))
+    return Clients(access, openstack, access.get("region_name"), conn)
+
+
+def _caches(conn: kube_client.Connection, log: logging.Logger,
+            counted: InformerMetrics) -> Caches:
+    """The informers (not started); COUNTED: their kube.informer.InformerMetrics."""
+    core, apps, batch = conn.core(), conn.apps(), conn.batch()
+    kw: dict[str, typing.Any] = {"log": log, "metrics": counted}
+    owned = owner_kinds.FIELDS
+    # each list call is handed to Informer itself: tests/test_rbac_matches_code.py reads
+    # them there to check that the role grants exactly list and watch of each
+    return Caches(
+        nodes=Informer(conn, core.list_node, "Node", "nodes", _read_by_list,
+                       fields=NODE_FIELDS, **kw),
+        pods=Informer(conn, core.list_pod_for_all_namespaces, "Pod", "pods", _read_by_list,
+                      fields=POD_FIELDS, **kw),
+        namespaces=Informer(conn, core.list_namespace, "Namespace", "namespaces",
+                            _read_by_list, fields=NAMESPACE_FIELDS, **kw),
+        owners=(
+            Informer(conn, apps.list_replica_set_for_all_namespaces, "ReplicaSet",
+                     "replicasets", _read_by_list, fields=owned, **kw),
+            Informer(conn, apps.list_deployment_for_all_namespaces, "Deployment",
+                     "deployments", _read_by_list, fields=owned, **kw),
+            Informer(conn, apps.list_stateful_set_for_all_namespaces, "StatefulSet",
+                     "statefulsets", _read_by_list, fields=owned, **kw),
+            Informer(conn, apps.list_daemon_set_for_all_namespaces, "DaemonSet",
+                     "daemonsets", _read_by_list, fields=owned, **kw),
+            Informer(conn, batch.list_job_for_all_namespaces, "Job", "jobs", _read_by_list,
+                     fields=owned, **kw)),
+        pdbs=Informer(conn, conn.policy().list_pod_disruption_budget_for_all_namespaces,
+                      "PodDisruptionBudget", "poddisruptionbudgets", _read_by_list,
+                      fields=pdb.FIELDS, optional=True, **kw))
+
+
+def _election(conn: kube_client.Connection, lease: Lease, log: logging.Logger,
+              on_stopped: typing.Callable[[], None]) -> leader.LeaderElector:
+    """The leader election on LEASE, with client-go's 15/10/2 proportions; ON_STOPPED
+    waits for a side effect in flight before the Lease is released (the controller
+    confirms the Lease right before each side effect)."""
+    return leader.LeaderElector(conn, lease.namespace, lease.name, lease.identity,
+                                lease_duration=lease.duration,
+                                renew_deadline=lease.duration * 2 / 3,
+                                retry_period=lease.duration * 2 / 15,
+                                on_stopped=on_stopped, log=log)
+
+
+def _rebalance(config: ControllerConfig, key: str, caches: Caches,
+               registry: typing.Any) -> typing.Optional[RebalanceInputs]:
+    """What rebalancing on the host label KEY works with (None: no rebalancing)."""
+    if not config.rebalance:
+        return None
+    return RebalanceInputs(key=key, limit=config.rebalance, owners=caches.owners,
+                           pdbs=caches.pdbs, metrics=RebalanceMetrics(registry))
+
+
+def _settings(config: ControllerConfig, clients: Clients, nodes: Informer) -> runner.Settings:
+    """The tick's settings, its worker selector reading the node cache NODES."""
+    return runner.Settings(
+        config.hw, config.select_workers(clients.openstack, nodes.list, clients.region),
+        config.poll_interval, config.grace, config.eviction_interval, config.dry_run,
+        config.host_id_labels, termination_margin=config.termination_margin,
+        region=clients.region, max_termination_wait=config.max_termination_wait)
+
+
+def _tick(config: ControllerConfig, settings: runner.Settings, poll: ServerPoll,
+          conn: kube_client.Connection, caches: Caches, elector: leader.LeaderElector,
+          context: Context) -> runner.Controller:
+    """The leader's tick: host labels, enforcement, the exposure gauges, rebalancing."""
+    log, registry = context.log, context.registry
+    exposure = Exposure(ExposureMetrics(registry),
+                        (config.hw.label_keys or (DEFAULT_HOST_LABEL,))[0],
+                        config.exposure_max_workloads, log=log, owners=caches.owners,
+                        pdbs=caches.pdbs, keep_engine=bool(config.rebalance))
+    rebalance = _rebalance(config, exposure.key, caches, registry)
+    # the metric families are registered (and served on /metrics) in this order:
+    # the informers', the exposure gauges', rebalancing's, the tick's
+    return runner.Controller(conn, poll, settings, caches.nodes, caches.pods,
+                             runner.Metrics(registry), log=log, namespaces=caches.namespaces,
+                             leading=elector.confirm, exposure=exposure, rebalance=rebalance)
+
+
+def _start_threads(workers: typing.Any, caches: Caches, elector: leader.LeaderElector) -> None:
+    """The caches' watches and the election, on the supervisor WORKERS."""
+    for name, worker in (("node-watch", caches.nodes), ("pod-watch", caches.pods),
+                         ("namespace-watch", caches.namespaces), ("leader", elector)):
+        workers.start(name, worker.run, workers.stop)
+    for cache in caches.owners + (caches.pdbs,):   # the gauges' only: readiness does not wait
+        workers.start("%s-watch" % cache.kind.lower(), cache.run, workers.stop)
 
 
 class ControllerDaemon:
@@ -103,100 +236,47 @@ class ControllerDaemon:
 
     name = "controller"
 
-    def __init__(self, config):
+    def __init__(self, config: ControllerConfig) -> None:
         self.config = config
         self.log_level = config.log_level
         self.address = config.metrics_address
 
-    def start(self, context):
-        from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
-        from tacker_hwaffinity.controller import runner
-        from tacker_hwaffinity.controller.exposure import Exposure, ExposureMetrics
-        from tacker_hwaffinity.kube import client as kube_client
-        from tacker_hwaffinity.kube import leader
-        from tacker_hwaffinity.kube.informer import Informer, InformerMetrics
-        from tacker_hwaffinity.openstack import access_from_environment
-        from tacker_hwaffinity.openstack.api import OpenStack
-        from tacker_hwaffinity.openstack.auth import session
-        from tacker_hwaffinity.openstack.servers import ServerPoll
-        config, log, registry, workers = (self.config, context.log, context.registry,
-                                          context.workers)
-        access = access_from_environment(config.os_cloud)
-        openstack = OpenStack(session(access))
-        region = access.get("region_name")
-        try:
-            conn = kube_client.connect(config.kubeconfig, config.context)
-        except kube_client.KubeError as e:
-            raise Refused(str(e))
-        poll = ServerPoll(openstack, scope=config.nova_scope, log=log)
-        core = conn.core()
-        counted = InformerMetrics(registry)
-        nodes = Informer(conn, core.list_node, "Node", "nodes", _read_by_list, log=log,
-                         fields=NODE_FIELDS, metrics=counted)
-        settings = runner.Settings(config.hw, config.select_workers(openstack, nodes.list, region),
-                                   config.poll_interval, config.grace,
-                                   config.eviction_interval, config.dry_run,
-                                   config.host_id_labels,
-                                   termination_margin=config.termination_margin, region=region,
-                                   max_termination_wait=config.max_termination_wait)
-        pods = Informer(conn, core.list_pod_for_all_namespaces, "Pod", "pods",
-                        _read_by_list, log=log, fields=POD_FIELDS, metrics=counted)
-        namespaces = Informer(conn, core.list_namespace, "Namespace", "namespaces",
-                              _read_by_list, log=log, fields=NAMESPACE_FIELDS,
-                              metrics=counted)
-        lease = config.lease
-        # the elector's on_stopped waits for a side effect in flight before the Lease is
-        # released; the controller confirms the Lease right before each side effect
-        elector = leader.LeaderElector(conn, lease.namespace, lease.name, lease.identity,
-                                       lease_duration=lease.duration,
-                                       renew_deadline=lease.duration * 2 / 3,
-                                       retry_period=lease.duration * 2 / 15,
-                                       on_stopped=lambda: controller.stand_down(), log=log)
-        owners, pdbs = _exposure_caches(conn, log, counted)
-        exposure = Exposure(ExposureMetrics(registry),
-                            (config.hw["label_keys"] or [DEFAULT_HOST_LABEL])[0],
-                            config.exposure_max_workloads, log=log, owners=owners, pdbs=pdbs,
-                            keep_engine=bool(config.rebalance))
-        rebalance = None
-        if config.rebalance:
-            from tacker_hwaffinity.controller.rebalance import RebalanceMetrics
-            rebalance = (exposure.key, config.rebalance, owners, pdbs,
-                         RebalanceMetrics(registry))
-        controller = runner.Controller(conn, poll, settings, nodes, pods,
-                                       runner.Metrics(registry), log=log,
-                                       namespaces=namespaces, leading=elector.confirm,
-                                       exposure=exposure, rebalance=rebalance)
-        caches = (nodes, pods, namespaces)
-        for name, worker in (("node-watch", nodes), ("pod-watch", pods),
-                             ("namespace-watch", namespaces), ("leader", elector)):
-            workers.start(name, worker.run, workers.stop)
-        for cache in owners + [pdbs]:       # the gauges' only: readiness does not wait for them
-            workers.start("%s-watch" % cache.kind.lower(), cache.run, workers.stop)
+    def start(self, context: Context) -> Started:
+        config, log = self.config, context.log
+        clients = _clients(config)
+        caches = _caches(clients.conn, log, InformerMetrics(context.registry))
+        elector = _election(clients.conn, config.lease, log, lambda: controller.stand_down())
+        settings = _settings(config, clients, caches.nodes)
+        poll = ServerPoll(clients.openstack, scope=config.nova_scope, log=log)
+        controller = _tick(config, settings, poll, clients.conn, caches, elector, context)
+        _start_threads(context.workers, caches, elector)
+        awaited = caches.awaited()
 
-        def ready():
-            if not all(c.synced.is_set() for c in caches):
+        def ready() -> typing.Tuple[bool, str]:
+            if not all(c.synced.is_set() for c in awaited):
                 return False, "caches not synced yet"
             return True, "leader" if elector.is_leader.is_set() else "standby"
+        loop = MainLoop(controller, elector, awaited, config.notifications_url, log)
+        return Started(ready, functools.partial(self._start_lines, clients.access,
+                                                settings.workers, poll),
+                       main=loop.run, close=[clients.conn.close])
 
-        def start_lines(port):
-            return [
-                "controller %s: workers are %s; Nova every %.0f s, grace %.0f s%s%s "
-                "(metrics on %s:%d)" % (lease.identity, settings.workers.describe(),
-                                        config.poll_interval, config.grace,
-                                        "; hostId kept in %s" % ", ".join(
-                                            config.host_id_labels)
-                                        if config.host_id_labels else "",
-                                        (", rebalancing at most %d eviction(s) a poll"
-                                         % config.rebalance if config.rebalance else "")
-                                        + (", dry run" if config.dry_run else ""),
-                                        self.address.host, port),
-                "controller %s: OpenStack user %s, project %s; Nova polls list %s "
-                "(--nova-scope %s)" % (lease.identity, access["username"],
-                                       access["project_name"],
-                                       poll.describe(access["project_name"]),
-                                       config.nova_scope)]
-        loop = MainLoop(controller, elector, caches, config.notifications_url, log)
-        return Started(ready, start_lines, main=loop.run, close=[conn.close])
+    def _start_lines(self, access: typing.Mapping[str, typing.Any], workers: WorkerSelector,
+                     poll: ServerPoll, port: int) -> typing.List[str]:
+        config, lease = self.config, self.config.lease
+        return [
+            "controller %s: workers are %s; Nova every %.0f s, grace %.0f s%s%s "
+            "(metrics on %s:%d)" % (lease.identity, workers.describe(),
+                                    config.poll_interval, config.grace,
+                                    "; hostId kept in %s" % ", ".join(config.host_id_labels)
+                                    if config.host_id_labels else "",
+                                    (", rebalancing at most %d eviction(s) a poll"
+                                     % config.rebalance if config.rebalance else "")
+                                    + (", dry run" if config.dry_run else ""),
+                                    self.address.host, port),
+            "controller %s: OpenStack user %s, project %s; Nova polls list %s "
+            "(--nova-scope %s)" % (lease.identity, access["username"], access["project_name"],
+                                   poll.describe(access["project_name"]), config.nova_scope)]
 
 
 class MainLoop:
@@ -204,15 +284,16 @@ class MainLoop:
     a tick of CONTROLLER every second; the Nova notification listener on
     NOTIFICATIONS_URL (None: none) runs only on the leader."""
 
-    def __init__(self, controller, elector, caches, notifications_url, log):
+    def __init__(self, controller: runner.Controller, elector: leader.LeaderElector,
+                 caches: typing.Sequence[Informer], notifications_url: typing.Optional[str],
+                 log: logging.Logger) -> None:
         self.controller, self.elector, self.caches = controller, elector, caches
         self.listener = None
         if notifications_url:
-            from tacker_hwaffinity.openstack.notifications import NotificationListener
             self.listener = NotificationListener(notifications_url, controller.notified,
                                                  log=log)
 
-    def run(self, stop):
+    def run(self, stop: threading.Event) -> None:
         """Until STOP is set."""
         listener = self.listener
         try:

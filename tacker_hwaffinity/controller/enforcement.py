@@ -16,6 +16,8 @@ No tenant's object holds what the others share (doc/security.md):
   budget blocks is retried, not passed over for its replica elsewhere), so a violator a
   PodDisruptionBudget blocks forever, or a workload whose replacements violate again,
   cannot keep the other namespaces from their turn."""
+import typing
+
 from tacker_hwaffinity.constants import TERMINAL_PHASES
 from tacker_hwaffinity.controller import rules as rulesmod
 from tacker_hwaffinity.controller.events import COMPONENT, meta_of
@@ -25,6 +27,15 @@ from tacker_hwaffinity.kube.client import KubeError
 
 DEFAULT_GRACE_S = 30        # the API server's default terminationGracePeriodSeconds
 NEVER = float("-inf")       # the last attempt in a namespace never tried
+
+
+class CacheSnapshot(typing.NamedTuple):
+    """The rules' view of the caches (CLUSTER) and what is in them: the UIDS of the
+    nodes and pods, and the pods' KEYS (``namespace/name``)."""
+
+    cluster: rulesmod.Cluster
+    uids: typing.Set[typing.Optional[str]]
+    keys: typing.Set[str]
 
 
 class InFlight:
@@ -103,9 +114,9 @@ class Enforcement:
         none in a namespace whose last eviction is still going on."""
         for namespace in list(self.in_flight):
             self._waiting(namespace)
-        cluster, live = self.cluster(namespace_objs)
-        self._forget_gone(*live)
-        violations = cluster.violations()
+        snapshot = self.cluster(namespace_objs)
+        self._forget_gone(snapshot.uids, snapshot.keys)
+        violations = snapshot.cluster.violations()
         self.metrics.violations.set(len(violations))
         due = self.forgiveness.due(violations)
         if not due or self.clock() - self.last_eviction < self.s.eviction_interval:
@@ -125,9 +136,9 @@ class Enforcement:
         return sorted(rulesmod.eviction_order(due, moved_nodes),
                       key=lambda v: self.served.get(v.pod.namespace, NEVER))
 
-    def cluster(self, namespace_objs):
-        """(the rules' view of the caches, (uids, pod keys) of the objects in them); a
-        node, namespace or pod that cannot be read is skipped (``failed``)."""
+    def cluster(self, namespace_objs: typing.Iterable[typing.Any]) -> CacheSnapshot:
+        """The rules' view of the caches; a node, namespace or pod that cannot be read
+        is skipped (``failed``)."""
         node_objs = self.nodes.list()
         nodes = self._labels_by_name("node", node_objs)
         namespaces = self._labels_by_name("namespace", namespace_objs)
@@ -147,7 +158,7 @@ class Enforcement:
                 continue
             if pod is not None:
                 running.append(pod)
-        return rulesmod.Cluster(nodes, running, namespaces), (uids, keys)
+        return CacheSnapshot(rulesmod.Cluster(nodes, running, namespaces), uids, keys)
 
     def _labels_by_name(self, kind, objs):
         out = {}

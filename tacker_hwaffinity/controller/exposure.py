@@ -28,6 +28,8 @@ down removes all of its series (only the leader exports them).
 """
 import time
 
+from prometheus_client import Counter, Gauge, Histogram
+
 from tacker_hwaffinity.audit import core as audit
 from tacker_hwaffinity.audit import owners
 from tacker_hwaffinity.scheduling.snapshot import SELECTOR_KINDS
@@ -38,7 +40,6 @@ WORKLOAD_LABELS = ("namespace", "kind", "name")
 
 class ExposureMetrics:
     def __init__(self, registry):
-        from prometheus_client import Counter, Gauge, Histogram
         w = WORKLOAD_LABELS
         self.replicas = Gauge("hwaffinity_workload_replicas",
                               "Running replicas of the workload", w, registry=registry)
@@ -132,11 +133,11 @@ class Exposure:
                 failures.append(("workload %s" % "/".join(map(str, w.key)), e))
                 for g in m.workload_gauges():
                     _remove(g, w.key)
-        for what, e in failures:
-            m.failures.labels(type(e).__name__).inc()
+        for what, error in failures:
+            m.failures.labels(type(error).__name__).inc()
             if self.log is not None:
                 self.log.warning("exposure gauges: %s left out: %s: %s", what,
-                                 type(e).__name__, e)
+                                 type(error).__name__, error)
         for k in self.exported - now:
             for g in m.workload_gauges():
                 _remove(g, k)

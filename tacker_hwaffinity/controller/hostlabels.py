@@ -5,6 +5,7 @@ The host-id labels (``Settings.host_id_labels``: ``topology.openstack.org/host-i
 ``topology.scs.community/host-id``) are part of the same plan: each matched worker's
 assignment also carries them, set to Nova's ``hostId`` of its server, so they are
 written, compared and judged stale together with the host label, by one code path."""
+import dataclasses
 import time
 
 from tacker_hwaffinity.controller.events import meta_of
@@ -54,9 +55,9 @@ class HostLabels:
         first = self.tracker is None
         if first:
             live = [s for s in states if s.status != "DELETED"]
-            if not live and self.s.hw["host_source"] == "auto":
+            if not live and self.s.hw.host_source == "auto":
                 return      # no worker yet: host or hostId is decided on the first ones
-            self.tracker = HostTracker(planning.choose_source(live, self.s.hw["host_source"]))
+            self.tracker = HostTracker(planning.choose_source(live, self.s.hw.host_source))
         joined = [st for st in states if st.status != "DELETED" and st.id not in self.workers]
         for st in states:
             if st.status == "DELETED":
@@ -84,7 +85,7 @@ class HostLabels:
     def _plan(self, servers):
         """The MgmtDriver planner's Plan for SERVERS on the nodes of the cache, each
         matched worker's labels with the host-id labels (its server's hostId) added."""
-        hw = dict(self.s.hw, host_source=self.tracker.source)
+        hw = dataclasses.replace(self.s.hw, host_source=self.tracker.source)
         workers = [planning.Worker(s.name, s.id, list(s.addresses), s.host, s.host_id)
                    for s in servers]
         p = planning.plan(workers, self._kube_nodes(), hw, self.s.region)

@@ -29,10 +29,16 @@ In a dry run (``--dry-run``) the API server decides each eviction without doing 
 (``dryRun: All``): the log says what would be evicted and whether a budget would allow
 it; no Event is recorded, nothing changes.
 """
+import dataclasses
+import typing
+
+from prometheus_client import Counter
+
 from tacker_hwaffinity.audit import rebalance as planner
 from tacker_hwaffinity.controller.events import COMPONENT
 from tacker_hwaffinity.kube import evict as evictmod
 from tacker_hwaffinity.kube.client import KubeError
+from tacker_hwaffinity.scheduling.profile import Profile
 from tacker_hwaffinity.scheduling.snapshot import SELECTOR_KINDS
 
 PROFILE = "default-scheduler"       # the profile the replacements are predicted with
@@ -40,7 +46,6 @@ PROFILE = "default-scheduler"       # the profile the replacements are predicted
 
 class RebalanceMetrics:
     def __init__(self, registry):
-        from prometheus_client import Counter
         self.evicted = Counter(
             "hwaffinity_rebalance_pods_evicted", "Rebalancing evictions by result, as "
             "descheduler's descheduler_pods_evicted", ["result", "strategy", "namespace",
@@ -48,18 +53,37 @@ class RebalanceMetrics:
             registry=registry)
 
 
-class Rebalancer:
-    """Plans and evicts for KEY (the host label) with the caches OWNERS (informers of
-    the pods' owner kinds) and PDBS (None: not read); at most LIMIT evictions a run.
-    TERM, EVENTS, LOG: the controller's (``controller.runner``)."""
+class Cache(typing.Protocol):
+    """An informer's cache as rebalancing reads it (``kube.informer.Informer``)."""
 
-    def __init__(self, conn, settings, key, limit, owners, pdbs, metrics, term, events, log):
-        from tacker_hwaffinity.scheduling.profile import Profile
-        self.conn, self.s, self.key, self.limit = conn, settings, key, limit
-        self.owners, self.pdbs, self.metrics = tuple(owners), pdbs, metrics
+    def list(self) -> typing.List[typing.Any]: ...
+
+
+@dataclasses.dataclass(frozen=True)
+class RebalanceInputs:
+    """What rebalancing works with: KEY, the host label; LIMIT, the most evictions a
+    run; the caches OWNERS (of the pods' owner kinds) and PDBS (None: not read);
+    METRICS, its counter."""
+
+    key: str
+    limit: int
+    owners: typing.Sequence[Cache]
+    pdbs: typing.Optional[Cache]
+    metrics: RebalanceMetrics
+
+
+class Rebalancer:
+    """Plans and evicts with INPUTS (``RebalanceInputs``). TERM, EVENTS, LOG: the
+    controller's (``controller.runner``)."""
+
+    def __init__(self, conn, settings, inputs: RebalanceInputs, term, events, log):
+        self.conn, self.s, self.key, self.limit = conn, settings, inputs.key, inputs.limit
+        self.owners, self.pdbs = tuple(inputs.owners), inputs.pdbs
+        self.metrics = inputs.metrics
         self.term, self.events, self.log = term, events, log
         self.framework = Profile().framework()
-        self.failed = set()     # workloads whose eviction failed in the last run: sit out
+        # workloads whose eviction failed in the last run: they sit out the next
+        self.failed: typing.Set[typing.Tuple[str, ...]] = set()
 
     def run(self, node_objs, pod_objs, namespace_objs, nova_hosts, report=None):
         """One run on the caches' objects; NOVA_HOSTS: {node: the host Nova gives it};

@@ -30,6 +30,8 @@ fit in the API server's 256 KiB of annotations, made each tick take 28 s with 5,
 for every tenant's enforcement.
 Pure: no I/O; ``Cluster`` is a snapshot.
 """
+import typing
+
 import numpy as np
 
 from tacker_hwaffinity.errors import InputError
@@ -97,7 +99,7 @@ class Violation:
                 "none of its terms" % self.pod.node)
 
 
-_NONE = {}
+_NONE: typing.Mapping[str, str] = {}     # the labels of a namespace not known
 
 
 class Cluster:

@@ -59,9 +59,12 @@ import logging
 import threading
 import time
 
+from prometheus_client import Counter, Gauge, Histogram
+
 from tacker_hwaffinity.controller.enforcement import Enforcement
 from tacker_hwaffinity.controller.events import EventLog, Failures
 from tacker_hwaffinity.controller.hostlabels import HostLabels
+from tacker_hwaffinity.controller.rebalance import Rebalancer
 from tacker_hwaffinity.controller.term import NotLeading, Term
 
 TERMINATION_MARGIN_S = 30.0
@@ -71,7 +74,6 @@ MIN_POLL_GAP_S = 5.0                # Nova polls, however many notifications ask
 
 class Metrics:
     def __init__(self, registry):
-        from prometheus_client import Counter, Gauge, Histogram
         self.relabels = Counter("hwaffinity_controller_relabels", "Node label changes applied",
                                 registry=registry)
         self.evictions = Counter("hwaffinity_controller_evictions",
@@ -123,7 +125,8 @@ class Controller:
     """NODES, PODS, NAMESPACES: informers (caches; NAMESPACES None: no namespace has
     labels). LEADING: confirms the lease right before each side effect (None: no
     election, this is the only instance). EXPOSURE: ``controller.exposure.Exposure``
-    (None: no gauges)."""
+    (None: no gauges). REBALANCE: ``controller.rebalance.RebalanceInputs`` (None: no
+    rebalancing)."""
 
     def __init__(self, conn, poll, settings, nodes, pods, metrics, log=None,
                  clock=time.monotonic, namespaces=None, leading=None, exposure=None,
@@ -138,13 +141,10 @@ class Controller:
         parts = (metrics, self.term, self.events, self.failed, self.log)
         self.hosts = HostLabels(conn, poll, settings, nodes, *parts)
         self.enforcement = Enforcement(conn, settings, nodes, pods, *parts, clock)
-        # REBALANCE: (key, limit, owners, pdbs, RebalanceMetrics) for controller.rebalance
         self.rebalancer = None
         if rebalance is not None:
-            from tacker_hwaffinity.controller.rebalance import Rebalancer
-            key, limit, owners, pdbs, rmetrics = rebalance
-            self.rebalancer = Rebalancer(conn, settings, key, limit, owners, pdbs, rmetrics,
-                                         self.term, self.events, self.log)
+            self.rebalancer = Rebalancer(conn, settings, rebalance, self.term, self.events,
+                                         self.log)
         self.next_poll = 0.0
         self.last_poll = float("-inf")
         self.lock = threading.Lock()        # one tick at a time
@@ -178,15 +178,13 @@ class Controller:
         """The term ended (the elector's ``on_stopped``, before a release): return once
         no side effect is in flight; the tick still running, if any (a slow Nova poll),
         does no more (``leading()`` says no, and the term is marked stale)."""
-        with self.term.lock:
-            self.term.stale = True
-            if self.exposure is not None:
-                self.exposure.clear()       # a standby exports no exposure gauges
+        # a standby exports no exposure gauges
+        self.term.end(self.exposure.clear if self.exposure is not None else None)
 
     def _new_term(self):
         """What the last term knew may be out of date: relabel every worker from Nova's
         next answer, and count the affinity grace again."""
-        self.term.stale = False
+        self.term.begin()
         self.hosts.resync = True
         self.next_poll, self.last_poll = 0.0, float("-inf")
         self.enforcement.new_term()

@@ -21,45 +21,61 @@ every server that is a node of the cluster.
 """
 import logging
 import time
+import typing
 
 from tacker_hwaffinity.labeling import inventory
 from tacker_hwaffinity.labeling import plan as planning
 from tacker_hwaffinity.labeling.nodes import NodeObjectError, kube_node
+from tacker_hwaffinity.openstack.api import OpenStack, OpenStackError
+from tacker_hwaffinity.openstack.servers import ServerState
+
+
+class WorkerSelector(typing.Protocol):
+    """Which servers are workers: what the three selectors below have in common."""
+
+    def describe(self) -> str:
+        """Which servers are workers, for the start line."""
+
+    def select(self, states: typing.List[ServerState]) -> typing.List[ServerState]:
+        """The workers among STATES (what one Nova poll reported)."""
 
 
 class MetadataWorkers:
-    def __init__(self, metadata):
+    def __init__(self, metadata: typing.Mapping[str, str]) -> None:
         self.metadata = dict(metadata)
 
-    def describe(self):
+    def describe(self) -> str:
         return "servers with metadata %s" % ", ".join(
             "%s=%s" % kv for kv in sorted(self.metadata.items()))
 
-    def select(self, states):
+    def select(self, states: typing.List[ServerState]) -> typing.List[ServerState]:
         return [s for s in states
                 if all((s.metadata or {}).get(k) == v for k, v in self.metadata.items())]
 
 
 class StackWorkers:
-    def __init__(self, openstack, stack, aspects=(), vdus=(), refresh_interval=60.0,
-                 clock=time.monotonic, log=None):
+    def __init__(self, openstack: OpenStack, stack: str, aspects: typing.Iterable[str] = (),
+                 vdus: typing.Iterable[str] = (), refresh_interval: float = 60.0,
+                 clock: typing.Callable[[], float] = time.monotonic,
+                 log: typing.Optional[logging.Logger] = None) -> None:
         self.openstack, self.stack = openstack, stack
         self.aspects, self.vdus = tuple(aspects), tuple(vdus)
         self.refresh_interval, self.clock = refresh_interval, clock
         self.log = log or logging.getLogger("hwaffinity.controller")
-        self.ids = None             # server ids of the workers, once read
+        self.ids: typing.Optional[typing.Set[str]] = None   # the workers' server ids, once read
         self.last_read = -1e9
         self.reads = 0
-        self.others = {}            # server id -> last state, of servers not (yet) workers
+        # server id -> last state, of servers not (yet) workers
+        self.others: typing.Dict[str, ServerState] = {}
 
-    def describe(self):
+    def describe(self) -> str:
         what = ["aspect %s" % a for a in self.aspects] + ["VDU %s" % v for v in self.vdus]
         return "servers of stack %s (%s)" % (self.stack, ", ".join(what))
 
-    def select(self, states):
+    def select(self, states: typing.List[ServerState]) -> typing.List[ServerState]:
         """The workers among STATES, plus earlier-seen servers that a new read of the
         stack made workers (their change may have come before the read)."""
-        known = self.ids or set()
+        known: typing.Set[str] = self.ids or set()
         for s in states:
             if s.status == "DELETED":
                 self.others.pop(s.id, None)
@@ -69,7 +85,7 @@ class StackWorkers:
         if self.ids is None or (unknown and
                                 self.clock() - self.last_read >= self.refresh_interval):
             self._read()
-        ids = self.ids or set()
+        ids: typing.Set[str] = self.ids or set()
         out = [s for s in states if s.id in ids]
         given = {s.id for s in out}
         out.extend(self.others[i] for i in sorted(ids & set(self.others)) if i not in given)
@@ -78,7 +94,6 @@ class StackWorkers:
         return out
 
     def _read(self):
-        from tacker_hwaffinity.openstack.api import OpenStackError
         self.last_read = self.clock()
         self.reads += 1
         try:
@@ -110,14 +125,16 @@ class ClusterNodeWorkers:
     """NODE_OBJECTS: gives the cluster's Node objects (the node informer's ``list``);
     REGION: the credentials' region (None: unknown)."""
 
-    def __init__(self, node_objects, region=None):
+    def __init__(self, node_objects: typing.Callable[[], typing.List[typing.Any]],
+                 region: typing.Optional[str] = None) -> None:
         self.node_objects, self.region = node_objects, region
-        self.others = {}            # server id -> last state, of servers not (yet) nodes
+        # server id -> last state, of servers not (yet) nodes
+        self.others: typing.Dict[str, ServerState] = {}
 
-    def describe(self):
+    def describe(self) -> str:
         return "every server that is a node of this cluster (spec.providerID, else InternalIP)"
 
-    def select(self, states):
+    def select(self, states: typing.List[ServerState]) -> typing.List[ServerState]:
         """The servers among STATES that a node of the cluster is the VM of, plus the
         earlier-seen servers whose node has joined since (a poll lists only the servers
         that changed)."""

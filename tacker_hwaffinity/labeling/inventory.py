@@ -14,6 +14,9 @@ serves the real clients, the tests and the benchmark:
 * ``workers(servers, refs)``: Nova ``GET /servers/detail`` entries for the
   referenced server ids, as ``plan.Worker`` with addresses, host, hostId, AZ.
 """
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
 from tacker_hwaffinity.labeling.plan import Worker
 
 SERVER = "OS::Nova::Server"
@@ -26,11 +29,12 @@ class ServerRef:
 
     __slots__ = ("server_id", "member", "member_stack", "resource")
 
-    def __init__(self, server_id, member, member_stack, resource):
+    def __init__(self, server_id: str, member: str, member_stack: str | None,
+                 resource: str):
         self.server_id, self.member = server_id, member
         self.member_stack, self.resource = member_stack, resource
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "ServerRef(%s, member=%s)" % (self.server_id, self.member)
 
 
@@ -42,7 +46,7 @@ def stack_id_of(resource):
     return None
 
 
-def members(resources, aspect_id):
+def members(resources: Sequence[Mapping[str, Any]], aspect_id: str) -> list[ServerRef] | str:
     """ServerRefs of every member of the AutoScalingGroup named ASPECT_ID,
     sorted by member name. An error string instead when the group is absent."""
     group = [r for r in resources if r.get("resource_name") == aspect_id
@@ -69,7 +73,8 @@ def members(resources, aspect_id):
     return sorted(refs, key=lambda ref: (ref.member, ref.resource))
 
 
-def vdu_servers(resources, names):
+def vdu_servers(resources: Iterable[Mapping[str, Any]], names: Iterable[str]
+                ) -> tuple[list[ServerRef], list[str]]:
     """ServerRefs of the top-stack servers named NAMES; (refs, missing names)."""
     top = {r.get("resource_name"): r for r in resources
            if not r.get("parent_resource") and r.get("resource_type") == SERVER}
@@ -83,9 +88,10 @@ def vdu_servers(resources, names):
     return refs, missing
 
 
-def addresses(server):
+def addresses(server: Mapping[str, Any]) -> list[str]:
     """Every address of a Nova server (fixed first, then floating), unique."""
-    fixed, floating = [], []
+    fixed: list[str] = []
+    floating: list[str] = []
     for entries in (server.get("addresses") or {}).values():
         for a in entries or ():
             addr = a.get("addr")
@@ -99,7 +105,8 @@ def addresses(server):
     return out
 
 
-def workers(servers, refs):
+def workers(servers: Iterable[Mapping[str, Any]], refs: Iterable[ServerRef]
+            ) -> tuple[list[Worker], list[ServerRef]]:
     """(Workers for REFS found in SERVERS, refs whose server Nova does not list)."""
     by_id = {s.get("id"): s for s in servers}
     found, missing = [], []

@@ -6,20 +6,22 @@ and it prints the resulting nodes, so the labels are read back in the same
 round trip.
 """
 import json
+from collections.abc import Iterable, Mapping
 
 from tacker_hwaffinity.constants import FIELD_MANAGER
 from tacker_hwaffinity.labeling.nodes import NodeObjectError, kube_node
+from tacker_hwaffinity.labeling.plan import KubeNode
 
 
 class KubectlOutputError(Exception):
     """kubectl printed something that is not what was asked for."""
 
 
-def get_nodes():
+def get_nodes() -> list[str]:
     return ["kubectl", "get", "nodes", "-o", "json"]
 
 
-def apply_labels(desired):
+def apply_labels(desired: Mapping[str, Mapping[str, str]]) -> tuple[list[str], str]:
     """(argv, stdin) that set DESIRED {node: {key: value}} on every node at once."""
     items = [{"apiVersion": "v1", "kind": "Node",
               "metadata": {"name": name, "labels": dict(labels)}}
@@ -30,11 +32,12 @@ def apply_labels(desired):
     return argv, json.dumps(doc, sort_keys=True)
 
 
-def cordon(nodes):
+def cordon(nodes: Iterable[str]) -> list[str]:
     return ["kubectl", "cordon"] + sorted(nodes)
 
 
-def drain(nodes, timeout, delete_emptydir_data=True, force=False):
+def drain(nodes: str | Iterable[str], timeout: int, delete_emptydir_data: bool = True,
+          force: bool = False) -> list[str]:
     """Drain NODES (a name or names) in one kubectl call, through the eviction
     API (PodDisruptionBudgets honoured), giving up after TIMEOUT seconds."""
     nodes = [nodes] if isinstance(nodes, str) else sorted(nodes)
@@ -46,11 +49,11 @@ def drain(nodes, timeout, delete_emptydir_data=True, force=False):
     return argv
 
 
-def delete_nodes(nodes):
+def delete_nodes(nodes: Iterable[str]) -> list[str]:
     return ["kubectl", "delete", "node", "--ignore-not-found", "--wait=false"] + sorted(nodes)
 
 
-def parse_nodes(text):
+def parse_nodes(text: str | bytes) -> list[KubeNode]:
     """Nodes from 'kubectl get nodes -o json' (or apply -o json): [plan.KubeNode]."""
     try:
         doc = json.loads(text)

@@ -1,6 +1,8 @@
 """The planner's KubeNode of a Kubernetes Node object: the one reading of a node's name,
 labels, InternalIPs and spec.providerID, for the MgmtDriver (kubectl's JSON), the
 controller (its informer) and ``hwaffinity audit --openstack`` (snapshot or API)."""
+from typing import Any
+
 from tacker_hwaffinity.labeling import provider_id
 from tacker_hwaffinity.labeling.plan import KubeNode
 
@@ -9,14 +11,14 @@ class NodeObjectError(ValueError):
     """A Node object without what every node has (a metadata.name)."""
 
 
-def kube_node(obj):
+def kube_node(obj: Any) -> KubeNode:
     """The KubeNode of OBJ (a Node as a dict); NodeObjectError when it has no name."""
     meta = obj.get("metadata") if isinstance(obj, dict) else None
     if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
         raise NodeObjectError("a node without metadata.name")
     spec, status = obj.get("spec"), obj.get("status")
     addresses = status.get("addresses") if isinstance(status, dict) else None
-    ips = [a.get("address") for a in addresses or () if isinstance(a, dict)
+    ips = [a["address"] for a in addresses or () if isinstance(a, dict)
            and a.get("type") == "InternalIP" and isinstance(a.get("address"), str)
            and a.get("address")]
     labels = meta.get("labels")

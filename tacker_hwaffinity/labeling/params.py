@@ -1,9 +1,12 @@
 """The driver's parameters: our ``hwaffinity_param`` block and the reference
 driver's ``k8s_cluster_installation_param`` (read so existing packages switch
 drivers without edits). Validated before anything changes; an error names the
-field. One declarative spec gives both the validator and the JSON schema.
+field. One declarative spec gives both the validator and the JSON schema; the
+validated ``hwaffinity_param`` block is handed out as :class:`HwParams`.
 """
+import dataclasses
 import re
+import typing
 
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
@@ -155,6 +158,60 @@ _NODE_FIELDS = {"aspect_id": F("string"), "vdu_id": F("string"), "ssh_cp_name": 
                 "username": F("string"), "password": F("string", secret=True)}
 
 
+@dataclasses.dataclass(frozen=True)
+class OpenStackParams:
+    """``hwaffinity_param.openstack``: seconds per Heat/Nova request, retries of a read."""
+
+    timeout: float
+    retries: int
+
+
+@dataclasses.dataclass(frozen=True)
+class DrainParams:
+    """``hwaffinity_param.drain``: what ``kubectl drain`` is given."""
+
+    timeout: int
+    delete_emptydir_data: bool
+    force: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class HwParams:
+    """The validated ``hwaffinity_param`` block, defaults filled in (``SPEC`` says what
+    each field is). ``ssh`` and ``install`` stay the validated objects their readers
+    take as they are (``ssh.SSHSession.from_params``, ``mgmt.install``)."""
+
+    label_keys: typing.Tuple[str, ...]
+    zone_label_key: typing.Optional[str]
+    host_source: str
+    on_colocation: str
+    kubeconfig: typing.Optional[str]
+    join_timeout: float
+    worker_vdus: typing.Tuple[str, ...]
+    openstack: OpenStackParams
+    ssh: typing.Mapping[str, typing.Any]
+    install: typing.Mapping[str, typing.Any]
+    drain: DrainParams
+
+    @classmethod
+    def from_block(cls, block: typing.Mapping[str, typing.Any]) -> "HwParams":
+        """Of the validated block BLOCK (``_validate_object`` over ``SPEC``)."""
+        return cls(label_keys=tuple(block["label_keys"]),
+                   zone_label_key=block["zone_label_key"], host_source=block["host_source"],
+                   on_colocation=block["on_colocation"], kubeconfig=block["kubeconfig"],
+                   join_timeout=block["join_timeout"],
+                   worker_vdus=tuple(block["worker_vdus"]),
+                   openstack=OpenStackParams(**block["openstack"]), ssh=block["ssh"],
+                   install=block["install"], drain=DrainParams(**block["drain"]))
+
+
+# What parse() gives: our block, the reference block's master and worker nodes
+# (validated, not strict) and its script_path; read by key, as JSON is.
+Parsed = typing.TypedDict("Parsed", {
+    "hwaffinity": HwParams, "master": typing.Dict[str, typing.Any],
+    "worker": typing.Dict[str, typing.Any], "script_path": typing.Optional[str]})
+
+
 def _json_type_ok(t, v):
     if t == "string":
         return isinstance(v, str)
@@ -190,7 +247,7 @@ def _validate(spec, value, path, strict=True):
     return value
 
 
-def validate_field(spec, value, path):
+def validate_field(spec: F, value: typing.Any, path: str) -> typing.Any:
     """VALUE checked against the field SPEC (InputError naming PATH); the clean value."""
     return _validate(spec, value, path)
 
@@ -224,8 +281,10 @@ def _validate_object(fields, value, path, strict=True):
     return out
 
 
-def parse(additional_params, where="additionalParams", defaults=None):
-    """Validated parameters: ``{"hwaffinity": {...}, "master": {...}, "worker": {...}}``.
+def parse(additional_params: typing.Any, where: str = "additionalParams",
+          defaults: typing.Optional[typing.Mapping[str, typing.Any]] = None) -> Parsed:
+    """The validated parameters of ADDITIONAL_PARAMS (an InputError names the field
+    under WHERE).
 
     DEFAULTS: operator-wide ``hwaffinity_param`` defaults (``tacker.conf [hwaffinity]``,
     see ``mgmt.conf``), below what the VNF gives and above the built-in ones."""
@@ -262,8 +321,8 @@ def parse(additional_params, where="additionalParams", defaults=None):
     if script is not None:
         script = _validate(F("string", check=_relative_path), script,
                            "%s.%s.script_path" % (where, REFERENCE_BLOCK))
-    return {"hwaffinity": params, "master": roles["master_node"], "worker": roles["worker_node"],
-            "script_path": script}
+    return Parsed(hwaffinity=HwParams.from_block(params), master=roles["master_node"],
+                  worker=roles["worker_node"], script_path=script)
 
 
 def json_schema():
@@ -294,7 +353,7 @@ def json_schema():
     return schema
 
 
-def secrets(params):
+def secrets(params: Parsed) -> typing.List[str]:
     """Every secret value in PARAMS, so adapters can keep them out of logs."""
     found = []
 
@@ -307,7 +366,7 @@ def secrets(params):
                 found.append(v)
             elif spec.type == "object":
                 walk(spec.fields, v)
-    walk(SPEC, params["hwaffinity"])
+    walk(SPEC, dataclasses.asdict(params["hwaffinity"]))
     for role in ("master", "worker"):
         if params[role].get("password"):
             found.append(params[role]["password"])

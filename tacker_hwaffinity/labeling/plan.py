@@ -6,7 +6,12 @@ node whose InternalIP is one of the worker's addresses (never by guessing
 names): :func:`node_of`, doc/mgmt-driver.md "How a node is matched to its
 server". Every problem is reported per worker; nothing is skipped silently.
 """
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
 from tacker_hwaffinity.labeling import provider_id
+from tacker_hwaffinity.labeling.params import HwParams
+from tacker_hwaffinity.labeling.provider_id import ProviderID
 from tacker_hwaffinity.labeling.sanitize import label_value
 
 NO_HOST = ("the compute host is not visible (Nova attribute OS-EXT-SRV-ATTR:host): the VIM "
@@ -20,7 +25,8 @@ class Worker:
 
     __slots__ = ("name", "server_id", "addresses", "host", "host_id", "zone")
 
-    def __init__(self, name, server_id, addresses, host=None, host_id=None, zone=None):
+    def __init__(self, name: str, server_id: str, addresses: Iterable[str],
+                 host: str | None = None, host_id: str | None = None, zone: str | None = None):
         self.name, self.server_id, self.addresses = name, server_id, tuple(addresses)
         self.host, self.host_id, self.zone = host or None, host_id or None, zone or None
 
@@ -32,12 +38,13 @@ class KubeNode:
 
     __slots__ = ("name", "internal_ips", "labels", "provider")
 
-    def __init__(self, name, internal_ips, labels, provider=None):
+    def __init__(self, name: str, internal_ips: Iterable[str], labels: Mapping[str, str],
+                 provider: ProviderID | None = None):
         self.name, self.internal_ips, self.labels = name, tuple(internal_ips), dict(labels)
         self.provider = provider
 
     @property
-    def provider_id(self):
+    def provider_id(self) -> str | None:
         """The server id the node's providerID names, or None."""
         return self.provider.server_id if self.provider else None
 
@@ -45,18 +52,20 @@ class KubeNode:
 class Assignment:
     __slots__ = ("worker", "node", "host", "labels", "error")
 
-    def __init__(self, worker, node=None, host=None, labels=None, error=None):
+    def __init__(self, worker: Worker, node: KubeNode | None = None, host: str | None = None,
+                 labels: Mapping[str, str] | None = None, error: str | None = None):
         self.worker, self.node, self.host = worker, node, host
         self.labels, self.error = labels or {}, error
 
 
 class LabelPlan:
-    def __init__(self, assignments, source, colocated, on_colocation):
+    def __init__(self, assignments: Sequence["Assignment"], source: str,
+                 colocated: Mapping[str, Sequence[str]], on_colocation: str):
         self.assignments, self.source = assignments, source
         self.colocated, self.on_colocation = colocated, on_colocation
 
     @property
-    def errors(self):
+    def errors(self) -> list[str]:
         out = ["%s (server %s): %s" % (a.worker.name, a.worker.server_id, a.error)
                for a in self.assignments if a.error]
         if self.colocated and self.on_colocation == "fail":
@@ -64,16 +73,16 @@ class LabelPlan:
         return out
 
     @property
-    def warnings(self):
+    def warnings(self) -> list[str]:
         if self.colocated and self.on_colocation == "warn":
             return colocation_messages(self.colocated)
         return []
 
-    def desired(self):
+    def desired(self) -> dict[str, dict[str, str]]:
         """{node: {key: value}} for every matched worker."""
         return {a.node.name: dict(a.labels) for a in self.assignments if a.node and not a.error}
 
-    def changes(self):
+    def changes(self) -> dict[str, dict[str, str]]:
         """{node: {key: value}} where a node's label differs from what it should be."""
         out = {}
         for a in self.assignments:
@@ -83,7 +92,7 @@ class LabelPlan:
                     out[a.node.name] = diff
         return out
 
-    def mapping(self):
+    def mapping(self) -> list[dict[str, Any]]:
         """The worker -> host -> node report (log and VNF instance metadata)."""
         return [{"worker": a.worker.name, "server": a.worker.server_id, "host": a.host,
                  "hostSource": self.source, "node": a.node.name if a.node else None,
@@ -95,7 +104,7 @@ def colocation_messages(colocated):
             % (", ".join(sorted(names)), host) for host, names in sorted(colocated.items())]
 
 
-def choose_source(workers, host_source):
+def choose_source(workers: Sequence[Worker], host_source: str) -> str:
     """host or hostId: 'auto' is host when the VIM user sees hosts (every worker has one)."""
     if host_source != "auto":
         return host_source
@@ -107,29 +116,30 @@ class NodeIndex:
     REGION: the region of the credentials (None: unknown); a node whose providerID
     names another region belongs to another cloud and is matched to no worker."""
 
-    def __init__(self, nodes, region=None):
+    def __init__(self, nodes: Iterable[KubeNode], region: str | None = None):
         self.region = region or None
-        self.by_server, self.by_ip = {}, {}
+        self.by_server: dict[str, list[KubeNode]] = {}
+        self.by_ip: dict[str, list[KubeNode]] = {}
         for n in nodes:
             if n.provider is not None:
-                self.by_server.setdefault(n.provider_id, []).append(n)
+                self.by_server.setdefault(n.provider.server_id, []).append(n)
             for ip in n.internal_ips:
                 self.by_ip.setdefault(ip, []).append(n)
 
-    def foreign(self, node):
+    def foreign(self, node: KubeNode) -> bool:
         """Does NODE's providerID name a region other than the credentials'?"""
         return bool(self.region and node.provider and node.provider.region
                     and node.provider.region != self.region)
 
-    def named(self, worker):
+    def named(self, worker: Worker) -> list[KubeNode]:
         """The nodes whose providerID names WORKER's server, in this region."""
         return [n for n in self.by_server.get(_id(worker), ()) if not self.foreign(n)]
 
-    def by_address(self, worker):
+    def by_address(self, worker: Worker) -> dict[str, KubeNode]:
         """{name: node} of the nodes with an InternalIP among WORKER's addresses."""
         return {n.name: n for ip in worker.addresses for n in self.by_ip.get(ip, ())}
 
-    def eligible(self, worker):
+    def eligible(self, worker: Worker) -> list[KubeNode]:
         """The nodes WORKER may be the VM of: those whose providerID names its server;
         if none, those with an InternalIP among its addresses and no providerID of
         their own (a node whose providerID names another server is that server's,
@@ -147,7 +157,7 @@ def _id(worker):
     return (worker.server_id or "").lower()
 
 
-def node_of(worker, index):
+def node_of(worker: Worker, index: NodeIndex) -> tuple[KubeNode | None, str | None]:
     """(node, None) when exactly one node of INDEX (a :class:`NodeIndex`) is WORKER's:
     the node whose spec.providerID names its server, else the one node with an
     InternalIP among its addresses and no providerID naming another server; else
@@ -188,12 +198,14 @@ def _unmatched(worker, index):
             % (addresses, worker.server_id))
 
 
-def plan(workers, nodes, hw, region=None):
-    """The LabelPlan for WORKERS over NODES with validated parameters HW; REGION: the
-    credentials' region (``NodeIndex``)."""
-    source = choose_source(workers, hw["host_source"])
+def plan(workers: Sequence[Worker], nodes: Iterable[KubeNode], hw: HwParams,
+         region: str | None = None) -> LabelPlan:
+    """The LabelPlan for WORKERS over NODES with the parameters HW (``params.HwParams``);
+    REGION: the credentials' region (``NodeIndex``)."""
+    source = choose_source(workers, hw.host_source)
     index = NodeIndex(nodes, region)
-    assignments, hosts = [], {}
+    assignments: list[Assignment] = []
+    hosts: dict[str, list[str]] = {}
     for w in workers:
         raw = w.host if source == "host" else w.host_id
         if not raw:
@@ -205,9 +217,9 @@ def plan(workers, nodes, hw, region=None):
         if error:
             assignments.append(Assignment(w, host=host, error=error))
             continue
-        labels = {k: host for k in hw["label_keys"]}
-        if hw.get("zone_label_key") and w.zone:
-            labels[hw["zone_label_key"]] = label_value(w.zone)
+        labels = {k: host for k in hw.label_keys}
+        if hw.zone_label_key and w.zone:
+            labels[hw.zone_label_key] = label_value(w.zone)
         assignments.append(Assignment(w, node=node, host=host, labels=labels))
     colocated = {h: names for h, names in hosts.items() if len(names) > 1}
-    return LabelPlan(assignments, source, colocated, hw["on_colocation"])
+    return LabelPlan(assignments, source, colocated, hw.on_colocation)

@@ -38,6 +38,6 @@ def parse(value):
     return ProviderID(m.group(2).lower(), m.group(1) or None)
 
 
-def text(pid):
+def text(pid: ProviderID) -> str:
     """The providerID of PID in OCCM's form (for messages)."""
     return "%s%s/%s" % (SCHEME, pid.region or "", pid.server_id)

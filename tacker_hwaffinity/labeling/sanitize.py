@@ -22,7 +22,7 @@ _HASH_LEN = 8
 _KEEP = MAX_LEN - _HASH_LEN - 1
 
 
-def label_value(name):
+def label_value(name: str) -> str:
     """A valid label value for host NAME (see the module rule)."""
     if label_value_error(name) is None:
         return name

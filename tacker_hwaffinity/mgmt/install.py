@@ -23,7 +23,7 @@ from tacker_hwaffinity.mgmt.reconcile import HookFailed
 
 def script_bytes(job):
     """The installation script's content, read from the VNF package."""
-    rel = (job.params["hwaffinity"]["install"].get("script") or job.params.get("script_path")
+    rel = (job.params["hwaffinity"].install.get("script") or job.params.get("script_path")
            or install_plan.DEFAULT_SCRIPT)
     base = job.package_dir() if callable(job.package_dir) else job.package_dir
     if not base:
@@ -44,7 +44,7 @@ def script_bytes(job):
 
 def _opts(job):
     """The install parameters with the reference block's CIDRs as defaults."""
-    opts = dict(job.params["hwaffinity"]["install"])
+    opts = dict(job.params["hwaffinity"].install)
     master = job.params["master"]
     opts["pod_cidr"] = opts.get("pod_cidr") or master.get("pod_cidr")
     opts["service_cidr"] = opts.get("service_cidr") or master.get("cluster_cidr")

@@ -80,7 +80,7 @@ class Installer:
 
     def _connect(self, node):
         from tacker_hwaffinity.ssh import SSHSession
-        ssh = {k: v for k, v in self.params["hwaffinity"]["ssh"].items() if k != "host"}
+        ssh = {k: v for k, v in self.params["hwaffinity"].ssh.items() if k != "host"}
         role = self.params["master" if node.master else "worker"]
         defaults = {"username": role.get("username") or self.params["master"].get("username"),
                     "password": role.get("password") or self.params["master"].get("password")}

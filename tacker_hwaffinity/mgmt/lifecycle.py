@@ -10,13 +10,19 @@ metadata. Every hook is idempotent: a retry re-reads the truth and converges.
 import dataclasses
 import datetime
 import logging
+import typing
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.labeling import inventory
+from tacker_hwaffinity.labeling.params import Parsed
+from tacker_hwaffinity.labeling.plan import LabelPlan, Worker
 from tacker_hwaffinity.mgmt import install as cluster_install
 from tacker_hwaffinity.mgmt import kubectl_runner as kube_access
 from tacker_hwaffinity.mgmt import reconcile
 from tacker_hwaffinity.mgmt.reconcile import HookFailed
+
+if typing.TYPE_CHECKING:      # imported where it is first used (Context.openstack)
+    from tacker_hwaffinity.openstack import OpenStack
 
 LOG = logging.getLogger("tacker_hwaffinity.mgmt")
 ACTIVE = ("instantiate_end", "scale_start", "scale_end", "heal_start", "heal_end")
@@ -33,28 +39,34 @@ NOTHING = {
 
 @dataclasses.dataclass
 class Job:
+    """What Tacker (or ``hwaffinity relabel``) asks of one hook."""
+
     hook: str
-    params: dict                      # labeling.params.parse() output
-    access: dict = None               # OpenStack credentials (openstack.auth)
-    stack_id: str = None              # v1: the VNF's top stack
-    worker_servers: list = None       # v2: the worker VNFCs' server ids
-    master_vnfcs: list = None         # v2: [(server id, VNFC stack id)] of the masters
-    removed_members: list = ()        # v1 scale-in: AutoScalingGroup member names
-    target_servers: list = ()         # heal / v2 scale-in: server ids
+    params: Parsed
+    access: typing.Optional[typing.Dict[str, typing.Any]] = None
+    """OpenStack credentials (openstack.auth)."""
+    stack_id: typing.Optional[str] = None       # v1: the VNF's top stack
+    worker_servers: typing.Optional[typing.List[str]] = None   # v2: the worker VNFCs' servers
+    master_vnfcs: typing.Optional[typing.List[typing.Tuple[str, typing.Optional[str]]]] = None
+    """v2: (server id, VNFC stack id) of the masters."""
+    removed_members: typing.Collection[str] = ()    # v1 scale-in: AutoScalingGroup members
+    target_servers: typing.Collection[str] = ()     # heal / v2 scale-in: server ids
     full_heal: bool = False           # heal of the whole VNF (no VNFC given)
-    kubeconfig: str = None            # a Kubernetes VIM, as kubeconfig text
+    kubeconfig: typing.Optional[str] = None         # a Kubernetes VIM, as kubeconfig text
     scale_in: bool = True             # scale_start/scale_end: the request's type
-    package_dir: object = None        # the VNF package directory, or a callable giving it
-    record: dict = None               # added to the report (v2 heal_start: healed VNFCs' stacks)
+    package_dir: typing.Union[str, typing.Callable[[], str], None] = None
+    """The VNF package directory, or a callable giving it."""
+    record: typing.Optional[typing.Dict[str, typing.Any]] = None
+    """Added to the report (v2 heal_start: healed VNFCs' stacks)."""
 
 
 @dataclasses.dataclass
 class Inventory:
-    workers: list                     # plan.Worker
-    refs: list                        # inventory.ServerRef, same order
-    masters: list                     # plan.Worker of the masters
-    master_refs: list
-    servers: dict = None              # Nova server JSON by id
+    workers: typing.List[Worker]
+    refs: typing.List[inventory.ServerRef]      # same order
+    masters: typing.List[Worker]
+    master_refs: typing.List[inventory.ServerRef]
+    servers: typing.Optional[typing.Dict[str, typing.Any]] = None   # Nova server JSON by id
 
 
 class Context:
@@ -69,10 +81,10 @@ class Context:
             from tacker_hwaffinity.openstack import OpenStack, session
             if not self.job.access:
                 raise InputError("no OpenStack VIM is given (vimConnectionInfo)")
-            o = self.job.params["hwaffinity"]["openstack"]
-            self._openstack = OpenStack(session(self.job.access, timeout=o["timeout"]),
+            o = self.job.params["hwaffinity"].openstack
+            self._openstack = OpenStack(session(self.job.access, timeout=o.timeout),
                                         region_name=self.job.access.get("region_name"),
-                                        retries=o["retries"])
+                                        retries=o.retries)
         return self._openstack
 
 
@@ -89,7 +101,7 @@ def discover(ctx):
             raise InputError("the VNF instance has no Heat stack (instantiated_vnf_info."
                              "instance_id)")
         resources = os_.stack_resources(job.stack_id)
-        refs, mrefs = _refs(resources, worker, hw["worker_vdus"], "worker_node", problems), []
+        refs, mrefs = _refs(resources, worker, hw.worker_vdus, "worker_node", problems), []
         if master.get("aspect_id"):
             mrefs = _refs(resources, master, [], "master_node", problems)
         elif master.get("vdu_id"):  # a master VDU that is not scaled (one top-stack server)
@@ -128,17 +140,17 @@ def _refs(resources, node, vdus, role, problems, vdu_field="hwaffinity_param.wor
 def open_cluster(ctx, inv):
     """One kubectl runner: a kubeconfig (parameter or Kubernetes VIM) or SSH."""
     hw, job = ctx.job.params["hwaffinity"], ctx.job
-    kubeconfig = hw.get("kubeconfig") or job.kubeconfig
+    kubeconfig = hw.kubeconfig or job.kubeconfig
     if kubeconfig:
-        return kube_access.LocalKubectl(kubeconfig, timeout=hw["ssh"]["command_timeout"])
-    return kube_access.SshKubectl(*_ssh(ctx, inv), kubeconfig_path=hw["ssh"].get(
+        return kube_access.LocalKubectl(kubeconfig, timeout=hw.ssh["command_timeout"])
+    return kube_access.SshKubectl(*_ssh(ctx, inv), kubeconfig_path=hw.ssh.get(
         "kubeconfig_path"))
 
 
 def _ssh(ctx, inv):
     from tacker_hwaffinity.ssh import ConnectError, SSHSession
     hw, master = ctx.job.params["hwaffinity"], ctx.job.params["master"]
-    ssh = hw["ssh"]
+    ssh = hw.ssh
     defaults = {"username": master.get("username"), "password": master.get("password")}
     hosts = [ssh["host"]] if ssh.get("host") else _master_addresses(ctx, inv)
     if not hosts:
@@ -197,7 +209,7 @@ def run(job, log=LOG, openstack=None, connect=None):
     ctx = Context(job, openstack)
     inv = discover(ctx)
     report = {"hook": job.hook, "at": _now()}
-    installing = job.params["hwaffinity"]["install"]["enabled"]
+    installing = job.params["hwaffinity"].install["enabled"]
     if installing and (job.hook == "instantiate_end" or job.hook == "heal_end" and job.full_heal):
         report["install"] = cluster_install.install(ctx, inv, log)
     kube = (connect or open_cluster)(ctx, inv)
@@ -207,7 +219,7 @@ def run(job, log=LOG, openstack=None, connect=None):
                                                      job.params["hwaffinity"], log, delete=True)
         elif job.hook == "heal_start":
             # a VM that gets Kubernetes installed anew joins as a new node (not on a dry run)
-            rejoin = installing and not job.params["hwaffinity"]["install"]["dry_run"]
+            rejoin = installing and not job.params["hwaffinity"].install["dry_run"]
             report["removedNodes" if rejoin else "drainedNodes"] = reconcile.evict(
                 kube, _targets(job, inv), job.params["hwaffinity"], log, delete=rejoin)
         else:
@@ -218,7 +230,7 @@ def run(job, log=LOG, openstack=None, connect=None):
                 report["install"] = cluster_install.join_missing(ctx, inv, nodes, healed, log)
                 if report["install"]["nodes"]:
                     nodes = None  # nodes joined: read again
-            wait = job.params["hwaffinity"]["join_timeout"]
+            wait = job.params["hwaffinity"].join_timeout
             if wait:
                 nodes = reconcile.wait_joined(kube, inv.workers, wait, log, nodes)
             if job.hook == "heal_end" and not job.full_heal:
@@ -238,7 +250,8 @@ def run(job, log=LOG, openstack=None, connect=None):
         kube.close()
 
 
-def relabel(job, dry_run=False, log=LOG, openstack=None):
+def relabel(job: Job, dry_run: bool = False, log: logging.Logger = LOG,
+            openstack: typing.Optional["OpenStack"] = None) -> LabelPlan:
     """``hwaffinity relabel``: the reconciliation of instantiate_end, for a
     stack outside Tacker (e.g. after live migration). Returns the LabelPlan."""
     ctx = Context(job, openstack)
@@ -264,13 +277,13 @@ def redactor(job):
         redact.add_lines(s)
     redact.add((job.access or {}).get("password"))
     redact.add_lines(job.kubeconfig)
-    for kubeconfig in (job.kubeconfig, job.params["hwaffinity"].get("kubeconfig")):
+    for kubeconfig in (job.kubeconfig, job.params["hwaffinity"].kubeconfig):
         for s in kube_access.kubeconfig_secrets(kubeconfig):
             redact.add_lines(s)
     return redact
 
 
-def reason(exc):
+def reason(exc: BaseException) -> str:
     """A one-line reason for EXC: our own errors as they are, others named."""
     if any(c.__name__ in EXPECTED for c in type(exc).__mro__):
         return str(exc)

@@ -134,13 +134,13 @@ def evict(kube, workers, hw, log, delete):
     names = sorted(set(found.values()))
     if not names:
         return []
-    d = hw["drain"]
+    d = hw.drain
     _checked(kube, kubectl.cordon(names), what="kubectl cordon %s" % " ".join(names))
-    argv = kubectl.drain(names, d["timeout"], d["delete_emptydir_data"], d["force"])
+    argv = kubectl.drain(names, d.timeout, d.delete_emptydir_data, d.force)
     try:
-        _checked(kube, argv, timeout=d["timeout"] + 30,
+        _checked(kube, argv, timeout=d.timeout + 30,
                  what="kubectl drain %s (timeout %d s; PodDisruptionBudgets honoured)"
-                 % (" ".join(names), d["timeout"]))
+                 % (" ".join(names), d.timeout))
     except HookFailed as e:
         raise HookFailed("%s; the node(s) stay cordoned and were not deleted" % e) from None
     log.info("drained %s", ", ".join(names))

@@ -11,6 +11,7 @@ driver's ``master_node_username``/``password`` overrides).
 """
 import json
 import logging
+import typing
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.labeling import params as parameters
@@ -23,7 +24,7 @@ OPENSTACK_TYPES = ("openstack", "ETSINFV.OPENSTACK_KEYSTONE.V_3", "ETSINFV.OPENS
 KUBERNETES_TYPES = ("kubernetes", "ETSINFV.KUBERNETES.V_1")
 
 
-def on_load():
+def on_load() -> None:
     """Loading the driver registers the translator extension and the ``[hwaffinity]``
     options on Tacker's configuration; no network I/O."""
     from oslo_config import cfg
@@ -146,7 +147,8 @@ def job_from_v1(hook, context, vnf_instance, request, kwargs):
     return job
 
 
-def hook(name, context, vnf_instance, request, grant, kwargs):
+def hook(name: str, context: typing.Any, vnf_instance: typing.Any, request: typing.Any,
+         grant: typing.Any, kwargs: typing.Mapping[str, typing.Any]) -> None:
     """Run hook NAME; raise Tacker's MgmtDriverOtherError with a one-line,
     secret-free reason on failure."""
     redact = Redactor()

@@ -14,6 +14,7 @@ parameters, so every request carries them (as with Tacker's own v2 driver).
 """
 import copy
 import pickle
+import typing
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.labeling import params as parameters
@@ -54,7 +55,7 @@ def job_from_v2(script):
             if iface.get("endpoint") and acc.get("bearer_token"):
                 job.kubeconfig = kubeconfig_from_vim(iface["endpoint"], acc["bearer_token"],
                                                      iface.get("ssl_ca_cert"))
-    wvdus = set(params["hwaffinity"]["worker_vdus"])
+    wvdus = set(params["hwaffinity"].worker_vdus)
     if params["worker"].get("vdu_id"):
         wvdus.add(params["worker"]["vdu_id"])
     if not wvdus:
@@ -109,7 +110,7 @@ def _healed_vnfcs(hook, ids, inst):
     return out
 
 
-def main(stdin, stdout, stderr):
+def main(stdin: typing.BinaryIO, stdout: typing.BinaryIO, stderr: typing.TextIO) -> int:
     """The script protocol; returns the exit status."""
     redact, script = Redactor(), None
     try:

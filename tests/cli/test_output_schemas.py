@@ -227,7 +227,7 @@ def test_a_relabel(fmt, monkeypatch, capsys, relabel_logger):
                label_plan.Worker("w2", "s2", ["10.0.0.3"])]
     nodes = [label_plan.KubeNode("n0", ["10.0.0.1"], {"CIS-node": "old"}),
              label_plan.KubeNode("n1", ["10.0.0.2"], {"CIS-node": "cmp-a"})]
-    hw = dict(params.parse({"hwaffinity_param": {}})["hwaffinity"], host_source="host")
+    hw = params.parse({"hwaffinity_param": {"host_source": "host"}})["hwaffinity"]
     plan = label_plan.plan(workers, nodes, hw)
     monkeypatch.setattr(openstack, "access_from_environment", lambda cloud: {})
     monkeypatch.setattr(lifecycle, "relabel", lambda job, dry_run, log: plan)

@@ -68,8 +68,9 @@ def world(monkeypatch):
         return runner.Controller(None, poll, settings, nodes, pods,
                                  runner.Metrics(registry),
                                  log=logging.getLogger("test.rebalance"), clock=lambda: now[0],
-                                 rebalance=("CIS-node", limit, (), pdbs,
-                                            rebalance.RebalanceMetrics(registry)))
+                                 rebalance=rebalance.RebalanceInputs(
+                                     "CIS-node", limit, (), pdbs,
+                                     rebalance.RebalanceMetrics(registry)))
 
     def migrate():
         """w1's VM settles on h2, where w2 runs: both replicas on one host."""

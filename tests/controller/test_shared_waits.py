@@ -361,8 +361,9 @@ def test_a_workload_whose_evictions_the_server_always_blocks_sits_out_the_next_r
                                MetadataWorkers({"cluster": "c1"}), poll_interval=30)
     c = runner.Controller(None, poll, settings, nodes, pods, runner.Metrics(registry),
                           log=logging.getLogger("test.shared"), clock=lambda: now[0],
-                          rebalance=("CIS-node", 1, (), Cache([]),
-                                     rebalance.RebalanceMetrics(registry)))
+                          rebalance=rebalance.RebalanceInputs(
+                              "CIS-node", 1, (), Cache([]),
+                              rebalance.RebalanceMetrics(registry)))
     poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3")]
     c.tick()
     for _ in range(3):                      # w1's VM settles on h2: both workloads clash

@@ -47,8 +47,8 @@ def test_reference_block_is_accepted_as_it_is_with_our_defaults():
     p = params.parse(REF)
     assert p["worker"]["aspect_id"] == "worker_instance"
     hw = p["hwaffinity"]
-    assert hw["label_keys"] == ["CIS-node"] and hw["host_source"] == "auto"
-    assert hw["ssh"]["insecure_ignore_host_key"] is False and hw["ssh"]["retries"] == 3
+    assert hw.label_keys == ("CIS-node",) and hw.host_source == "auto"
+    assert hw.ssh["insecure_ignore_host_key"] is False and hw.ssh["retries"] == 3
     assert sorted(params.secrets(p)) == ["s3cret", "w0rk"]
 
 

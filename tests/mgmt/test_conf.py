@@ -51,11 +51,11 @@ def test_the_vnf_wins_over_tacker_conf_which_wins_over_the_built_in_default(tmp_
     hw = params.parse({"hwaffinity_param": {"label_keys": ["only-mine"],
                                             "ssh": {"command_timeout": 30}}},
                       defaults=conf.defaults(c))["hwaffinity"]
-    assert hw["label_keys"] == ["only-mine"]                  # the VNF's
-    assert hw["ssh"]["retries"] == 7                          # tacker.conf's
-    assert hw["ssh"]["command_timeout"] == 30                 # the VNF's, beside conf's
-    assert hw["openstack"] == {"timeout": 12.5, "retries": 2}  # conf's + built-in
-    assert hw["on_colocation"] == "fail"
+    assert hw.label_keys == ("only-mine",)                    # the VNF's
+    assert hw.ssh["retries"] == 7                             # tacker.conf's
+    assert hw.ssh["command_timeout"] == 30                    # the VNF's, beside conf's
+    assert hw.openstack == params.OpenStackParams(timeout=12.5, retries=2)  # conf's + built-in
+    assert hw.on_colocation == "fail"
 
 
 @pytest.mark.parametrize("text,message", [

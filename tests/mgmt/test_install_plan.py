@@ -21,7 +21,7 @@ def _srv(sid, fixed, floating=None, net="k8s"):
 def _opts(**over):
     opts = parameters.parse({"hwaffinity_param": {"install": dict({"enabled": True},
                                                                    **over)}})
-    return opts["hwaffinity"]["install"]
+    return opts["hwaffinity"].install
 
 
 MASTERS = [Worker("m%d" % i, "m%d" % i, ["10.0.0.1%d" % i]) for i in range(3)]
@@ -133,7 +133,7 @@ def test_bad_install_parameters_name_the_field(field, value, message):
 
 
 def test_install_defaults_keep_installation_off():
-    opts = parameters.parse({})["hwaffinity"]["install"]
+    opts = parameters.parse({})["hwaffinity"].install
     assert (opts["enabled"], opts["dry_run"], opts["sudo"], opts["kubernetes_minor"],
             opts["timeout"], opts["parallel"]) == (False, False, True, "1.35", 1800, 8)
 

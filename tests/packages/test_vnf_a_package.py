@@ -410,7 +410,7 @@ def test_instantiate_sample_matches_the_package(api, name, k8s_package):
     ap = req["additionalParams"]
     # both driver blocks; ours is valid for the driver's strict parser
     parsed = hwparams.parse(ap)
-    assert parsed["hwaffinity"]["label_keys"] == ["CIS-node"]
+    assert parsed["hwaffinity"].label_keys == ("CIS-node",)
     install = ap["k8s_cluster_installation_param"]
     assert os.path.isfile(os.path.join(k8s_package, install["script_path"]))
     top = basehot(flavour_id)[0] if flavour_id in BASEHOT else None
