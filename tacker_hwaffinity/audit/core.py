@@ -8,6 +8,9 @@ the label is its own host ``node/<name>``, flagged ``labelled: false``. Running 
 to a known node, not terminal (Succeeded/Failed), not being deleted. Every structure is
 indexed once: O(nodes + pods).
 """
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from tacker_hwaffinity.audit import intent as intentmod
 from tacker_hwaffinity.audit import owners as ownersmod
 from tacker_hwaffinity.audit.pdb import Budget
@@ -109,8 +112,12 @@ def host_index(node_objs, key, host_override=None):
     return of, hosts
 
 
-def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
-          namespace_objs=(), selector_objs=(), keep_engine=False):
+def audit(node_objs: Iterable[Mapping[str, Any]], pod_objs: Iterable[Mapping[str, Any]],
+          key: str, owners: Iterable[Mapping[str, Any]] | None = None,
+          pdbs: Iterable[Mapping[str, Any]] = (), host_override: Mapping[str, str] | None = None,
+          namespace_objs: Iterable[Mapping[str, Any]] = (),
+          selector_objs: Iterable[Mapping[str, Any]] = (), keep_engine: bool = False
+          ) -> Report:
     """Report for the cluster given as raw objects. OWNERS: raw ReplicaSets, Deployments,
     StatefulSets, DaemonSets and Jobs, or None (group pods by owner reference alone, see
     ``owners``); PDBS: raw PodDisruptionBudgets; NAMESPACE_OBJS / SELECTOR_OBJS: Namespaces
@@ -121,7 +128,10 @@ def audit(node_objs, pod_objs, key, owners=None, pdbs=(), host_override=None,
     node_objs, pod_objs = list(node_objs), list(pod_objs)
     owner_index = ownersmod.index_owners(owners) if owners is not None else None
     host_of, hosts = host_index(node_objs, key, host_override)
-    found, notes, pending, failures = {}, [], 0, []
+    found: dict[tuple[str, str, str], Exposure] = {}
+    notes: list[str] = []
+    pending = 0
+    failures: list[tuple[str, Exception]] = []
     for obj in pod_objs:
         try:
             pending += _count_pod(obj, found, host_of, owner_index)

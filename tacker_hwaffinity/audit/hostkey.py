@@ -12,6 +12,9 @@ nodes alike: two nodes on one host under one key and on two under another means 
 the labels is stale (a move not followed) or the hostIds come from two projects.
 ``disagreements`` says so. Pure: Node objects in, strings out.
 """
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from tacker_hwaffinity.constants import (
     DEFAULT_HOST_LABEL, OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LABEL)
 
@@ -24,7 +27,7 @@ def _labels(node_obj):
     return (node_obj.get("metadata") or {}).get("labels") or {}
 
 
-def choose(node_objs, asked=AUTO):
+def choose(node_objs: Sequence[Mapping[str, Any]], asked: str = AUTO) -> str:
     """The host key: ASKED unless it is ``auto``, else the first of HOST_KEYS some node
     of NODE_OBJS carries (``CIS-node`` when none does)."""
     if asked != AUTO:
@@ -45,7 +48,8 @@ def _split(node_objs, key, other):
     return sorted((v, parts) for v, parts in groups.items() if len(parts) > 1)
 
 
-def disagreements(node_objs, keys=HOST_KEYS):
+def disagreements(node_objs: Sequence[Mapping[str, Any]],
+                  keys: Sequence[str] = HOST_KEYS) -> list[str]:
     """Warnings, one per ordered pair of KEYS: the hosts one key names whose nodes the
     other spreads over several hosts."""
     out = []

@@ -7,6 +7,9 @@ informers hold no ReplicaSets), a ReplicaSet whose name is ``<name>-<pod-templat
 (the pod's ``pod-template-hash`` label) counts as Deployment ``<name>``. A pod with no
 controller is its own workload (kind ``Pod``).
 """
+from collections.abc import Mapping
+from typing import Any
+
 OWNER_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job")
 # What is read of an owner (``objects.pruning``'s kept-fields table): the chain and the scale.
 FIELDS = {"metadata": ("name", "namespace", "ownerReferences", "resourceVersion"),
@@ -31,7 +34,9 @@ def index_owners(objs):
     return out
 
 
-def workload_of(meta, owners=None):
+def workload_of(meta: Mapping[str, Any],
+                owners: Mapping[tuple[str, str, str], Mapping[str, Any]] | None = None
+                ) -> tuple[str, str]:
     """(kind, name) of the workload the pod with metadata META belongs to."""
     ns = meta.get("namespace") or "default"
     ref = controller_ref(meta)

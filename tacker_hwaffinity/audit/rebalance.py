@@ -28,12 +28,16 @@ enforcement of it moves those (``controller.enforcement``).
 The strategies are named as descheduler names them, so that an operator who knows
 descheduler reads the Events and the metric at once.
 """
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
 from tacker_hwaffinity.audit import core as auditmod
 from tacker_hwaffinity.audit import intent as intentmod
 from tacker_hwaffinity.audit import owners as ownersmod
 from tacker_hwaffinity.audit.pdb import Budget
 from tacker_hwaffinity.constants import TERMINAL_PHASES
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.scheduling.framework import Framework
 
 ANTI_AFFINITY = "RemovePodsViolatingInterPodAntiAffinity"
 # the intent the controller's RequiredDuringExecution enforcement moves: left to it
@@ -80,8 +84,14 @@ class Rebalance:
         self.evictions, self.held = evictions, held
 
 
-def plan(node_objs, pod_objs, key, framework, limit=1, owners=None, pdbs=(),
-         namespace_objs=(), selector_objs=(), host_override=None, report=None, skip=()):
+def plan(node_objs: Iterable[Mapping[str, Any]], pod_objs: Iterable[Mapping[str, Any]],
+         key: str, framework: Framework, limit: int = 1,
+         owners: Iterable[Mapping[str, Any]] | None = None,
+         pdbs: Iterable[Mapping[str, Any]] = (),
+         namespace_objs: Iterable[Mapping[str, Any]] = (),
+         selector_objs: Iterable[Mapping[str, Any]] = (),
+         host_override: Mapping[str, str] | None = None, report: auditmod.Report | None = None,
+         skip: Collection[tuple[str, ...]] = ()) -> Rebalance:
     """The Rebalance of the cluster given as raw objects (``audit.core.audit``'s
     arguments), evicting at most LIMIT replicas; FRAMEWORK: the scheduler profile's
     (``scheduling.profile.Profile().framework()``). REPORT: ``audit.core.audit`` of these
@@ -110,7 +120,8 @@ def plan(node_objs, pod_objs, key, framework, limit=1, owners=None, pdbs=(),
     # the audit's own snapshot (every running pod bound, on Nova's hosts), moved on here
     state, engine = report.engine
     budgets = _budgets(pdbs)
-    evictions, held = [], []
+    evictions: list[Eviction] = []
+    held: list[Held] = []
     for w in unmet:
         if len(evictions) >= limit:
             break

@@ -1,9 +1,17 @@
 """Text and document (-o json|yaml) renderings of an audit Report."""
 
-from tacker_hwaffinity.cli import table
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from tacker_hwaffinity import table
+
+if TYPE_CHECKING:     # for the annotations only: no import at run time
+    from tacker_hwaffinity.audit.core import Exposure, Report
+    from tacker_hwaffinity.audit.stale import StaleReport
 
 
-def to_dict(report, stale=None, findings=(), warnings=()):
+def to_dict(report: "Report", stale: "StaleReport | None" = None, findings: Iterable[str] = (),
+            warnings: Iterable[str] = ()) -> dict[str, Any]:
     """The report as the body of the Audit document (-o json|yaml)."""
     out = report.to_json()
     out["staleLabels"] = None if stale is None else stale.to_json()
@@ -12,7 +20,7 @@ def to_dict(report, stale=None, findings=(), warnings=()):
     return out
 
 
-def shown(report, show_all=False):
+def shown(report: "Report", show_all: bool = False) -> "list[Exposure]":
     """The workloads the text table lists: 2+ replicas or unmet intent (all: every one)."""
     return [w for w in report.workloads
             if show_all or max(w.desired, w.running) >= 2 or w.intent_met is False]
@@ -31,7 +39,8 @@ def _pdb_cell(w):
     return "holds" if w.pdb_holds else "BROKEN"
 
 
-def to_text(report, stale=None, findings=(), show_all=False, width=table.WIDTH):
+def to_text(report: "Report", stale: "StaleReport | None" = None, findings: Iterable[str] = (),
+            show_all: bool = False, width: int | None = table.WIDTH) -> str:
     """The text form, wrapped to WIDTH columns (None: one line per row and note)."""
     rows = [("WORKLOAD", "REPLICAS", "WORST HOST", "LOSS", "PDB AFTER", "INTENT")]
     for w in shown(report, show_all):

@@ -28,7 +28,10 @@ are left out, and so are control-plane nodes without the label that no pod may l
 NoExecute): the masters of a cluster whose workers the MgmtDriver labels.
 ``check_nodes`` is pure; ``check`` reads the credentials and Nova.
 """
+import argparse
 import typing
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tacker_hwaffinity.constants import OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LABEL
 from tacker_hwaffinity.errors import InputError
@@ -203,7 +206,7 @@ def check_nodes(nodes, servers, key, host_source="auto", scope=None, region=None
     return StaleReport(key, source, checks, scope)
 
 
-def register_openstack_args(parser):
+def register_openstack_args(parser: argparse.ArgumentParser) -> None:
     """The OpenStack flags of ``hwaffinity audit``: credentials as ``relabel`` takes
     them (clouds.yaml or OS_*), used only when ``--openstack`` or ``--os-cloud`` is
     given."""
@@ -229,12 +232,13 @@ def register_openstack_args(parser):
                         "credentials' project, or auto (all projects if Nova allows it)")
 
 
-def wanted(args):
+def wanted(args: argparse.Namespace) -> bool:
     """True when the arguments ask for the Nova check."""
     return bool(getattr(args, "openstack", False) or getattr(args, "os_cloud", None))
 
 
-def check(args, node_objects, key, openstack=None):
+def check(args: argparse.Namespace, node_objects: Sequence[Mapping[str, Any]], key: str,
+          openstack: Any = None) -> StaleReport:
     """StaleReport of NODE_OBJECTS (Kubernetes Node dicts: status.addresses,
     spec.providerID) on the
     label KEY, from one Nova list with the credentials ARGS name. OpenStack failing

@@ -7,14 +7,20 @@ host (single-replica workloads always lose all and are not judged). ``--fail-on`
 ``pdb-violated`` (a budget no longer holds after the worst host), ``stale-labels``.
 """
 import re
+from collections.abc import Collection
+from typing import TYPE_CHECKING
 
 from tacker_hwaffinity.errors import InputError
+
+if TYPE_CHECKING:     # for the annotations only: no import at run time
+    from tacker_hwaffinity.audit.core import Report
+    from tacker_hwaffinity.audit.stale import StaleReport
 
 FAIL_ON = ("unprotected", "intent-unmet", "pdb-violated", "stale-labels")
 _LOSS = re.compile(r"^(?:(100|[1-9]?[0-9])%|([0-9]+))$")
 
 
-def parse_max_loss(text):
+def parse_max_loss(text: str | None) -> tuple[str, float]:
     """('ratio', float) or ('count', int); InputError naming --max-loss."""
     m = _LOSS.match(text or "")
     if not m:
@@ -25,7 +31,8 @@ def parse_max_loss(text):
     return "count", int(m.group(2))
 
 
-def findings(report, max_loss=None, fail_on=(), stale=None):
+def findings(report: "Report", max_loss: tuple[str, float] | None = None,
+             fail_on: Collection[str] = (), stale: "StaleReport | None" = None) -> list[str]:
     """[str]: what is over the thresholds (empty: exit 0)."""
     out = []
     for w in report.workloads:

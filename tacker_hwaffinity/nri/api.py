@@ -4,6 +4,8 @@ Field numbers are those of containerd/nri's ``pkg/api/api.proto`` (v0.3 to v0.8,
 the range containerd 1.7 and 2.x and CRI-O ship; later additions are skipped on
 read by ``wire``). Only what a resource plugin reads or sends is declared.
 """
+import typing
+
 from tacker_hwaffinity.nri.wire import Field as F, Map, Message
 
 PLUGIN_SERVICE = "nri.pkg.api.v1alpha1.Plugin"
@@ -23,7 +25,7 @@ EVENT_NAMES = {1: "RunPodSandbox", 2: "StopPodSandbox", 3: "RemovePodSandbox",
 CONTAINER_CREATED, CONTAINER_PAUSED, CONTAINER_RUNNING, CONTAINER_STOPPED = 1, 2, 3, 4
 
 
-def event_mask(*events):
+def event_mask(*events: int) -> int:
     """The ConfigureResponse.events bit mask subscribing to EVENTS."""
     mask = 0
     for e in events:
@@ -151,7 +153,7 @@ RUNTIME_METHODS = {
 }
 
 
-def cpuset_resources(cpus, mems):
+def cpuset_resources(cpus: str, mems: str) -> typing.Dict[str, typing.Dict[str, str]]:
     """LinuxResources that set only the cpuset (kernel list strings)."""
     cpu = {"cpus": cpus}
     if mems:

@@ -23,9 +23,11 @@ A HANDLER has the methods ``configure(request)`` -> event mask,
 ``stop_container(pod, container)`` -> [update], ``state_change(event, pod,
 container)`` and ``shutdown()``; messages are the dicts of ``nri.api``.
 """
+import logging
 import queue
 import socket
 import threading
+import typing
 
 from tacker_hwaffinity.nri import api, ttrpc
 from tacker_hwaffinity.nri.mux import PLUGIN_CONN, RUNTIME_CONN, Mux, MuxError
@@ -43,9 +45,36 @@ class ConnectError(Exception):
     """The runtime's NRI socket is missing, refuses us, or registration failed."""
 
 
+Msg = typing.Dict[str, typing.Any]
+"""A message of ``nri.api``, decoded."""
+
+
+class Handler(typing.Protocol):
+    """What a plugin's HANDLER answers the runtime's requests with (module docstring)."""
+
+    def configure(self, request: Msg) -> int: ...
+
+    def synchronize(self, pods: typing.List[Msg], containers: typing.List[Msg]
+                    ) -> typing.List[Msg]: ...
+
+    def create_container(self, pod: Msg, container: Msg
+                         ) -> typing.Tuple[typing.Optional[Msg], typing.List[Msg]]: ...
+
+    def update_container(self, pod: Msg, container: Msg,
+                         resources: typing.Optional[Msg]) -> typing.List[Msg]: ...
+
+    def stop_container(self, pod: Msg, container: Msg) -> typing.List[Msg]: ...
+
+    def state_change(self, event: int, pod: Msg, container: Msg) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
 class Plugin:
-    def __init__(self, handler, socket_path=api.DEFAULT_SOCKET, name=PLUGIN_NAME,
-                 index=DEFAULT_INDEX, log=None, call_timeout=5.0):
+    def __init__(self, handler: Handler, socket_path: str = api.DEFAULT_SOCKET,
+                 name: str = PLUGIN_NAME, index: str = DEFAULT_INDEX,
+                 log: typing.Optional[logging.Logger] = None,
+                 call_timeout: float = 5.0) -> None:
         if not (len(index) == 2 and index.isdigit()):
             raise ValueError("an NRI plugin index is two digits, got %r" % index)
         self.handler = handler
@@ -53,19 +82,20 @@ class Plugin:
         self.name, self.index = name, index
         self.log = log
         self.call_timeout = call_timeout
-        self.mux = None
+        self.mux: typing.Optional[Mux] = None
         self.closed = threading.Event()
-        self.close_error = None
+        self.close_error: typing.Optional[BaseException] = None
         self._plugin_frames = ttrpc.FrameReader()
         self._runtime_frames = ttrpc.FrameReader()
-        self._pending = {}                  # stream id -> [Event, result]
+        # stream id -> [Event, result: (code, text, payload) or an exception]
+        self._pending: typing.Dict[int, typing.List[typing.Any]] = {}
         self._next_stream = 1
         self._lock = threading.Lock()
-        self._requests = queue.Queue()
-        self._sync = []                     # SynchronizeRequests with more=True, gathered
+        self._requests: "queue.Queue[typing.Any]" = queue.Queue()
+        self._sync: typing.List[Msg] = []   # SynchronizeRequests with more=True, gathered
 
     # -- connection ---------------------------------------------------
-    def connect(self):
+    def connect(self) -> None:
         """Dial, start reading, register. Raises ConnectError."""
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.call_timeout)
@@ -76,9 +106,9 @@ class Plugin:
             raise ConnectError("cannot connect to the runtime's NRI socket %s: %s"
                                % (self.socket_path, e.strerror or e))
         sock.settimeout(None)
-        self.mux = Mux(sock, {PLUGIN_CONN: self._plugin_bytes,
-                              RUNTIME_CONN: self._runtime_bytes}, self._on_close)
-        self.mux.start()
+        self.mux = mux = Mux(sock, {PLUGIN_CONN: self._plugin_bytes,
+                                    RUNTIME_CONN: self._runtime_bytes}, self._on_close)
+        mux.start()
         threading.Thread(target=self._serve, name="nri-requests", daemon=True).start()
         try:
             self.call("RegisterPlugin", {"plugin_name": self.name, "plugin_idx": self.index})
@@ -87,13 +117,13 @@ class Plugin:
             raise ConnectError("registering as NRI plugin %s-%s: %s"
                                % (self.index, self.name, e))
 
-    def wait(self, stop=None, poll=0.5):
+    def wait(self, stop: typing.Optional[threading.Event] = None, poll: float = 0.5) -> None:
         """Block until the runtime closes the connection (or STOP is set)."""
         while not self.closed.wait(poll):
             if stop is not None and stop.is_set():
                 break
 
-    def close(self):
+    def close(self) -> None:
         if self.mux is not None:
             self.mux.close()
 
@@ -107,10 +137,12 @@ class Plugin:
         self._requests.put(None)
 
     # -- calling the runtime ------------------------------------------
-    def call(self, method, message, timeout=None):
+    def call(self, method: str, message: Msg, timeout: typing.Optional[float] = None) -> Msg:
         request, response = api.RUNTIME_METHODS[method]
+        if self.mux is None:
+            raise MuxError("not connected to the runtime")
         done = threading.Event()
-        slot = [done, None]
+        slot: typing.List[typing.Any] = [done, None]
         with self._lock:
             sid = self._next_stream
             self._next_stream += 2
@@ -132,7 +164,8 @@ class Plugin:
             raise ttrpc.RemoteError(method, code, text)
         return response.decode(payload)
 
-    def update_containers(self, updates, evictions=()):
+    def update_containers(self, updates: typing.Iterable[Msg],
+                          evictions: typing.Iterable[Msg] = ()) -> typing.List[Msg]:
         """Ask the runtime to update UPDATES now; returns the updates that failed."""
         reply = self.call("UpdateContainers", {"update": list(updates),
                                                "evict": list(evictions)})

@@ -24,10 +24,13 @@ glob's cost grows with its length, a joint key's with its parts (doc/agent.md,
 "Limits").
 """
 import time
+from collections.abc import Mapping
+from typing import Any
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.numa import decode
 from tacker_hwaffinity.numa.expression import CRIRM, NRI, Expression, ExpressionError
+from tacker_hwaffinity.numa.subjects import Pod
 from tacker_hwaffinity.numa.subjects import CONTAINER_NAME_LABEL, POD_NAME_LABEL
 
 PREFIXES = (("cri-resource-manager.intel.com/", CRIRM), ("resource-policy.nri.io/", NRI))
@@ -201,7 +204,7 @@ def parse_annotation(text, pod_name, sign, flavor, source="", tally=None):
     return parse_full(root, pod_name, sign, flavor, source, tally)
 
 
-def pod_affinities(pod):
+def pod_affinities(pod: Pod) -> dict[str, list[Affinity]]:
     """All annotated affinities of POD: {container name: [Affinity]}.
 
     Raise InputError (file, pod, annotation, container and position) on any
@@ -214,13 +217,15 @@ def pod_affinities(pod):
         raise e.located(pod.source, "Pod " + pod.ref)
 
 
-def annotation_affinities(annotations, pod_name, field_prefix="metadata.annotations"):
+def annotation_affinities(annotations: Mapping[str, Any], pod_name: str,
+                          field_prefix: str = "metadata.annotations"
+                          ) -> dict[str, list[Affinity]]:
     """The affinities the ANNOTATIONS (a pod's, a mapping) of pod POD_NAME ask:
     {container name: [Affinity]}; InputError naming FIELD_PREFIX[key] otherwise. Both
     prefixes are read; when both carry the same annotation with identical text it is
     used once (the ``resource-policy.nri.io/`` copy). What the node agent and the
     admission webhook both call, so that they refuse alike."""
-    result = {}
+    result: dict[str, list[Affinity]] = {}
     tally = Tally()
     for kind, sign in KINDS:
         texts = [(prefix + kind, flavor, annotations.get(prefix + kind))

@@ -33,7 +33,8 @@ def container_cgroup_dir(container, driver="systemd"):
                        getattr(container, "runtime", None), driver)
 
 
-def cgroup_path(pod_uid, qosclass, container_id, runtime=None, driver="systemd"):
+def cgroup_path(pod_uid: str, qosclass: str, container_id: str, runtime: str | None = None,
+                driver: str = "systemd") -> str:
     """The same path from plain values (the node agent has no subjects): a bare
     container ID; RUNTIME "cri-o" or anything else (containerd naming)."""
     qos = _QOS_DIR.get(qosclass, "")

@@ -3,9 +3,11 @@
 Both build it from the same flags (``add_placement_arguments``, ``from_args``), so the
 offline plan (``hwaffinity numa plan``) decides what the agent on the node decides.
 """
+import argparse
 import dataclasses
 
 from tacker_hwaffinity.numa.placement import Placer
+from tacker_hwaffinity.numa.topology import Machine
 
 
 @dataclasses.dataclass(frozen=True)
@@ -19,7 +21,7 @@ class PlacementConfig:
     colocate_namespaces: bool = False
     """An implicit +10 affinity between the containers of a namespace."""
 
-    def placer(self, machine, affinity_budget=None):
+    def placer(self, machine: Machine, affinity_budget: float | None = None) -> Placer:
         """A ``Placer`` for MACHINE with these options; AFFINITY_BUDGET: the seconds one
         container's affinities may take (None: no limit)."""
         return Placer(machine, prefer_isolated=self.prefer_isolated,
@@ -28,7 +30,7 @@ class PlacementConfig:
                       affinity_budget=affinity_budget)
 
 
-def add_colocation_arguments(parser):
+def add_colocation_arguments(parser: argparse.ArgumentParser) -> None:
     """``--colocate-pods`` and ``--colocate-namespaces`` (what ``numa explain`` reads)."""
     parser.add_argument("--colocate-pods", action="store_true",
                         help="implicit +10 affinity between containers of a pod without "
@@ -37,7 +39,7 @@ def add_colocation_arguments(parser):
                         help="implicit +10 affinity between containers of a namespace")
 
 
-def add_placement_arguments(parser):
+def add_placement_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of a ``PlacementConfig`` (``from_args`` reads them): ``hwaffinity numa
     plan`` and ``hwaffinity agent`` both call this, so they take the same ones."""
     parser.add_argument("--no-prefer-isolated", action="store_true",
@@ -45,7 +47,7 @@ def add_placement_arguments(parser):
     add_colocation_arguments(parser)
 
 
-def from_args(args):
+def from_args(args: argparse.Namespace) -> PlacementConfig:
     """The ``PlacementConfig`` of ARGS, parsed by a parser given ``add_placement_arguments``."""
     return PlacementConfig(prefer_isolated=not args.no_prefer_isolated,
                            colocate_pods=args.colocate_pods,

@@ -1,13 +1,15 @@
 """Linux CPU/node list syntax: ``0-3,8,10-11`` (parse and format)."""
+from collections.abc import Iterable
+from typing import Any
 
 
-def parse_list(text):
+def parse_list(text: Any) -> set[int]:
     """Parse a kernel list ('' is empty); raise ValueError on bad syntax."""
     if not isinstance(text, str):
         if isinstance(text, int) and not isinstance(text, bool) and text >= 0:
             return {text}
         if isinstance(text, list):
-            out = set()
+            out: set[int] = set()
             for item in text:
                 out |= parse_list(item if isinstance(item, str) else item)
             return out
@@ -31,7 +33,7 @@ def parse_list(text):
     return out
 
 
-def format_list(ids):
+def format_list(ids: Iterable[int]) -> str:
     """Format ids as a kernel list: {0,1,2,5} -> '0-2,5'."""
     ids = sorted(set(ids))
     parts, i = [], 0

@@ -1,9 +1,15 @@
 """Build explain and plan reports (plain data; the CLI prints them)."""
+from collections.abc import Iterable, Sequence
+from typing import Any
+
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.numa import affinity as affmod
 from tacker_hwaffinity.numa.cgroups import container_cgroup_dir
 from tacker_hwaffinity.numa.cpuset import format_list
 from tacker_hwaffinity.numa.config import PlacementConfig
+from tacker_hwaffinity.numa.placement import Placer
+from tacker_hwaffinity.numa.subjects import Pod
+from tacker_hwaffinity.numa.topology import Machine
 
 
 BAD_ANNOTATION = "bad annotation: "
@@ -26,7 +32,9 @@ def unknown_container_warnings(pod, affs):
             "as upstream)" % (pod.source, pod.ref, n) for n in affs if n not in names]
 
 
-def explain(pods, cluster_pods=(), colocate_pods=False, colocate_namespaces=False):
+def explain(pods: Sequence[Pod], cluster_pods: Iterable[Pod] = (), colocate_pods: bool = False,
+            colocate_namespaces: bool = False
+            ) -> tuple[dict[str, Any], dict[tuple[str, str], list[str]], list[str]]:
     """Report for each container of PODS: affinities, effective affinity, errors.
 
     Returns (report, sources, warnings): the report has exactly the documented
@@ -35,7 +43,9 @@ def explain(pods, cluster_pods=(), colocate_pods=False, colocate_namespaces=Fals
     """
     known = list(pods) + [p for p in cluster_pods if p.ref not in {q.ref for q in pods}]
     everyone = [c for p in known for c in p.containers]
-    report, sources, warnings = {"containers": []}, {}, []
+    report: dict[str, Any] = {"containers": []}
+    sources: dict[tuple[str, str], list[str]] = {}
+    warnings: list[str] = []
     for pod, (affs, error) in _affinities_by_pod(pods).items():
         warnings.extend(unknown_container_warnings(pod, affs))
         for c in pod.containers:
@@ -54,7 +64,9 @@ def explain(pods, cluster_pods=(), colocate_pods=False, colocate_namespaces=Fals
     return report, sources, warnings
 
 
-def plan(machine, pods, existing=(), cgroup_driver="systemd", config=PlacementConfig()):
+def plan(machine: Machine, pods: Iterable[Pod], existing: Iterable[Pod] = (),
+         cgroup_driver: str = "systemd", config: PlacementConfig = PlacementConfig()
+         ) -> tuple[dict[str, Any], Placer]:
     """Place the containers of EXISTING (replay) then PODS, in order, with CONFIG (a
     ``numa.config.PlacementConfig``, the agent's too); return (report, placer)."""
     placer = config.placer(machine)

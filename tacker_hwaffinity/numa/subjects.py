@@ -11,6 +11,9 @@ The keys a subject exposes follow upstream (see doc/numa.md):
   empty here), ``id`` (``status.containerStatuses[].containerID`` without the
   ``<runtime>://`` prefix) and ``pod``.
 """
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects import qos as qosmod
 from tacker_hwaffinity.objects.quantity import milli_value, value as quantity_value
@@ -25,8 +28,9 @@ POD_UID_LABEL = "io.kubernetes.pod.uid"
 class Pod:
     """A pod subject."""
 
-    def __init__(self, name, namespace="default", uid=None, qosclass=qosmod.BEST_EFFORT,
-                 labels=None, annotations=None, source=None):
+    def __init__(self, name: str, namespace: str = "default", uid: str | None = None,
+                 qosclass: str = qosmod.BEST_EFFORT, labels: Mapping[str, str] | None = None,
+                 annotations: Mapping[str, str] | None = None, source: str | None = None):
         self.name = name
         self.namespace = namespace
         self.uid = uid
@@ -38,13 +42,13 @@ class Pod:
         self.labels[POD_NAMESPACE_LABEL] = namespace
         if uid is not None:
             self.labels[POD_UID_LABEL] = uid
-        self.containers = []
+        self.containers: list[Container] = []
 
     @property
-    def ref(self):
+    def ref(self) -> str:
         return "%s/%s" % (self.namespace, self.name)
 
-    def eval_key(self, key):
+    def eval_key(self, key: str) -> Any:
         if key == "name":
             return self.name
         if key == "namespace":
@@ -57,20 +61,22 @@ class Pod:
             return self.uid
         return None
 
-    def add_container(self, name, **kw):
+    def add_container(self, name: str, **kw: Any) -> "Container":
         c = Container(self, name, **kw)
         self.containers.append(c)
         return c
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Pod(%s)" % self.ref
 
 
 class Container:
     """A container subject with the resources placement needs."""
 
-    def __init__(self, pod, name, cid=None, tags=None, cpu_request=0, cpu_limit=0,
-                 mem_request=0, mem_limit=0, runtime=None):
+    def __init__(self, pod: Pod, name: str, cid: str | None = None,
+                 tags: Mapping[str, str] | None = None, cpu_request: int = 0,
+                 cpu_limit: int = 0, mem_request: int = 0, mem_limit: int = 0,
+                 runtime: str | None = None):
         self.pod = pod
         self.name = name
         self.id = cid
@@ -86,14 +92,14 @@ class Container:
             self.labels[POD_UID_LABEL] = pod.uid
 
     @property
-    def ref(self):
+    def ref(self) -> str:
         return "%s/%s" % (self.pod.ref, self.name)
 
     @property
-    def namespace(self):
+    def namespace(self) -> str:
         return self.pod.namespace
 
-    def eval_key(self, key):
+    def eval_key(self, key: str) -> Any:
         if key == "pod":
             return self.pod
         if key == "name":
@@ -110,7 +116,7 @@ class Container:
             return self.id
         return None
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Container(%s)" % self.ref
 
 
@@ -148,7 +154,7 @@ def _container_ids(status, source, obj):
     return ids
 
 
-def pod_from_object(obj, source=None):
+def pod_from_object(obj: Mapping[str, Any], source: str | None = None) -> Pod:
     """Build a Pod (with its containers) from a Kubernetes Pod mapping."""
     kind = obj.get("kind", "Pod")
     meta = obj.get("metadata")
@@ -206,15 +212,17 @@ def pod_from_object(obj, source=None):
         cid, runtime = ids.get(c["name"], (None, None))
         pod.add_container(
             c["name"], cid=cid, runtime=runtime,
-            cpu_request=milli_value(req.get("cpu", 0)), cpu_limit=milli_value(lim.get("cpu", 0)),
-            mem_request=quantity_value(req.get("memory", 0)),
-            mem_limit=quantity_value(lim.get("memory", 0)))
+            cpu_request=milli_value(req["cpu"]) if "cpu" in req else 0,
+            cpu_limit=milli_value(lim["cpu"]) if "cpu" in lim else 0,
+            mem_request=quantity_value(req["memory"]) if "memory" in req else 0,
+            mem_limit=quantity_value(lim["memory"]) if "memory" in lim else 0)
     return pod
 
 
-def load_pods(objects):
+def load_pods(objects: Iterable[tuple[Mapping[str, Any], str]]) -> list[Pod]:
     """Pods from ``yamlio.load_objects`` output; duplicate pods are errors."""
-    pods, seen = [], {}
+    pods: list[Pod] = []
+    seen: dict[str, str] = {}
     for obj, source in objects:
         pod = pod_from_object(obj, source)
         if pod.ref in seen:

@@ -10,6 +10,8 @@ with its pool, CPUs and memory nodes.
 from xml.sax.saxutils import escape
 
 from tacker_hwaffinity.numa.cpuset import format_list
+from tacker_hwaffinity.numa.placement import Placer
+from tacker_hwaffinity.numa.subjects import Container
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#17becf", "#bcbd22", "#7f7f7f", "#393b79", "#637939", "#8c6d31", "#843c39",
@@ -29,7 +31,7 @@ def _text(x, y, s, size=12, weight="normal", anchor="start", fill="#222"):
             'text-anchor="%s" fill="%s">%s</text>' % (x, y, size, weight, anchor, fill, escape(s)))
 
 
-def render(placer):
+def render(placer: Placer) -> str:
     m = placer.machine
     decisions = [d for d in placer.decisions if d.grant]
     colors = {d.container: _color(i) for i, d in enumerate(decisions)}
@@ -37,7 +39,7 @@ def render(placer):
     for d in decisions:
         for c in d.grant.exclusive:
             owner[c] = d.container
-    sharers = {}
+    sharers: dict[int, list[Container]] = {}
     for d in decisions:
         if not d.grant.exclusive or d.grant.portion:
             for c in placer.cpuset(d.grant) - d.grant.exclusive:
@@ -52,7 +54,7 @@ def render(placer):
         nodes = [n for n in m.cpu_nodes() if n.socket == s]
         boxes, height = [], 0
         for n in nodes:
-            cores = {}
+            cores: dict[object, list[int]] = {}
             for c in sorted(n.cpus | {c.id for c in m.cpus.values()
                                       if not c.online and c.node == n.id}):
                 cores.setdefault(m.cpus[c].core if m.cpus[c].online else ("off", c), []).append(c)

@@ -118,7 +118,7 @@ def _threads_and_cores(cpus, online):
             c.core = cores.setdefault(c.core, min(c.siblings))
 
 
-def discover(root="/sys"):
+def discover(root: str = "/sys") -> Machine:
     """Return the Machine described by the sysfs tree at ROOT."""
     cpu_base = os.path.join(root, "devices", "system", "cpu")
     node_base = os.path.join(root, "devices", "system", "node")

@@ -20,6 +20,9 @@ Machine YAML (see doc/numa.md)::
     memoryNodes:                      # optional CPU-less nodes (PMEM/HBM)
       - {id: 2, memory: 256Gi, socket: 0}
 """
+from collections.abc import Iterable
+from typing import Any
+
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.quantity import parse_quantity, value as qvalue
 from tacker_hwaffinity.objects.yamlio import type_name
@@ -54,7 +57,9 @@ class NumaNode:
 class Machine:
     """Sockets, dies, NUMA nodes, CPUs; built by sysfs.py or from YAML."""
 
-    def __init__(self, cpus, nodes, isolated=(), reserved=(), name="machine"):
+    def __init__(self, cpus: Iterable[CPU], nodes: Iterable[NumaNode],
+                 isolated: Iterable[int] = (), reserved: Iterable[int] = (),
+                 name: str = "machine"):
         self.cpus = {c.id: c for c in cpus}
         self.nodes = {n.id: n for n in nodes}
         self.isolated = frozenset(isolated)
@@ -81,29 +86,29 @@ class Machine:
                                      % (a.id, b.id, da, b.id, a.id, db))
 
     @property
-    def online(self):
+    def online(self) -> frozenset[int]:
         return frozenset(c for c, cpu in self.cpus.items() if cpu.online)
 
     @property
-    def offline(self):
+    def offline(self) -> frozenset[int]:
         return frozenset(c for c, cpu in self.cpus.items() if not cpu.online)
 
-    def sockets(self):
+    def sockets(self) -> list[int]:
         return sorted({cpu.socket for cpu in self.cpus.values() if cpu.online})
 
-    def dies(self, socket):
+    def dies(self, socket: int) -> list[int]:
         return sorted({cpu.die for cpu in self.cpus.values()
                        if cpu.online and cpu.socket == socket})
 
-    def cpu_nodes(self):
+    def cpu_nodes(self) -> list[NumaNode]:
         """NUMA nodes with online CPUs, by id."""
         return [n for _, n in sorted(self.nodes.items()) if n.cpus & self.online]
 
-    def memory_only_nodes(self):
+    def memory_only_nodes(self) -> list[NumaNode]:
         return [n for _, n in sorted(self.nodes.items())
                 if not (n.cpus & self.online) and n.memory > 0]
 
-    def distance(self, a, b):
+    def distance(self, a: int, b: int) -> int:
         d = self.nodes[a].distance.get(b)
         if d is not None:
             return d
@@ -112,7 +117,7 @@ class Machine:
         na, nb = self.nodes[a], self.nodes[b]
         return 11 if na.socket == nb.socket else 21
 
-    def summary(self):
+    def summary(self) -> str:
         return ("%s: %d sockets, %d NUMA nodes, %d CPUs (%d online)"
                 % (self.name, len(self.sockets()), len(self.cpu_nodes()), len(self.cpus),
                    len(self.online)))
@@ -150,7 +155,7 @@ _TOP = {"kind", "apiVersion", "name", "threadsPerCore", "threadLayout", "sockets
         "isolated", "offline", "reserved", "memoryNodes"}
 
 
-def machine_from_yaml(doc, source="machine"):
+def machine_from_yaml(doc: Any, source: str = "machine") -> Machine:
     """Build a Machine from the documented YAML mapping; errors name the field."""
     if not isinstance(doc, dict):
         raise _err("expected a mapping", source, "(top)")

@@ -15,6 +15,7 @@ timeouts, HTTP 5xx) are retried with backoff; the error then names the
 service, the request and the answer, never a token or password.
 """
 import time
+import typing
 import urllib.parse
 
 PAGE = 1000
@@ -24,7 +25,7 @@ class OpenStackError(Exception):
     """An OpenStack call failed (after retries). ``status``: the HTTP status of a 4xx
     answer (403: the policy refuses this identity the request), else None."""
 
-    def __init__(self, message, status=None):
+    def __init__(self, message: str, status: typing.Optional[int] = None) -> None:
         super().__init__(message)
         self.status = status
 
@@ -32,11 +33,12 @@ class OpenStackError(Exception):
 class OpenStack:
     """Heat and Nova reads on SESSION (a keystoneauth1 Session)."""
 
-    def __init__(self, session, region_name=None, retries=2, backoff=0.5, interface="public"):
+    def __init__(self, session: typing.Any, region_name: typing.Optional[str] = None,
+                 retries: int = 2, backoff: float = 0.5, interface: str = "public") -> None:
         self.session, self.region_name = session, region_name
         self.retries, self.backoff, self.interface = retries, backoff, interface
         self.calls = 0  # HTTP requests answered (including token and redirects)
-        self._identities = {}  # bare stack id -> "name/id"
+        self._identities: typing.Dict[str, str] = {}  # bare stack id -> "name/id"
         http = getattr(session, "session", None)
         if http is not None and hasattr(http, "hooks"):
             http.hooks.setdefault("response", []).append(self._count)
@@ -45,7 +47,10 @@ class OpenStack:
         self.calls += 1
         return response
 
-    def _get(self, service, name, path, expect_json=True):
+    def get_json(self, service: str, name: str, path: str,
+                 expect_json: bool = True) -> typing.Any:
+        """The JSON answer of one GET of PATH on SERVICE (NAME in messages), retried
+        on no answer and 5xx; OpenStackError for the rest."""
         from keystoneauth1 import exceptions as ks_exc
         filt = {"service_type": service, "interface": self.interface}
         if self.region_name:
@@ -82,12 +87,13 @@ class OpenStack:
         raise OpenStackError("%s GET %s: %s (after %d attempts)" % (
             name, path, last, self.retries + 1))
 
-    def stack_resources(self, stack_id, nested_depth=2):
+    def stack_resources(self, stack_id: str,
+                        nested_depth: int = 2) -> typing.List[typing.Dict[str, typing.Any]]:
         """Every resource of STACK_ID down to NESTED_DEPTH (list of dicts)."""
         path = "/stacks/%s/resources?nested_depth=%d" % (_quote(stack_id), nested_depth)
-        return self._get("orchestration", "Heat", path).get("resources") or []
+        return self.get_json("orchestration", "Heat", path).get("resources") or []
 
-    def resource(self, stack_id, name):
+    def resource(self, stack_id: str, name: str) -> typing.Dict[str, typing.Any]:
         """One resource of STACK_ID (an id, or ``name/id``), with its attributes.
 
         Heat serves one resource only under the stack's ``name/id`` path: a bare id is
@@ -95,7 +101,7 @@ class OpenStack:
         router reads ``/stacks/<id>/resources/<r>`` as stack name ``<id>``, stack id
         ``resources``: 404). So a bare id is resolved first, once per stack."""
         path = "/stacks/%s/resources/%s" % (_quote(self._identity(stack_id)), _quote(name))
-        return self._get("orchestration", "Heat", path).get("resource") or {}
+        return self.get_json("orchestration", "Heat", path).get("resource") or {}
 
     def _identity(self, stack_id):
         stack_id = str(stack_id)
@@ -103,7 +109,7 @@ class OpenStack:
             return stack_id
         known = self._identities.get(stack_id)
         if known is None:
-            stack = self._get("orchestration", "Heat",
+            stack = self.get_json("orchestration", "Heat",
                               "/stacks/%s" % _quote(stack_id)).get("stack") or {}
             if not stack.get("stack_name"):
                 raise OpenStackError("Heat GET /stacks/%s: no stack_name in the answer"
@@ -112,14 +118,15 @@ class OpenStack:
                                                             stack.get("id") or stack_id)
         return known
 
-    def servers(self):
+    def servers(self) -> typing.List[typing.Dict[str, typing.Any]]:
         """Every server of the project (``/servers/detail``, all pages)."""
-        out, marker = [], None
+        out: typing.List[typing.Dict[str, typing.Any]] = []
+        marker = None
         while True:
-            query = {"limit": PAGE}
+            query: typing.Dict[str, typing.Any] = {"limit": PAGE}
             if marker:
                 query["marker"] = marker
-            page = self._get("compute", "Nova", "/servers/detail?"
+            page = self.get_json("compute", "Nova", "/servers/detail?"
                              + urllib.parse.urlencode(query)).get("servers") or []
             out.extend(page)
             if len(page) < PAGE:

@@ -6,6 +6,7 @@ project_name, user_domain_name, project_domain_name, region_name, verify``
 field, never a value.
 """
 import os
+import typing
 
 import yaml
 
@@ -109,7 +110,7 @@ def access_from_environment(cloud=None, env=None):
     return _checked(access, "OS_* environment variables")
 
 
-def session(access, timeout=30.0):
+def session(access: typing.Mapping[str, typing.Any], timeout: float = 30.0) -> typing.Any:
     """A keystoneauth1 Session for ACCESS (password auth, Identity v3), on its
     own requests.Session (so the caller can count the HTTP requests)."""
     import requests

@@ -17,6 +17,8 @@ listener's transport is made from that same parse.
 """
 import logging
 import re
+import threading
+import typing
 import urllib.parse
 
 from tacker_hwaffinity.extras import install_hint
@@ -145,25 +147,28 @@ class _Endpoint:
 class NotificationListener:
     """Listen on URL until ``stop()``; ``on_event(event_type, server_id)`` per move."""
 
-    def __init__(self, url, on_event, exchange="nova", topic="versioned_notifications",
-                 pool="hwaffinity-controller", log=None):
+    def __init__(self, url: str, on_event: typing.Callable[[str, typing.Optional[str]], None],
+                 exchange: str = "nova", topic: str = "versioned_notifications",
+                 pool: str = "hwaffinity-controller",
+                 log: typing.Optional[logging.Logger] = None) -> None:
         self.url, self.on_event = url, on_event
         self.exchange, self.topic, self.pool = exchange, topic, pool
         self.log = log or logging.getLogger("hwaffinity.notifications")
-        self._listener = self._thread = self._stopping = None
+        self._listener: typing.Any = None       # oslo.messaging's, while it listens
+        self._thread: typing.Optional[threading.Thread] = None
+        self._stopping = threading.Event()
 
-    def describe(self):
+    def describe(self) -> str:
         return "%s (exchange %s, topic %s, pool %s)" % (redacted(self.url), self.exchange,
                                                         self.topic, self.pool)
 
     @property
-    def running(self):
+    def running(self) -> bool:
         return self._thread is not None
 
-    def start(self):
+    def start(self) -> None:
         """Connect and listen in the background (a broker that is down does not
         hold the caller up: oslo.messaging keeps reconnecting)."""
-        import threading
         self._stopping = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(self._stopping,), daemon=True,
                                         name="nova-notifications")
@@ -203,7 +208,7 @@ class NotificationListener:
         listener.wait()
         self.log.info("Nova notifications: stopped listening")
 
-    def stop(self, timeout=10):
+    def stop(self, timeout: float = 10) -> None:
         thread, self._thread = self._thread, None
         if thread is not None:
             self._stopping.set()

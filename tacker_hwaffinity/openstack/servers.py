@@ -41,12 +41,13 @@ otherwise, and ``host_id`` is Nova's per-project hash of the host that every
 member sees (``labeling.plan.choose_source`` picks between them).
 """
 import datetime
+import logging
 import typing
 import urllib.parse
 
 from tacker_hwaffinity.labeling.inventory import addresses
 
-from .api import OpenStackError
+from .api import OpenStack, OpenStackError
 
 PAGE = 1000  # Nova's default [api]max_limit
 ALL, PROJECT, AUTO = "all-projects", "project", "auto"   # ServerPoll scopes
@@ -69,7 +70,7 @@ class ServerState(typing.NamedTuple):
     addresses: tuple = ()     # fixed, then floating (labeling.inventory.addresses)
 
     @classmethod
-    def from_nova(cls, server):
+    def from_nova(cls, server: typing.Mapping[str, typing.Any]) -> "ServerState":
         return cls(id=server["id"], name=server.get("name") or "",
                    status=server.get("status") or "", task_state=server.get(TASK),
                    host=server.get(HOST), host_id=server.get("hostId") or "",
@@ -97,8 +98,9 @@ class ServerPoll:
     failed poll (OpenStackError) changes nothing: the next one asks again.
     """
 
-    def __init__(self, openstack, all_tenants=None, limit=PAGE, overlap=0, scope=None,
-                 log=None):
+    def __init__(self, openstack: OpenStack, all_tenants: typing.Optional[bool] = None,
+                 limit: int = PAGE, overlap: float = 0, scope: typing.Optional[str] = None,
+                 log: typing.Optional[logging.Logger] = None) -> None:
         if scope is None:
             scope = AUTO if all_tenants is None else ALL if all_tenants else PROJECT
         if scope not in (ALL, PROJECT, AUTO):
@@ -109,9 +111,10 @@ class ServerPoll:
         self.refused = None  # Nova's 403 message to all_tenants (AUTO only)
         self.since = None   # newest ``updated`` seen (a datetime), None before a poll
         self.pages = 0      # pages the last poll read (a refused all_tenants not counted)
-        self._recent = {}   # server id -> state returned, for ``updated`` >= the query time
+        # server id -> state returned, for ``updated`` >= the query time
+        self._recent: typing.Dict[str, ServerState] = {}
 
-    def describe(self, project=None):
+    def describe(self, project: typing.Optional[str] = None) -> str:
         """Which servers the polls list, for a log line (PROJECT: the credentials')."""
         own = "project %s's" % project if project else "the credentials' project's"
         if self.all_tenants:
@@ -122,13 +125,14 @@ class ServerPoll:
         return ("every project's servers if Nova allows all_tenants to these credentials, "
                 "else %s only, decided at the first poll" % own)
 
-    def poll(self):
+    def poll(self) -> typing.List[ServerState]:
         """The servers changed since the last poll (all of them the first
         time), each once, oldest ``updated`` first, as ServerState."""
         query_since = None
         if self.since is not None:
             query_since = self.since - datetime.timedelta(seconds=self.overlap)
-        latest = {}   # a server changed between two pages may come twice: keep the newer
+        # a server changed between two pages may come twice: keep the newer
+        latest: typing.Dict[str, ServerState] = {}
         for state in map(ServerState.from_nova, self._list(query_since)):
             if state.id not in latest or state.updated >= latest[state.id].updated:
                 latest[state.id] = state
@@ -154,7 +158,7 @@ class ServerPoll:
         servers, markers, self.pages = [], set(), 0
         while True:
             try:
-                body = self.openstack._get("compute", "Nova", "/servers/detail?"
+                body = self.openstack.get_json("compute", "Nova", "/servers/detail?"
                                            + urllib.parse.urlencode(query))
             except OpenStackError as e:
                 if self.all_tenants is not None or e.status != 403:

@@ -6,6 +6,8 @@ occurrence with ``***``. It is applied to every text the adapter logs or
 puts into an exception; remote output returned to the caller is untouched.
 """
 
+import typing
+
 MASK = "***"
 # A line of stdin shorter than this is not masked on its own: masking every
 # "apiVersion: v1" would make messages useless. The whole stdin text and every
@@ -13,7 +15,7 @@ MASK = "***"
 MIN_LINE = 12
 
 
-def _texts(value):
+def _texts(value: typing.Union[str, bytes, None]) -> typing.List[str]:
     if value is None:
         return []
     if isinstance(value, bytes):
@@ -24,19 +26,19 @@ def _texts(value):
 class Redactor:
     """Replaces known secret strings with ``***``."""
 
-    def __init__(self, secrets=()):
-        self._secrets = set()
+    def __init__(self, secrets: typing.Iterable[typing.Union[str, bytes, None]] = ()) -> None:
+        self._secrets: typing.Set[str] = set()
         for s in secrets:
             self.add(s)
 
-    def add(self, secret):
+    def add(self, secret: typing.Union[str, bytes, None]) -> None:
         for text in _texts(secret):
             self._secrets.add(text)
             # also the stripped form: remote tools print values trimmed
             if text.strip() and text.strip() != text:
                 self._secrets.add(text.strip())
 
-    def add_lines(self, data):
+    def add_lines(self, data: typing.Union[str, bytes, None]) -> None:
         """Register DATA (e.g. stdin) and each of its longer lines."""
         for text in _texts(data):
             self.add(text)
@@ -45,7 +47,8 @@ class Redactor:
                 if len(line) >= MIN_LINE:
                     self._secrets.add(line)
 
-    def child(self, extra=(), lines=None):
+    def child(self, extra: typing.Iterable[typing.Union[str, bytes, None]] = (),
+              lines: typing.Union[str, bytes, None] = None) -> "Redactor":
         """A redactor with this one's secrets plus EXTRA (and the lines of LINES)."""
         r = Redactor(self._secrets)
         for s in extra:
@@ -54,7 +57,7 @@ class Redactor:
             r.add_lines(lines)
         return r
 
-    def __call__(self, text):
+    def __call__(self, text: object) -> str:
         if isinstance(text, bytes):
             text = text.decode("utf-8", "replace")
         text = str(text)
@@ -64,5 +67,5 @@ class Redactor:
                 text = text.replace(s, MASK)
         return text
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Redactor(<%d secrets>)" % len(self._secrets)

@@ -88,7 +88,7 @@ class _Nova:
     def __init__(self, servers=None, error=None):
         self.servers, self.error, self.paths = servers or [], error, []
 
-    def _get(self, service, name, path):
+    def get_json(self, service, name, path):
         self.paths.append(path)
         if self.error:
             raise self.error

@@ -229,14 +229,14 @@ def test_a_hard_group_keeps_its_members_apart_through_a_live_migration(cloud):
 # -- capture (python tests/openstack/test_os_migration.py --capture) -------
 
 class _Recorder:
-    """OpenStack stand-in that records every ``_get`` (path and answer)."""
+    """OpenStack stand-in that records every ``get_json`` (path and answer)."""
 
     def __init__(self, openstack, log, poller):
         self.openstack, self.log, self.poller = openstack, log, poller
         self.label, self.number = None, 0
 
-    def _get(self, service, name, path, expect_json=True):
-        answer = self.openstack._get(service, name, path, expect_json)
+    def get_json(self, service, name, path, expect_json=True):
+        answer = self.openstack.get_json(service, name, path, expect_json)
         self.log.append({"poller": self.poller, "poll": self.number, "label": self.label,
                          "path": path, "answer": answer})
         return answer

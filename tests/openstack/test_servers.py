@@ -39,7 +39,7 @@ class Replay:
     def __init__(self, calls, check=True):
         self.calls, self.check, self.paths = list(calls), check, []
 
-    def _get(self, service, name, path, expect_json=True):
+    def get_json(self, service, name, path, expect_json=True):
         assert (service, name) == ("compute", "Nova")
         call = self.calls.pop(0)
         if self.check:
@@ -195,11 +195,11 @@ class MemberNova(Replay):
         super().__init__(calls)
         self.error, self.refused = error, []
 
-    def _get(self, service, name, path, expect_json=True):
+    def get_json(self, service, name, path, expect_json=True):
         if "all_tenants" in path:
             self.refused.append(path)
             raise self.error or OpenStackError(REFUSAL, status=403)
-        return super()._get(service, name, path, expect_json)
+        return super().get_json(service, name, path, expect_json)
 
 
 def _member_calls(recording):
@@ -276,7 +276,7 @@ def test_project_never_asks_all_tenants(recording, kwargs):
 
 def test_a_403_to_the_project_s_own_list_is_a_failed_poll_not_a_loop(recording):
     class Refusing(MemberNova):
-        def _get(self, service, name, path, expect_json=True):
+        def get_json(self, service, name, path, expect_json=True):
             self.refused.append(path)
             raise OpenStackError("Nova GET %s: HTTP 403 Forbidden" % path, status=403)
     fake = Refusing([])
