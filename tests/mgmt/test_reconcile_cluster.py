@@ -62,7 +62,7 @@ def fleet(control_plane):
 
 @pytest.fixture
 def over_ssh(ssh_params):
-    session = SSHSession.from_params(_hw(ssh_params)["ssh"])
+    session = SSHSession.from_params(_hw(ssh_params).ssh)
     runner = kube.SshKubectl(session.connect(), ssh_params["kubectl"],
                              ssh_params["kubeconfig_path"])
     yield runner
