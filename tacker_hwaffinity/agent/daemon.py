@@ -2,13 +2,26 @@
 checks that can refuse it, and its two modes' threads (``doc/agent.md``)."""
 import dataclasses
 import gc
+import logging
 import os
 import stat
+import threading
 import typing
 
+from tacker_hwaffinity.agent import cgroupfs, preflight
+from tacker_hwaffinity.agent.checkpoint import CHECKPOINT, Checkpoint
+from tacker_hwaffinity.agent.node import NodeState
+from tacker_hwaffinity.agent.nri_agent import NriAgent
+from tacker_hwaffinity.agent.nri_session import NriSession
+from tacker_hwaffinity.agent.recorder import QueuedPodApi, Recorder
+from tacker_hwaffinity.agent.runner import Agent, Metrics, PodApi, PodsByUid, pod_uid
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.kube import client as kube_client
 from tacker_hwaffinity.kube.component import Address, Context, Refused, Started
+from tacker_hwaffinity.kube.informer import Informer, InformerMetrics
 from tacker_hwaffinity.numa.config import PlacementConfig
+from tacker_hwaffinity.numa.cpuset import format_list
+from tacker_hwaffinity.numa.topology import Machine
 
 # What the agent reads of a Pod (agent.node, numa.subjects.pod_from_object, objects.qos,
 # agent.runner, kube.events): the informer keeps these keys of these fields, nothing
@@ -29,8 +42,8 @@ class AgentConfig:
 
     node: str
     metrics_address: Address
-    load_machine: typing.Callable[[typing.Optional[str]], typing.Any]
-    """The machine (numa.topology.Machine) from sysfs, given the reserved CPUs' text."""
+    load_machine: typing.Callable[[typing.Optional[str]], Machine]
+    """The machine from sysfs, given the reserved CPUs' text."""
     mode: str                           # auto, nri or cgroupfs
     nri_socket: str
     nri_index: str                      # two digits
@@ -55,39 +68,45 @@ class Prepared:
     mode: no cgroup is written) and the CPU and memory-node maps (None: identity)."""
 
     mode: str
-    machine: typing.Any
-    layout: typing.Any
+    machine: Machine
+    layout: typing.Optional[cgroupfs.Layout]
     cpu_map: typing.Optional[dict] = None
     mem_map: typing.Optional[dict] = None
 
 
-def choose_mode(config):
-    """(mode, why) from the configured mode and whether the runtime's NRI socket exists."""
+class ModeChoice(typing.NamedTuple):
+    """The mode the agent runs in, and why (for the start line)."""
+
+    mode: str
+    why: str
+
+
+@dataclasses.dataclass(frozen=True)
+class ModeStarted:
+    """What a mode's start gives: its readiness ((ok, message), once no worker died)
+    and what it does, for the start line."""
+
+    ready: typing.Callable[[], typing.Tuple[bool, str]]
+    what: str
+
+
+def choose_mode(config: AgentConfig) -> ModeChoice:
+    """The configured mode, or auto's choice by whether the runtime's NRI socket exists."""
     if config.mode != "auto":
-        return config.mode, "--mode %s" % config.mode
+        return ModeChoice(config.mode, "--mode %s" % config.mode)
     try:
         is_socket = stat.S_ISSOCK(os.stat(config.nri_socket).st_mode)
     except OSError:
         is_socket = False
     if is_socket:
-        return "nri", "the runtime's NRI socket %s exists" % config.nri_socket
-    return "cgroupfs", "no NRI socket at %s (enable NRI in the runtime for nri mode)" \
-        % config.nri_socket
+        return ModeChoice("nri", "the runtime's NRI socket %s exists" % config.nri_socket)
+    return ModeChoice("cgroupfs", "no NRI socket at %s (enable NRI in the runtime for nri "
+                                  "mode)" % config.nri_socket)
 
 
-def prepare(config, log):
-    """Everything that can refuse, as :class:`Prepared`. Raises
-    agent.preflight.Refused or InputError."""
-    from tacker_hwaffinity.agent import cgroupfs, preflight
-    from tacker_hwaffinity.numa.cpuset import format_list
-    state_file = config.cpu_manager_state or os.path.join(config.kubelet_root,
-                                                          preflight.CPU_MANAGER_STATE)
-    config_file = config.kubelet_config or os.path.join(config.kubelet_root,
-                                                        preflight.KUBELET_CONFIG)
-    verified, note = preflight.cpu_manager_policy(state_file, config_file)
-    (log.info if verified else log.warning)(note)
-    mode, why = choose_mode(config)
-    layout = None
+def _layout(config: AgentConfig, mode: str) -> typing.Optional[cgroupfs.Layout]:
+    """The cgroup layout of cgroupfs MODE, writable (None in nri mode, whose checkpoint
+    directory is made instead); preflight.Refused when it cannot be written."""
     if mode == "cgroupfs":
         try:
             layout = cgroupfs.detect(config.cgroup_root)
@@ -95,21 +114,41 @@ def prepare(config, log):
                 layout.check_writable()
         except cgroupfs.LayoutError as e:
             raise preflight.Refused(str(e))
-    elif not config.dry_run:
+        return layout
+    if not config.dry_run:
         try:
             os.makedirs(config.state_dir, exist_ok=True)
         except OSError as e:
             raise preflight.Refused("--state-dir %s: %s" % (config.state_dir, e.strerror or e))
+    return None
+
+
+def _cpu_maps(config: AgentConfig) -> typing.Tuple[typing.Optional[dict], typing.Optional[dict]]:
+    """The CPU and memory-node maps of ``--cpu-map`` ((None, None): identity)."""
+    if not config.cpu_map:
+        return None, None
+    try:
+        return preflight.read_cpu_map(config.cpu_map)
+    except (OSError, ValueError) as e:
+        raise InputError("cannot read the CPU map: %s" % e, source=config.cpu_map)
+
+
+def prepare(config: AgentConfig, log: logging.Logger) -> Prepared:
+    """Everything that can refuse, as :class:`Prepared`. Raises
+    agent.preflight.Refused or InputError."""
+    state_file = config.cpu_manager_state or os.path.join(config.kubelet_root,
+                                                          preflight.CPU_MANAGER_STATE)
+    config_file = config.kubelet_config or os.path.join(config.kubelet_root,
+                                                        preflight.KUBELET_CONFIG)
+    verified, note = preflight.cpu_manager_policy(state_file, config_file)
+    (log.info if verified else log.warning)(note)
+    mode, why = choose_mode(config)
+    layout = _layout(config, mode)
     reserved = config.reserved_cpus
     if reserved is None:
         reserved = preflight.kubelet_reserved_cpus(config.kubelet_root, config_file)
     machine = config.load_machine(reserved)
-    cpu_map = mem_map = None
-    if config.cpu_map:
-        try:
-            cpu_map, mem_map = preflight.read_cpu_map(config.cpu_map)
-        except (OSError, ValueError) as e:
-            raise InputError("cannot read the CPU map: %s" % e, source=config.cpu_map)
+    cpu_map, mem_map = _cpu_maps(config)
     where = layout.describe() if layout is not None else \
         "NRI plugin %s-hwaffinity on %s, checkpoint in %s" % (
             config.nri_index, config.nri_socket, config.state_dir)
@@ -123,18 +162,12 @@ class AgentDaemon:
 
     name = "agent"
 
-    def __init__(self, config: "AgentConfig") -> None:
+    def __init__(self, config: AgentConfig) -> None:
         self.config = config
         self.log_level = config.log_level
         self.address = config.metrics_address
 
     def start(self, context: Context) -> Started:
-        # each mode imports only its own modules (and the kubernetes client once the
-        # checks passed): the agent's resident memory is budgeted (80 MiB,
-        # tests/controlplane/test_agent.py) and both modes' modules cost it
-        from tacker_hwaffinity.agent import preflight
-        from tacker_hwaffinity.agent.runner import Metrics
-        from tacker_hwaffinity.kube import client as kube_client
         try:
             prepared = prepare(self.config, context.log)
             conn = kube_client.connect(self.config.kubeconfig, self.config.context)
@@ -142,20 +175,16 @@ class AgentDaemon:
             raise Refused("refusing to run: %s" % e)
         metrics = Metrics(context.registry)
         start = self._start_nri if prepared.mode == "nri" else self._start_cgroupfs
-        ready, what = start(prepared, conn, metrics, context)
+        started = start(prepared, conn, metrics, context)
         # what start-up made (the kubernetes client's modules, the machine) goes to the
         # permanent generation: full collections stop walking it, which took 20-30 ms
         # pauses off a container's start path (benchmarks/bench_nri.py)
         gc.freeze()
-        return Started(ready, lambda port: ["%s (metrics on %s:%d)" % (
-            what, self.address.host, port)], close=[conn.close])
+        return Started(started.ready, lambda port: ["%s (metrics on %s:%d)" % (
+            started.what, self.address.host, port)], close=[conn.close])
 
-    def _start_cgroupfs(self, prepared, conn, metrics, context):
-        from tacker_hwaffinity.agent import cgroupfs
-        from tacker_hwaffinity.agent.node import NodeState
-        from tacker_hwaffinity.agent.recorder import QueuedPodApi, Recorder
-        from tacker_hwaffinity.agent.runner import Agent, PodApi, PodsByUid, pod_uid
-        from tacker_hwaffinity.kube.informer import Informer, InformerMetrics
+    def _start_cgroupfs(self, prepared: Prepared, conn: kube_client.Connection,
+                        metrics: Metrics, context: Context) -> ModeStarted:
         config, log, workers = self.config, context.log, context.workers
         writer = cgroupfs.Writer(prepared.layout, cpu_map=prepared.cpu_map,
                                  mem_map=prepared.mem_map, dry_run=config.dry_run)
@@ -172,7 +201,7 @@ class AgentDaemon:
                             metrics=InformerMetrics(metrics.registry))
         pods.informer = informer
 
-        def ready():
+        def ready() -> typing.Tuple[bool, str]:
             if not informer.synced.is_set():     # set once on_sync's full reconcile is applied
                 return False, "pods of node %s not listed and reconciled yet (%s)" % (
                     config.node, informer.last_error or "listing")
@@ -180,15 +209,10 @@ class AgentDaemon:
         workers.start("pod-watch", informer.run, workers.stop)
         workers.start("recorder", recorder.run, workers.stop)
         workers.start("resync", resync, agent, workers.stop, config.resync, informer.synced)
-        return ready, "watching the pods of node %s" % config.node
+        return ModeStarted(ready, "watching the pods of node %s" % config.node)
 
-    def _start_nri(self, prepared, conn, metrics, context):
-        from tacker_hwaffinity.agent.checkpoint import CHECKPOINT, Checkpoint
-        from tacker_hwaffinity.agent.node import NodeState
-        from tacker_hwaffinity.agent.nri_agent import NriAgent
-        from tacker_hwaffinity.agent.nri_session import NriSession
-        from tacker_hwaffinity.agent.recorder import Recorder
-        from tacker_hwaffinity.agent.runner import PodApi
+    def _start_nri(self, prepared: Prepared, conn: kube_client.Connection, metrics: Metrics,
+                   context: Context) -> ModeStarted:
         config, log, workers = self.config, context.log, context.workers
         recorder = Recorder(PodApi(conn), metrics, log, dry_run=config.dry_run)
         checkpoint = Checkpoint(None if config.dry_run
@@ -198,17 +222,19 @@ class AgentDaemon:
                            mem_map=prepared.mem_map)
         session = NriSession(handler, config.nri_socket, config.nri_index, log)
 
-        def ready():
+        def ready() -> typing.Tuple[bool, str]:
             if handler.plugin is None or not handler.synchronized.is_set():
                 return False, "not registered with the runtime yet (%s)" % session.state
             return True, "ok"
         workers.start("nri", session.run, workers.stop)
         workers.start("nri-updates", handler.run_updates, workers.stop)
         workers.start("recorder", recorder.run, workers.stop)
-        return ready, "serving the runtime as NRI plugin %s-hwaffinity" % config.nri_index
+        return ModeStarted(ready, "serving the runtime as NRI plugin %s-hwaffinity"
+                           % config.nri_index)
 
 
-def resync(agent, stop, interval, synced=None):
+def resync(agent: Agent, stop: threading.Event, interval: float,
+           synced: typing.Optional[threading.Event] = None) -> None:
     """Every INTERVAL seconds, a full reconcile (after the first list, SYNCED, is in)."""
     while not stop.wait(interval):
         if synced is None or synced.is_set():

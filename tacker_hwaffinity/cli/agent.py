@@ -14,6 +14,7 @@ would fight the kubelet or cannot write.
 import argparse
 import functools
 import os
+import typing
 
 from tacker_hwaffinity.cli.main import plain_text
 from tacker_hwaffinity.errors import InputError
@@ -23,8 +24,17 @@ from tacker_hwaffinity.numa.config import from_args as placement_config
 DEFAULT_PORT = 9464
 NRI_SOCKET = "/var/run/nri/nri.sock"
 
+# The agent's modules are imported in the functions that use them, not here:
+# ``hwaffinity --help`` imports every command's module, and agent.daemon (the Kubernetes
+# client, the NRI plugin) adds ~200 ms over the rest of it, kube.component ~20 ms;
+# cli.numa (the manifest readers) adds ~700 ms to ``hwaffinity agent``, whose parser
+# imports this module alone.
+if typing.TYPE_CHECKING:
+    from tacker_hwaffinity.agent.daemon import AgentConfig
+    from tacker_hwaffinity.numa.topology import Machine
 
-def register(sub):
+
+def register(sub: typing.Any) -> None:
     p = sub.add_parser("agent", help="node agent: enforce container NUMA affinity in cgroups",
                        description=plain_text(__doc__.splitlines()[0]))
     p.add_argument("--node", default=os.environ.get("NODE_NAME"),
@@ -74,8 +84,9 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def config(args):
+def config(args: argparse.Namespace) -> "AgentConfig":
     """The agent.daemon.AgentConfig of the parsed ARGS (flags checked now)."""
+    # lazy: see the module's head
     from tacker_hwaffinity.agent.daemon import AgentConfig
     from tacker_hwaffinity.kube.component import parse_address
     address = parse_address(args.metrics_address, "--metrics-address")
@@ -94,14 +105,16 @@ def config(args):
         placement=placement_config(args), log_level=args.log_level)
 
 
-def _load_machine(sysfs_root, reserved_cpus):
+def _load_machine(sysfs_root: str, reserved_cpus: typing.Optional[str]) -> "Machine":
     """The machine under SYSFS_ROOT with RESERVED_CPUS, as ``hwaffinity numa`` loads it."""
+    # lazy: see the module's head
     from tacker_hwaffinity.cli.numa import load_machine
     return load_machine(argparse.Namespace(machine=None, sysfs_root=sysfs_root,
                                            reserved_cpus=reserved_cpus))
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
+    # lazy: see the module's head
     from tacker_hwaffinity.agent.daemon import AgentDaemon
     from tacker_hwaffinity.kube import component
     return component.run(AgentDaemon(config(args)))

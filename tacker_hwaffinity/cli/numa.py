@@ -22,7 +22,6 @@ from tacker_hwaffinity.intake import read
 from tacker_hwaffinity.objects.yamlio import source_name
 from tacker_hwaffinity.numa import config as configmod
 from tacker_hwaffinity.numa import report as reportmod
-from tacker_hwaffinity.numa.cpuset import parse_list
 from tacker_hwaffinity.numa.subjects import Pod, load_pods
 from tacker_hwaffinity.numa.topology import Machine
 
@@ -137,34 +136,10 @@ def load_machine(args: argparse.Namespace) -> Machine:
         except InputError as e:
             raise e.located(args.machine, "Machine")
     else:
-        root = args.sysfs_root or "/sys"
-        try:
-            machine = sysfs.discover(root)
-        except InputError as e:
-            raise e.located(root)
+        return sysfs.load(args.sysfs_root or "/sys", args.reserved_cpus)
     if args.reserved_cpus is not None:
-        try:
-            reserved = _reserved(args.reserved_cpus, machine)
-        except ValueError as e:
-            raise InputError(str(e), field="--reserved-cpus")
-        if reserved - set(machine.cpus):
-            raise InputError("unknown CPUs %s" % sorted(reserved - set(machine.cpus)),
-                             field="--reserved-cpus")
-        machine.reserved = frozenset(reserved)
+        machine.reserve(args.reserved_cpus)
     return machine
-
-
-def _reserved(text, machine):
-    text = text.strip()
-    if text.endswith("m") or "." in text:
-        import math
-        from tacker_hwaffinity.objects.quantity import parse_quantity
-        count = math.ceil(parse_quantity(text))
-        pool = sorted(machine.online - machine.isolated)
-        if count > len(pool):
-            raise ValueError("%s is more than the %d usable CPUs" % (text, len(pool)))
-        return set(pool[:count])
-    return parse_list(text)
 
 
 def run_plan(args):

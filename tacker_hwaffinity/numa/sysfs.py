@@ -11,6 +11,7 @@ Reads the files upstream reads (``pkg/sysfs/system.go``) under ROOT
 """
 import os
 import re
+from typing import Optional
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.numa.cpuset import parse_list
@@ -152,3 +153,15 @@ def discover(root: str = "/sys") -> Machine:
 
 def _hostname(root):
     return "sysfs:%s" % root
+
+
+def load(root: str = "/sys", reserved_cpus: Optional[str] = None) -> Machine:
+    """The machine under sysfs ROOT with RESERVED_CPUS (``Machine.reserve``), errors
+    located at ROOT: how ``hwaffinity numa`` and the agent load the node they run on."""
+    try:
+        machine = discover(root)
+    except InputError as e:
+        raise e.located(root)
+    if reserved_cpus is not None:
+        machine.reserve(reserved_cpus)
+    return machine

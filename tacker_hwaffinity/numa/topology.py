@@ -20,6 +20,7 @@ Machine YAML (see doc/numa.md)::
     memoryNodes:                      # optional CPU-less nodes (PMEM/HBM)
       - {id: 2, memory: 256Gi, socket: 0}
 """
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -116,6 +117,29 @@ class Machine:
             return 10
         na, nb = self.nodes[a], self.nodes[b]
         return 11 if na.socket == nb.socket else 21
+
+    def reserve(self, text: str) -> None:
+        """Set the reserved CPUs from ``--reserved-cpus``/``reservedSystemCPUs`` TEXT: a
+        CPU list ("0-1,8") or a CPU quantity ("1500m": the lowest usable CPUs that hold
+        it, as the kubelet's static policy picks them). InputError (field
+        ``--reserved-cpus``) on a bad list, too many CPUs, or CPUs this machine lacks."""
+        try:
+            reserved = self._reserved_cpus(text.strip())
+        except ValueError as e:
+            raise InputError(str(e), field="--reserved-cpus")
+        if reserved - set(self.cpus):
+            raise InputError("unknown CPUs %s" % sorted(reserved - set(self.cpus)),
+                             field="--reserved-cpus")
+        self.reserved = frozenset(reserved)
+
+    def _reserved_cpus(self, text: str) -> set[int]:
+        if text.endswith("m") or "." in text:
+            count = math.ceil(parse_quantity(text))
+            pool = sorted(self.online - self.isolated)
+            if count > len(pool):
+                raise ValueError("%s is more than the %d usable CPUs" % (text, len(pool)))
+            return set(pool[:count])
+        return set(parse_list(text))
 
     def summary(self) -> str:
         return ("%s: %d sockets, %d NUMA nodes, %d CPUs (%d online)"

@@ -7,7 +7,7 @@ import yaml
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.numa.cpuset import format_list, parse_list
 from tacker_hwaffinity.numa.pools import build_pools
-from tacker_hwaffinity.numa.sysfs import discover
+from tacker_hwaffinity.numa.sysfs import discover, load
 from tacker_hwaffinity.numa.topology import machine_from_yaml
 
 from .conftest import DATA
@@ -57,6 +57,25 @@ def test_four_socket_dies_and_memory_only_node(sysfs):
     assert 8 not in pools[1].mem_nodes
     assert pools[0].memory == 80 * 2 ** 30
     assert pools[-1].cpus == m.online and 63 not in pools[-1].cpus
+
+
+def test_reserved_cpus_as_a_list_or_a_quantity(sysfs):
+    """As the kubelet reads reservedSystemCPUs: a list as given; a quantity takes the
+    lowest usable CPUs (online, not isolated) that hold it, rounded up."""
+    root = sysfs("sysfs-2socket.txt")
+    assert load(root, "0-1,8").reserved == {0, 1, 8}
+    assert load(root, "2500m").reserved == {0, 1, 4}        # 2, 3 are isolated
+    assert load(root).reserved == frozenset()
+
+
+@pytest.mark.parametrize("text,message", [
+    ("0-1,x", "'x' is not a CPU list item"), ("64", "unknown CPUs [64]"),
+    ("1000.0", "more than the 29 usable CPUs"),
+])
+def test_reserved_cpus_errors_name_the_flag(sysfs, text, message):
+    with pytest.raises(InputError) as e:
+        load(sysfs("sysfs-2socket.txt"), text)
+    assert message in str(e.value) and e.value.field == "--reserved-cpus"
 
 
 def test_server_pool_ids_post_order():
