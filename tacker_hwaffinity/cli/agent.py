@@ -27,8 +27,7 @@ NRI_SOCKET = "/var/run/nri/nri.sock"
 # The agent's modules are imported in the functions that use them, not here:
 # ``hwaffinity --help`` imports every command's module, and agent.daemon (the Kubernetes
 # client, the NRI plugin) adds ~200 ms over the rest of it, kube.component ~20 ms;
-# cli.numa (the manifest readers) adds ~700 ms to ``hwaffinity agent``, whose parser
-# imports this module alone.
+# ``hwaffinity agent``'s parser imports this module alone.
 if typing.TYPE_CHECKING:
     from tacker_hwaffinity.agent.daemon import AgentConfig
     from tacker_hwaffinity.numa.topology import Machine
@@ -108,9 +107,8 @@ def config(args: argparse.Namespace) -> "AgentConfig":
 def _load_machine(sysfs_root: str, reserved_cpus: typing.Optional[str]) -> "Machine":
     """The machine under SYSFS_ROOT with RESERVED_CPUS, as ``hwaffinity numa`` loads it."""
     # lazy: see the module's head
-    from tacker_hwaffinity.cli.numa import load_machine
-    return load_machine(argparse.Namespace(machine=None, sysfs_root=sysfs_root,
-                                           reserved_cpus=reserved_cpus))
+    from tacker_hwaffinity.numa import sysfs
+    return sysfs.load(sysfs_root or "/sys", reserved_cpus)
 
 
 def run(args: argparse.Namespace) -> int:
