@@ -447,9 +447,18 @@ class FakeKubelet(threading.Thread):
         self._nodes = {}            # name -> (client, address, last status push)
         self._lock = threading.Lock()
         self._halt = threading.Event()
+        # Leases and heartbeats on a thread of their own: a slow runtime hook
+        # (a pod started in a VM takes seconds) must never let the node
+        # lifecycle controller see another node's lease expire.
+        self._liveness = threading.Thread(target=self._keep_alive, name="fake-kubelet-leases",
+                                          daemon=True)
         self.errors = []
         self.start_pod = None
         self.stop_pod = None
+
+    def start(self):
+        super().start()
+        self._liveness.start()
 
     def add(self, name, client, address):
         with self._lock:
@@ -462,10 +471,17 @@ class FakeKubelet(threading.Thread):
 
     def stop(self, timeout=10):
         self._halt.set()
-        if self.is_alive():
-            self.join(timeout)
+        for thread in (self, self._liveness):
+            if thread.is_alive():
+                thread.join(timeout)
 
     def run(self):
+        self._each_node(self._sync_node)
+
+    def _keep_alive(self):
+        self._each_node(self._live_node)
+
+    def _each_node(self, tick):
         while not self._halt.wait(self.interval):
             with self._lock:
                 names = list(self._nodes)
@@ -473,21 +489,32 @@ class FakeKubelet(threading.Thread):
                 if self._halt.is_set():
                     return
                 try:
-                    self.tick_node(name)
+                    tick(name)
                 except Exception as e:  # noqa: BLE001 - keep the loop alive
                     self.errors.append("%s: %s" % (name, e))
                     del self.errors[:-50]
 
     def tick_node(self, name):
+        self._live_node(name)
+        self._sync_node(name)
+
+    def _live_node(self, name):
         with self._lock:
             entry = self._nodes.get(name)
         if entry is None:
             return
-        client, address, last = entry
+        client, _, last = entry
         self._renew_lease(client, name)
         if time.monotonic() - last >= self.status_every:
             self._heartbeat(client, name)
             entry[2] = time.monotonic()
+
+    def _sync_node(self, name):
+        with self._lock:
+            entry = self._nodes.get(name)
+        if entry is None:
+            return
+        client, address, _ = entry
         self._sync_pods(client, name, address)
 
     @staticmethod

@@ -51,16 +51,51 @@ def _objects(namespace):
 def _wait_for_an_even_cluster(cp, host_nodes, namespace):
     """Pods of earlier tests' namespaces are deleted asynchronously; the plan
     would count them (as the scheduler does) but an uneven load changes the
-    tie-breaks amf's spread depends on in the plan. Wait until they are gone."""
-    def quiet():
+    tie-breaks amf's spread depends on in the plan, and one worker left full or
+    tainted takes smf's per-worker spread away. Wait until every host node is
+    Ready, untainted and schedulable and holds no other test's pod; fail naming
+    what stayed (the comparison below would not be about this package)."""
+    def leftovers():
         pods = cp.admin.get("/api/v1/pods")["items"]
-        busy = [p for p in pods if p["spec"].get("nodeName") in host_nodes
+        left = ["pod %s/%s on %s%s" % (p["metadata"]["namespace"], p["metadata"]["name"],
+                                        p["spec"]["nodeName"],
+                                        " (being deleted)" if p["metadata"].get(
+                                            "deletionTimestamp") else "")
+                for p in pods if p["spec"].get("nodeName") in host_nodes
                 and p["metadata"]["namespace"] != namespace]
-        return not busy
+        for name in host_nodes:
+            node = cp.admin.get("/api/v1/nodes/" + name)
+            ready = [c["status"] for c in node.get("status", {}).get("conditions", [])
+                     if c["type"] == "Ready"]
+            if ready != ["True"] or node["spec"].get("taints") or \
+                    node["spec"].get("unschedulable"):
+                left.append("node %s: Ready %s, taints %s, unschedulable %s" % (
+                    name, ready, node["spec"].get("taints"), node["spec"].get("unschedulable")))
+        return left
+    state = {"left": None}
+
+    def even():
+        state["left"] = leftovers()
+        return not state["left"]
     try:
-        harness.wait_until(quiet, 60, what="pods of other tests to go")
-    except Exception:       # noqa: BLE001 - the comparison below still holds or says why
-        pass
+        harness.wait_until(even, 120, what="an even cluster")
+    except harness.HarnessError:
+        pytest.fail("the host nodes are not even 120 s on: %s" % "; ".join(state["left"]))
+
+
+def _nodes_state(cp, host_nodes):
+    """What the scheduler saw of each host node, for a failure's message."""
+    out = []
+    for name in sorted(host_nodes):
+        node = cp.admin.get("/api/v1/nodes/" + name)
+        ready = [(c["status"], c.get("lastHeartbeatTime"))
+                 for c in node.get("status", {}).get("conditions", []) if c["type"] == "Ready"]
+        pods = [p["metadata"]["namespace"] + "/" + p["metadata"]["name"]
+                for p in cp.admin.get("/api/v1/pods", fieldSelector="spec.nodeName=" + name)[
+                    "items"]]
+        out.append("%s: Ready %s taints %s pods %s" % (name, ready, node["spec"].get("taints"),
+                                                       pods))
+    return "; ".join(out)
 
 
 def test_cnf_spreads_as_planned(control_plane, host_nodes, namespace, tmp_path):
@@ -94,7 +129,9 @@ def test_cnf_spreads_as_planned(control_plane, host_nodes, namespace, tmp_path):
         real_nodes[name] = [p["spec"]["nodeName"] for p in pods]
 
     hosts = sorted(set(host_nodes.values()))
-    detail = "real %s; plan %s (pending %s)" % (real_counts, plan_counts, plan_pending)
+    detail = "real %s (smf on %s); plan %s (pending %s, smf on %s); nodes now: %s" % (
+        real_counts, sorted(real_nodes["smf"]), plan_counts, plan_pending,
+        sorted(plan_nodes.get("smf", [])), _nodes_state(cp, host_nodes))
     # First, the real scheduler does what each manifest asks for ...
     for name in ("upf", "udr"):             # required anti-affinity: one per host
         assert real_counts[name] == {h: 1 for h in hosts}, detail
