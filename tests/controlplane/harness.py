@@ -101,10 +101,52 @@ def find_binaries():
     return found
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+# Ports for servers the tests start: each pytest process (each xdist worker) takes its
+# own band below the kernel's ephemeral range, so that neither another pytest process
+# beside it nor an outgoing connection can take a port between free_port() and the
+# server's bind, and a port handed out as "nothing listens here" stays unused.
+PORT_BASE, PORT_BAND_WIDTH, PORT_BANDS = 20000, 1500, 8
+_port_lock = threading.Lock()
+_port_next = None
+
+
+def _port_band():
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")      # gw0, gw1, ... under xdist
+    return int(worker[2:]) + 1 if worker[2:].isdigit() else 0
+
+
+def _ephemeral_range():
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low, high = (int(x) for x in f.read().split())
+        return low, high
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_port(host="127.0.0.1"):
+    """A TCP port on HOST that nothing uses now, from this process's band (a port of
+    the kernel's ephemeral range where the bands would overlap it)."""
+    global _port_next
+    start = PORT_BASE + PORT_BAND_WIDTH * (_port_band() % PORT_BANDS)
+    low, high = _ephemeral_range()
+    if start + PORT_BAND_WIDTH > low and start <= high:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            return s.getsockname()[1]
+    with _port_lock:
+        if _port_next is None:
+            _port_next = secrets.randbelow(PORT_BAND_WIDTH)
+        for _ in range(PORT_BAND_WIDTH):
+            port = start + _port_next % PORT_BAND_WIDTH
+            _port_next += 1
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue
+            return port
+    raise HarnessError("no free port in %d-%d" % (start, start + PORT_BAND_WIDTH - 1))
 
 
 def now_rfc3339():

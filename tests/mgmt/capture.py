@@ -14,6 +14,7 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "openstack"))
+sys.path.insert(0, os.path.dirname(HERE))      # tests/: controlplane.harness, for osharness
 
 
 def main():

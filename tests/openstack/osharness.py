@@ -30,10 +30,11 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
+
+from controlplane.harness import free_port  # noqa: F401  (re-exported for the harnesses here)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -191,13 +192,6 @@ def serving(make, installed, package, error):
         yield server
     finally:
         server.stop()
-
-
-def free_port():
-    """A free TCP port on 127.0.0.1."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def tail_of(path, lines=30):

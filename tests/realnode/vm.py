@@ -61,6 +61,7 @@ import weakref
 
 import paramiko
 from sshkeys import ed25519_keypair
+from controlplane.harness import free_port
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BUILD_SCRIPT = os.path.join(REPO, "tools", "build-vm-image.sh")
@@ -150,13 +151,6 @@ def ensure_image(timeout=BUILD_TIMEOUT):
 
 
 # -- helpers -------------------------------------------------------------------
-
-def free_port():
-    """A TCP port free on 127.0.0.1 now (QEMU binds it a moment later; see the retry)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
 
 _PR_SET_PDEATHSIG = 1
 

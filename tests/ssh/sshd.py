@@ -15,6 +15,8 @@ import subprocess
 import tempfile
 import time
 
+from controlplane.harness import free_port
+
 HINT = ("OpenSSH sshd not found: run 'sudo bash tools/install-test-packages.sh' "
         "(installs openssh-server)")
 HOST = "127.0.0.1"
@@ -66,12 +68,6 @@ def find(name):
         if path and os.access(path, os.X_OK):
             return os.path.abspath(path)
     return None
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind((HOST, 0))
-        return s.getsockname()[1]
 
 
 def _run(argv, timeout=30):
