@@ -34,7 +34,7 @@ from controlplane.fixtures import (  # noqa: E402,F401  (fixtures and hooks pyte
     pytest_terminal_summary)
 from ssh import sshd as sshd_mod  # noqa: E402
 
-pytest_plugins = ["ci_policy", "pytester"]
+pytest_plugins = ["ci_policy", "pytester", "xdist_groups"]
 
 
 @pytest.fixture(scope="session")

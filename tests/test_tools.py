@@ -209,6 +209,8 @@ def test_with_a_cloud(cloud):
 SAMPLE_CONFTEST = '''
 import pytest
 
+pytest_plugins = ["xdist_groups"]       # the suite's own (--by-group), copied in
+
 @pytest.fixture
 def cloud():
     return None
@@ -241,7 +243,8 @@ def checkout(tmp_path):
     repo = tmp_path / "repo"
     (repo / "tools").mkdir(parents=True)
     (repo / "tests").mkdir()
-    for name in ("tools/test.sh", "tools/test-venv.sh", "tox.ini", "pyproject.toml"):
+    for name in ("tools/test.sh", "tools/test-venv.sh", "tox.ini", "pyproject.toml",
+                 "tests/xdist_groups.py"):
         with open(os.path.join(ROOT, name)) as f:
             (repo / name).write_text(f.read())
     steps = tmp_path / "steps.log"
@@ -328,15 +331,16 @@ def test_no_argument_installs_everything(checkout):
 
 def test_the_whole_suite_runs_each_test_once_in_two_passes(checkout):
     """No argument: everything installed, then the tests that need nothing on every core
-    and the integration tests one at a time; the trixie fast loop after both pass."""
+    and the integration tests in two workers by group; the trixie fast loop after both
+    pass."""
     proc, ran = checkout()
     assert proc.returncode == 0, proc.stdout + proc.stderr
     passes = [line for line in proc.stdout.splitlines() if "running pytest" in line]
     assert len(passes) == 2, proc.stdout
     assert "-n auto" in passes[0] and "not (" in passes[0] and "-n auto" not in passes[1]
-    # xdist reports no deselection: its pass collected the one unmarked test only
-    assert "= 1 passed in" in proc.stdout and "3 passed, 1 deselected" in proc.stdout, \
-        proc.stdout
+    assert "-n 2 --by-group" in passes[1] and "not (" not in passes[1]
+    # xdist reports no deselection: each pass collected its own tests only
+    assert "= 1 passed in" in proc.stdout and "= 3 passed in" in proc.stdout, proc.stdout
     assert ran[-1] == "test-python.sh "
 
 
@@ -345,7 +349,7 @@ def test_a_failing_first_pass_fails_the_whole_suite(checkout, tmp_path):
     sample.write_text(sample.read_text() + "\ndef test_broken():\n    assert False\n")
     proc, ran = checkout()
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "3 passed, 2 deselected" in proc.stdout
+    assert "= 1 failed, 1 passed in" in proc.stdout and "= 3 passed in" in proc.stdout
     assert "test-python.sh " not in ran
 
 

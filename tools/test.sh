@@ -240,12 +240,13 @@ run_pytest() {
 rc=0
 if [ "${full}" -eq 1 ]; then
     # The whole suite in two passes, each test in exactly one: the tests that need nothing
-    # installed (slow ones included) on every core, then the integration tests one at a
-    # time, since they time real servers that share the machine's cores. Each pass
-    # prints its slowest tests (doc/testing.md, "How long").
+    # installed (slow ones included) on every core, then the integration tests in two
+    # workers, each running one group of modules from start to end (tests/xdist_groups.py:
+    # the QEMU guest's tests beside the control plane's, Tacker's beside the light rest).
+    # Each pass prints its slowest tests (doc/testing.md, "How long").
     integration="$(registered_markers | grep -vx slow | paste -sd' ' | sed 's/ / or /g')"
     run_pytest -p xdist -n auto --durations=15 -m "not (${integration})" || rc=$?
-    run_pytest --durations=40 -m "${integration}" || rc=$?
+    run_pytest -p xdist -n 2 --by-group --durations=40 -m "${integration}" || rc=$?
 else
     run_pytest "$@" || rc=$?
 fi

@@ -19,12 +19,13 @@ from .images import BUSYBOX_CANDIDATES
 INSTALL_HINT = "containerd 1.7 with NRI is not installed (tools/install-node-runtime.sh)"
 
 
-_LAST_VM_TEST = pytest.StashKey[str]()
+_LAST_VM_TEST = pytest.StashKey[object]()
 
 
 def pytest_collection_modifyitems(session, config, items):
-    vm_tests = [item.nodeid for item in items if item.get_closest_marker("vm")]
-    config.stash[_LAST_VM_TEST] = vm_tests[-1] if vm_tests else ""
+    # the item, not its node id: xdist's loadgroup appends "@group" to node ids
+    vm_tests = [item for item in items if item.get_closest_marker("vm")]
+    config.stash[_LAST_VM_TEST] = vm_tests[-1] if vm_tests else None
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -32,7 +33,7 @@ def pytest_runtest_teardown(item, nextitem):
     """Power the test VM off after the last test that uses it: an idle TCG guest still
     takes host CPU, which the timing-sensitive tests after it would feel."""
     yield
-    if item.nodeid == item.config.stash.get(_LAST_VM_TEST, None):
+    if item is item.config.stash.get(_LAST_VM_TEST, None):
         from .vmfixture import close_shared_vm
         close_shared_vm()
 
