@@ -6,11 +6,22 @@ one ``NodeTable``: the nodes in a fixed order, their index by name and, per topo
 key, the node's domain id (``Domains``), computed on first use.
 """
 from collections.abc import Iterable, Sequence
+from typing import TypeVar
 
 import numpy as np
+from numpy.typing import NDArray
 
 from tacker_hwaffinity.scheduling.arrays import BoolArray, IntArray
 from tacker_hwaffinity.scheduling.model import Node
+
+ScalarT = TypeVar("ScalarT", bound=np.generic)
+
+
+def spread(ids: IntArray, per_domain: NDArray[ScalarT]) -> NDArray[ScalarT]:
+    """Per slot, its domain's value of PER_DOMAIN (0 where the slot has no domain: id -1)."""
+    ext = np.zeros(len(per_domain) + 1, dtype=per_domain.dtype)
+    ext[:-1] = per_domain
+    return ext[ids]
 
 
 class Domains:
@@ -34,9 +45,7 @@ class Domains:
 
     def spread(self, per_domain: IntArray) -> IntArray:
         """Per-node array from a per-domain array (0 where a node lacks the key)."""
-        ext = np.zeros(len(self.values) + 1, dtype=per_domain.dtype)
-        ext[:-1] = per_domain
-        return ext[self.ids]
+        return spread(self.ids, per_domain)
 
 
 class NodeTable:

@@ -17,7 +17,7 @@ and bare Pod names are fixed, so their conflicts stay the caller's error.
 import hashlib
 import json
 from collections.abc import Callable, Container, Mapping
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.naming import DEFAULT_NAMESPACE
@@ -122,8 +122,18 @@ def pod_count(obj: Mapping[str, Any]) -> tuple[int, str | None]:
     return _int_field(_spec(obj), "replicas", 1, "spec.replicas"), "spec.replicas"
 
 
-def _template(obj: Mapping[str, Any], ns: str) -> tuple[
-        dict[str, Any], dict[str, Any], dict[str, str], PodSpecInfo, LabelSelector | None]:
+class Template(NamedTuple):
+    """A controller's spec and what its pods are made of: the pod template, its labels,
+    its pod spec read once, and the controller's selector (None: it has none)."""
+
+    spec: dict[str, Any]
+    template: dict[str, Any]
+    labels: dict[str, str]
+    info: PodSpecInfo
+    selector: LabelSelector | None
+
+
+def _template(obj: Mapping[str, Any]) -> Template:
     spec = _spec(obj)
     tpl = spec.get("template")
     if not isinstance(tpl, dict):
@@ -146,7 +156,7 @@ def _template(obj: Mapping[str, Any], ns: str) -> tuple[
     info = PodSpecInfo(tpl.get("spec"), "spec.template.spec.",
                        (tpl.get("metadata") or {}).get("annotations"),
                        "spec.template.metadata.annotations")
-    return spec, tpl, labels, info, sel
+    return Template(spec, tpl, labels, info, sel)
 
 
 def expand(obj: Mapping[str, Any], source: str | None = None,
@@ -166,7 +176,7 @@ def expand(obj: Mapping[str, Any], source: str | None = None,
             return []
         pod.workload = "Pod %s/%s" % (ns, name)
         return [pod]
-    spec, tpl, labels, info, selector = _template(obj, ns)
+    spec, tpl, labels, info, selector = _template(obj)
     replicas, _ = pod_count(obj)
     if count is not None:
         replicas = min(replicas, count)

@@ -16,7 +16,7 @@ anti-affinity over existing pods' required anti-affinity. ``raw_scores`` and
 ``normalize`` are the score and NormalizeScore.
 """
 from collections.abc import Hashable, Iterable, Mapping, Sequence
-from typing import TypeVar, cast
+from typing import cast
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 from tacker_hwaffinity.scheduling.arrays import BoolArray, IntArray
 from tacker_hwaffinity.scheduling.counts import CountsView
 from tacker_hwaffinity.scheduling.framework import Cycle
+from tacker_hwaffinity.scheduling.nodetable import spread
 from tacker_hwaffinity.scheduling.plugins import Rejection
 from tacker_hwaffinity.scheduling.state import DomainMatcher
 from tacker_hwaffinity.scheduling.termgroups import TermGroups
@@ -35,16 +36,6 @@ ERR_ANTI = "node(s) didn't match pod anti-affinity rules"
 ERR_EXISTING_ANTI = "node(s) didn't satisfy existing pods anti-affinity rules"
 REASONS = ((), (ERR_AFFINITY,), (ERR_ANTI,), (ERR_EXISTING_ANTI,))
 PASS, AFFINITY, ANTI, EXISTING_ANTI = 0, 1, 2, 3
-
-ScalarT = TypeVar("ScalarT", bound=np.generic)
-
-
-def spread(ids: IntArray, per_domain: NDArray[ScalarT]) -> NDArray[ScalarT]:
-    """Per slot, its domain's value of PER_DOMAIN (0 where the slot has no domain)."""
-    ext = np.zeros(len(per_domain) + 1, dtype=per_domain.dtype)
-    ext[:-1] = per_domain
-    return ext[ids]
-
 
 def anti_hits(view: CountsView, term: AffinityTerm) -> BoolArray:
     """Per slot: does its domain hold a bound pod TERM (required anti-affinity) selects?"""
