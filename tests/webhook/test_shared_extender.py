@@ -64,10 +64,11 @@ def longest_lock_wait(cache, work):
     """Run WORK() on a thread while this one takes CACHE's lock again and again, as the
     watch, the admission webhooks and the other verbs do; (the longest wait for the
     lock, WORK's duration, how often the lock was taken meanwhile)."""
-    done, took = threading.Event(), []
+    go, done, took = threading.Event(), threading.Event(), []
 
     def run():
-        took.append(timed(work)[1])
+        go.wait(SCHEDULER_TIMEOUT_S)     # not before this thread is in its loop: a short
+        took.append(timed(work)[1])      # WORK could otherwise be over before it looks
         done.set()
     worker = threading.Thread(target=run, daemon=True)
     worker.start()
@@ -77,6 +78,7 @@ def longest_lock_wait(cache, work):
         with cache.lock:
             pass
         longest, taken = max(longest, time.monotonic() - started), taken + 1
+        go.set()
         done.wait(0.001)
     worker.join(SCHEDULER_TIMEOUT_S)
     return longest, took[0], taken
