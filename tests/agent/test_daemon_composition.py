@@ -4,11 +4,11 @@ line, readiness). The node is a cgroup tree and kubelet directory under tmp_path
 server is a stand-in whose calls are never made (no thread runs here)."""
 import logging
 import socket
-import threading
 
 import pytest
 from prometheus_client import CollectorRegistry
 
+from component_doubles import RecordingWorkers
 from tacker_hwaffinity.agent import daemon
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.kube import client as kube_client
@@ -39,17 +39,6 @@ class Conn:
         pass
 
 
-class Workers:
-    """The supervisor's side the daemon uses: records what it would run."""
-
-    def __init__(self):
-        self.stop = threading.Event()
-        self.started = []
-
-    def start(self, name, _target, *_args):
-        self.started.append(name)
-
-
 def config(tmp_path, mode, **over):
     fields = dict(
         node="n1", metrics_address=Address("127.0.0.1", 0, "--metrics-address"),
@@ -65,11 +54,11 @@ def config(tmp_path, mode, **over):
 
 @pytest.fixture
 def start(monkeypatch):
-    """start(CONFIG) -> (Started, Workers)."""
+    """start(CONFIG) -> (Started, RecordingWorkers)."""
     monkeypatch.setattr(kube_client, "connect", lambda kubeconfig, context: Conn())
 
     def run(cfg):
-        workers = Workers()
+        workers = RecordingWorkers()
         return daemon.AgentDaemon(cfg).start(Context(LOG, CollectorRegistry(), workers)), \
             workers
     return run

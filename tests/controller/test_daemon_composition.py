@@ -5,12 +5,12 @@ is given. OpenStack's credentials and the API server are stand-ins here; every p
 the controller is its own (the same with the real control plane:
 tests/controlplane/test_controller_e2e.py)."""
 import logging
-import threading
 import types
 
 import pytest
 from prometheus_client import CollectorRegistry
 
+from component_doubles import RecordingWorkers
 from tacker_hwaffinity.controller import daemon, rebalance
 from tacker_hwaffinity.controller.workers import MetadataWorkers
 from tacker_hwaffinity.kube import client as kube_client
@@ -61,17 +61,6 @@ class Conn:
         self.closed = True
 
 
-class Workers:
-    """The supervisor's side the daemon uses: records what it would run."""
-
-    def __init__(self):
-        self.stop = threading.Event()
-        self.started = []
-
-    def start(self, name, _target, *_args):
-        self.started.append(name)
-
-
 def config(rebalance_limit, label_keys=("CIS-node",)):
     hw = params.parse({"hwaffinity_param": {"label_keys": list(label_keys)}})["hwaffinity"]
     return daemon.ControllerConfig(
@@ -87,7 +76,8 @@ def config(rebalance_limit, label_keys=("CIS-node",)):
 
 @pytest.fixture
 def started(monkeypatch):
-    """start(CONFIG) -> (Started, the runner.Controller it built, Workers, registry, Conn)."""
+    """start(CONFIG) -> (Started, the runner.Controller it built, the workers, registry,
+    Conn)."""
     monkeypatch.setattr(daemon, "access_from_environment", lambda cloud: dict(ACCESS))
     monkeypatch.setattr(daemon, "session", lambda access: types.SimpleNamespace())
     built = {}
@@ -101,7 +91,7 @@ def started(monkeypatch):
     def start(cfg):
         conn = Conn()
         monkeypatch.setattr(kube_client, "connect", lambda kubeconfig, context: conn)
-        registry, workers = CollectorRegistry(), Workers()
+        registry, workers = CollectorRegistry(), RecordingWorkers()
         ctx = Context(logging.getLogger("test.controller.daemon"), registry, workers)
         return daemon.ControllerDaemon(cfg).start(ctx), built["controller"], workers, \
             registry, conn
