@@ -68,4 +68,4 @@ def pytest_xdist_make_scheduler(config, log):
 @pytest.hookimpl(tryfirst=True)     # before the conftests' hooks see the order
 def pytest_collection_modifyitems(config, items):
     if config.getoption("--by-group"):
-        pass
+        items.sort(key=lambda item: rank_of(item.nodeid))   # stable: pytest's order within
