@@ -543,21 +543,18 @@ class FakeKubelet(threading.Thread):
     def _live_node(self, name):
         with self._lock:
             entry = self._nodes.get(name)
-        if entry is None:
-            return
-        client, _, last = entry
-        self._renew_lease(client, name)
-        if time.monotonic() - last >= self.status_every:
-            self._heartbeat(client, name)
-            entry[2] = time.monotonic()
+        if entry is not None:
+            client, _, last = entry
+            self._renew_lease(client, name)
+            if time.monotonic() - last >= self.status_every:
+                self._heartbeat(client, name)
+                entry[2] = time.monotonic()
 
     def _sync_node(self, name):
         with self._lock:
-            entry = self._nodes.get(name)
-        if entry is None:
-            return
-        client, address, _ = entry
-        self._sync_pods(client, name, address)
+            client, address, _ = self._nodes.get(name) or (None, None, None)
+        if client is not None:
+            self._sync_pods(client, name, address)
 
     @staticmethod
     def _renew_lease(client, name):
