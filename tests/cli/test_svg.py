@@ -5,13 +5,10 @@ drawing's size, nothing outside it, the title's text and the legend's colours wh
 SVG puts them."""
 import json
 import os
-import shutil
-import subprocess
 
 import pytest
 
 from builders import node, pod
-from ci_policy import unavailable
 from tacker_hwaffinity.cli import audit_svg
 from tacker_hwaffinity.cli.main import main
 
@@ -20,8 +17,7 @@ from . import svg_check
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLES = os.path.join(ROOT, "samples")
 LONG = "compute-host-with-a-rather-long-name-in-rack-r17-row-b"
-MARGIN = 20                     # page around the drawing in the browser test
-PAGE = (255, 0, 255)            # the page's colour: the drawing paints none of it
+MARGIN, PAGE = svg_check.MARGIN, svg_check.PAGE
 
 
 def _long_names(tmp_path):
@@ -82,58 +78,16 @@ def test_the_layout_check_finds_text_past_the_edge():
 
 # --- in a browser ------------------------------------------------------------------------
 
-def _chromium():
-    for name in ("chromium", "chromium-browser"):
-        path = shutil.which(name)
-        if path:
-            return path
-    unavailable("chromium is missing (tools/install-test-packages.sh browser)")
-
-
-def _screenshot(browser, svg, tmp_path, name):
-    """A PNG of SVG drawn inline in a page of colour PAGE, MARGIN px from its edges, with
-    overflow shown: whatever the drawing paints outside its box shows on the page."""
-    x0, y0, width, height = svg_check.view_box(svg)
-    page = tmp_path / (name + ".html")
-    page.write_text('<!DOCTYPE html><html><body style="margin:0;background:rgb%s">'
-                    '<div style="position:absolute;left:%dpx;top:%dpx">%s</div></body></html>'
-                    % (PAGE, MARGIN, MARGIN,
-                       svg.replace("<svg ", '<svg style="overflow:visible;display:block" ', 1)))
-    png = tmp_path / (name + ".png")
-    size = (int(width) + 2 * MARGIN, int(height) + 2 * MARGIN)
-    proc = subprocess.run(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-         "--no-first-run", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--hide-scrollbars", "--force-device-scale-factor=1",
-         "--user-data-dir=%s" % (tmp_path / "profile"), "--screenshot=%s" % png,
-         "--window-size=%d,%d" % size, page.as_uri()],
-        capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and png.exists(), proc.stderr[-2000:]
-    keep = os.environ.get("HWAFFINITY_SCREENSHOTS")     # to look at them: a directory
-    if keep:
-        os.makedirs(keep, exist_ok=True)
-        shutil.copy(png, os.path.join(keep, name + ".png"))
-    return size, svg_check.read_png(str(png))
-
-
-def _close(a, b, tolerance=24):
-    return all(abs(x - y) <= tolerance for x, y in zip(a, b))
-
-
-def _hex(colour):
-    return tuple(int(colour[i:i + 2], 16) for i in (1, 3, 5))
-
-
 @pytest.mark.browser
 def test_chromium_draws_each_drawing_whole_with_its_title_and_legend(capsys, tmp_path):
-    browser = _chromium()
+    browser = svg_check.chromium()
     for name, svg in _drawings(capsys, tmp_path).items():
-        size, (width, height, rows) = _screenshot(browser, svg, tmp_path, name)
+        size, (width, height, rows) = svg_check.screenshot(browser, svg, tmp_path, name)
         assert (width, height) == size, name
         w, h = size[0] - 2 * MARGIN, size[1] - 2 * MARGIN
         spilled = [(x, y) for y in range(height) for x in range(width)
                    if not (MARGIN <= x < MARGIN + w and MARGIN <= y < MARGIN + h)
-                   and not _close(rows[y][x], PAGE, 8)]
+                   and not svg_check.close(rows[y][x], PAGE, 8)]
         assert spilled == [], "%s: drawn outside the drawing at %s" % (name, spilled[:5])
         assert rows[MARGIN][MARGIN] == (255, 255, 255), name     # its white canvas
         assert rows[MARGIN + h - 1][MARGIN + w - 1] == (255, 255, 255), name
@@ -150,4 +104,4 @@ def test_chromium_draws_each_drawing_whole_with_its_title_and_legend(capsys, tmp
         assert swatches, name
         for fill, (bx0, by0, bx1, by1) in swatches:
             cx, cy = MARGIN + int((bx0 + bx1) / 2), MARGIN + int((by0 + by1) / 2)
-            assert _close(rows[cy][cx], _hex(fill)), (name, fill, rows[cy][cx])
+            assert svg_check.close(rows[cy][cx], svg_check.rgb(fill)), (name, fill, rows[cy][cx])
