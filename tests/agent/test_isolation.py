@@ -45,11 +45,13 @@ def test_the_worst_annotation_the_caps_admit_is_placed_within_the_budget(shape, 
     objs = hostile.pod_objects(containers, text, pod_object)
     state = NodeState(server(), affinity_budget=None)
     state.sync(objs[:-1])
-    start = time.monotonic()
+    # the CPU this thread spends: what the annotation costs, whatever else runs on the
+    # machine (wall time under a loaded CI doubled it: 360 ms against 250)
+    start = time.thread_time()
     state.update(objs[-1])
-    spent = time.monotonic() - start
+    spent = time.thread_time() - start
     assert state.failures(objs[-1]["metadata"]["uid"]) == []
-    assert spent < nodemod.AFFINITY_BUDGET, "%.0f ms" % (spent * 1000)
+    assert spent < nodemod.AFFINITY_BUDGET, "%.0f ms of CPU" % (spent * 1000)
 
 
 def test_the_annotation_issue_36_timed_is_refused_at_once_and_the_others_placed():
