@@ -32,8 +32,7 @@ def _page():
 
 # Reviewed: the commands of the guide the story cannot run, and why (the harness does the
 # same its own way: tools/tacker-kubernetes-client.sh, the editable install).
-NEEDS = {"pip install 'dist/tacker_hwaffinity-0.1.0-py3-none-any.whl[tacker]' "
-         "'kubernetes>=36,<37'": "install",
+NEEDS = {"pip install 'dist/tacker_hwaffinity-0.1.0-py3-none-any.whl[tacker]'": "install",
          "curl -LO https://cloud-images.ubuntu.com/releases/noble/release/"
          "ubuntu-24.04-server-cloudimg-amd64.img": "download"}
 

@@ -7,6 +7,10 @@ call, so an apiVersion/kind pair the API does not serve is an error. The
 models (pydantic, ``extra='forbid'``, strict types) report unknown fields,
 wrong types and missing required fields, each with its path.
 
+A client without pydantic models (36, the one Tacker 16 needs: the ``tacker`` extra pins
+it) checks nothing here: ``csar validate`` then says so in a note, and the OpenAPI schema
+check (``objects.schema``, every install) finds the same faults.
+
 One relaxation, as the API server decodes them: resource quantities
 (``resources.limits``/``requests`` and the other Quantity maps) may be YAML
 numbers; every quantity must parse (``500m``, ``1.5``, ``2Gi``).
@@ -31,6 +35,12 @@ _LOWER_UPPER = re.compile("([a-z0-9])([A-Z])")
 def _client():
     from kubernetes import client
     return client
+
+
+def models_available():
+    """Whether the installed kubernetes client has the pydantic models (37 and later);
+    Tacker 16's Python has 36, whose models check nothing."""
+    return hasattr(getattr(_client(), "V1Pod", None), "model_validate")
 
 
 def model(api_version, kind):

@@ -1,104 +1,88 @@
 """Kubernetes objects against the OpenAPI schema of one Kubernetes release.
 
-The schemas are the data of the ``kubernetes-validate`` package (the ``schema`` extra):
-for each Kubernetes minor, ``_definitions.json`` holds every API type of that release's
-OpenAPI document, in a ``-strict`` variant where each object type has
-``additionalProperties: false``. A type that declares ``x-kubernetes-group-version-kind``
-is what an object of that apiVersion and kind is checked against.
+The schemas ship with the package (every install has them): ``kubernetes-schemas.json.gz``
+beside this module holds, for each Kubernetes minor from 1.30, every API type of that
+release's OpenAPI document in the ``-strict`` variant of the ``kubernetes-validate``
+package (each object type has ``additionalProperties: false``), compacted by
+``tools/kubernetes_schemas.py`` (annotations dropped, a type the same in several minors
+stored once). A type that declares ``x-kubernetes-group-version-kind`` is what an object
+of that apiVersion and kind is checked against.
 
 Two checks (doc/cli.md, "Schema check"):
 
-* the full one (``Release.findings``, jsonschema's Draft 2020-12 validator), for the
-  manifests a user writes: an unknown field is kubectl's warning (``--strict``: an
-  error), anything else the API server would refuse is an error;
+* the full one (``Release.findings``, ``objects.openapi``), for the manifests a user
+  writes: an unknown field is kubectl's warning (``--strict``: an error), anything else
+  the API server would refuse is an error;
 * the snapshot one (``SnapshotFields``), cheap enough for 30,000 objects: unknown keys
   at the levels the loader's pruner visits anyway (``objects.pruning``), against
   property-name sets taken from the same schema.
 
-Only the data files are read (never ``import kubernetes_validate``: its import costs
-about 0.1 s), and jsonschema is imported only by the full check (about 0.2 s).
+A missing or damaged data file is a broken installation: ``Check.from_flags`` says so in
+one InputError, and no command runs without its check.
 """
-import datetime
 import functools
-import importlib.util
 import json
 import os
 import re
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Union
 
 from tacker_hwaffinity.objects.pruning import KeptFields, Levels, Path
 
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.objects import openapi
 from tacker_hwaffinity.objects.naming import object_label
-from tacker_hwaffinity.objects.yamlio import type_name
+from tacker_hwaffinity.objects.openapi import dotted
 
-PACKAGE = "kubernetes_validate"
-EXTRA = "schema"
+# written by tools/kubernetes_schemas.py; tests/objects/test_schema_data.py keeps it equal
+# to what the tool makes from the kubernetes-validate the tests install
+DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kubernetes-schemas.json.gz")
 FLOOR = 30                      # the oldest minor we support: 1.30
-_STRICT_DIR = re.compile(r"^v1\.(\d+)\.0-local-strict$")
 _VERSION = re.compile(r"^v?1\.(\d+)(?:\.\d+)?$")
-_BASE_URI = "https://kubernetes.io/api/_definitions.json"
-# (category, dotted path, message): see Release.findings
-Finding = tuple[str, str, str]
+Finding = openapi.Finding        # see Release.findings
 # takes each batch of new warnings as it is found
 Report = Callable[[list[str]], None]
 MAX_FINDINGS = 100              # per object: a list of 100,000 bad items says enough by then
 
 
 class Unavailable(Exception):
-    """The schema extra (its data, or jsonschema for the full check) is not installed."""
-
-
-def _schema_root() -> str:
-    """The package's schema directory; found without importing the package."""
-    try:
-        spec = importlib.util.find_spec(PACKAGE)
-    except (ImportError, ValueError):    # an import system that refuses it: not installed
-        spec = None
-    if spec is None or not spec.submodule_search_locations:
-        raise Unavailable(PACKAGE)
-    return os.path.join(list(spec.submodule_search_locations)[0], "kubernetes-json-schema")
+    """The schema data of this installation is missing or damaged (a broken install)."""
 
 
 @functools.lru_cache(maxsize=None)
-def supported_minors() -> tuple[int, ...]:
-    """The Kubernetes 1.N minors (N) the installed package has schemas for, from 1.30."""
+def _data() -> dict[str, Any]:
+    """DATA as tools/kubernetes_schemas.py writes it: ``minors`` (N of each 1.N),
+    ``names`` (every definition's), ``variants`` (each name's distinct definitions) and
+    ``releases`` (per minor, each name's variant index, or null where it is absent)."""
     try:
-        names = os.listdir(_schema_root())
-    except OSError:
-        raise Unavailable(PACKAGE)
-    found = sorted(int(m.group(1)) for m in map(_STRICT_DIR.match, names) if m)
-    minors = tuple(n for n in found if n >= FLOOR)
-    if not minors:
-        raise Unavailable(PACKAGE)
-    return minors
+        with open(DATA, "rb") as f:
+            data: dict[str, Any] = json.loads(zlib.decompress(f.read(), 16 + zlib.MAX_WBITS))
+        if not data["minors"]:
+            raise ValueError("no Kubernetes release in it")
+    except OSError as e:
+        raise Unavailable("%s: %s" % (DATA, e.strerror or e))
+    except (ValueError, zlib.error, KeyError, TypeError) as e:
+        raise Unavailable("%s: %s" % (DATA, e))
+    return data
 
 
-def parse_version(text: str | None, minors: Sequence[int] | None = None) -> int | None:
-    """The minor N of TEXT (``1.N``, ``v1.N`` or ``1.N.P``; None: the newest of MINORS).
-    MINORS None (no schemas installed): only the form and the floor are checked."""
+def supported_minors() -> tuple[int, ...]:
+    """The Kubernetes 1.N minors (N) the installed schemas cover, from 1.30."""
+    return tuple(_data()["minors"])
+
+
+def parse_version(text: str | None, minors: Sequence[int]) -> int:
+    """The minor N of TEXT (``1.N``, ``v1.N`` or ``1.N.P``; None: the newest of MINORS)."""
     if text is None:
-        return minors[-1] if minors else None
+        return minors[-1]
     m = _VERSION.match(text)
     n = int(m.group(1)) if m else None
-    if n is None or n < FLOOR or (minors and n not in minors):
-        newest = "1.%d" % minors[-1] if minors else "the newest the schema extra has"
-        raise InputError("%r is not a supported Kubernetes version (1.%d to %s; written "
-                         "1.N, v1.N or 1.N.P)" % (text, FLOOR, newest),
+    if n is None or n not in minors:
+        raise InputError("%r is not a supported Kubernetes version (1.%d to 1.%d; written "
+                         "1.N, v1.N or 1.N.P)" % (text, minors[0], minors[-1]),
                          field="--kubernetes-version")
     return n
-
-
-def dotted(path: Iterable[object]) -> str:
-    """kubectl's form of a field path: ``spec.containers[0].name``."""
-    out = ""
-    for part in path:
-        if part.__class__ is int:
-            out += "[%d]" % part
-        else:
-            out += ("." if out else "") + str(part)
-    return out
 
 
 def _group(api_version: str) -> str:
@@ -111,13 +95,11 @@ class Release:
     def __init__(self, minor: int) -> None:
         self.minor = minor
         self.name = "Kubernetes 1.%d" % minor
-        path = os.path.join(_schema_root(), "v1.%d.0-local-strict" % minor, "_definitions.json")
-        try:
-            with open(path, encoding="utf-8") as f:
-                self.document: dict[str, Any] = json.load(f)
-        except (OSError, ValueError) as e:
-            raise Unavailable("%s: %s" % (path, e))
-        self.defs: dict[str, Any] = self.document["$defs"]
+        data = _data()
+        row = data["releases"][data["minors"].index(minor)]
+        # definition name -> its schema in this release
+        self.defs: dict[str, Any] = {name: forms[k] for name, forms, k in
+                                     zip(data["names"], data["variants"], row) if k is not None}
         self.types: dict[tuple[str, str], str] = {}     # (apiVersion, kind) -> definition
         self.groups: set[str] = set()                   # API groups the release serves
         for name, definition in self.defs.items():
@@ -126,7 +108,6 @@ class Release:
                 self.groups.add(group)
                 self.types[("%s/%s" % (group, version) if group else version,
                             gvk.get("kind"))] = name
-        self._validators: dict[str, Any] = {}
 
     def type_of(self, api_version: object, kind: object) -> str | None:
         """The definition name for API_VERSION/KIND; None when the release does not serve
@@ -150,25 +131,10 @@ class Release:
             schema = schema["items"]
         ref = schema.get("$ref")
         if ref is not None:
-            schema = self.defs.get(ref.rpartition("/")[2], {})
+            schema = self.defs.get(ref, {})
         if schema.get("additionalProperties") is not False:
             return None
         return frozenset(schema.get("properties") or ())
-
-    def validator(self, name: str) -> Any:
-        """A Draft 2020-12 validator for the definition NAME (cached)."""
-        found = self._validators.get(name)
-        if found is None:
-            try:
-                import jsonschema
-                import referencing
-            except ImportError as e:
-                raise Unavailable(getattr(e, "name", None) or str(e))
-            registry = referencing.Registry().with_resource(
-                _BASE_URI, referencing.Resource.from_contents(self.document))
-            found = self._validators[name] = _validator_class(jsonschema)(
-                {"$ref": "%s#/$defs/%s" % (_BASE_URI, name)}, registry=registry)
-        return found
 
     def findings(self, obj: Mapping[str, Any]) -> list[Finding]:
         """[(category, path, message)] for the object OBJ: category ``unknown`` (a field
@@ -180,73 +146,15 @@ class Release:
             return [("unserved", "", str(e))]
         if name is None:
             return []
-        out = []
         try:
-            for error in self.validator(name).iter_errors(obj):
-                out.extend(_explain(error))
-                if len(out) >= MAX_FINDINGS:
-                    break
+            return openapi.findings(self.defs, name, obj, MAX_FINDINGS)
         except RecursionError:
             return [("error", "", "nested too deeply to check against the schema")]
-        return sorted(out[:MAX_FINDINGS], key=lambda f: f[1])
 
 
 @functools.lru_cache(maxsize=None)
 def release(minor: int) -> Release:
     return Release(minor)
-
-
-@functools.lru_cache(maxsize=None)
-def _validator_class(jsonschema: Any) -> Any:
-    """Draft 2020-12 with YAML's dates as strings: the API server reads YAML as JSON,
-    where an unquoted ``2024-01-01`` is text."""
-    base = jsonschema.Draft202012Validator
-    checker = base.TYPE_CHECKER.redefine(
-        "string", lambda _, value: isinstance(value, (str, datetime.date)))
-    return jsonschema.validators.extend(base, type_checker=checker)
-
-
-def _expected(types: str | Sequence[str]) -> str:
-    names = [t for t in ([types] if isinstance(types, str) else types) if t != "null"]
-    return " or ".join(names)
-
-
-def _explain(error: Any) -> list[Finding]:
-    """[(category, dotted path, message)] for one jsonschema error."""
-    path = list(error.absolute_path)
-    value, rule = error.instance, error.validator
-    if rule == "additionalProperties" and error.validator_value is False:
-        known = error.schema.get("properties") or {}
-        return [("unknown", dotted(path + [key]), "unknown field")
-                for key in value if key not in known]
-    if rule == "required":
-        return [("error", dotted(path + [key]), "required field is missing")
-                for key in error.validator_value if key not in value]
-    if value is None:
-        return []       # null is "not set" for the API server (oneOf of two nullables)
-    if rule == "type":
-        message = "expected %s, got %s" % (_expected(error.validator_value), _shown(value))
-    elif rule == "oneOf":
-        message = "expected %s, got %s" % (
-            _expected([t for s in error.validator_value for t in _types(s)]), _shown(value))
-    elif rule == "enum":
-        message = "expected one of %s, got %s" % (
-            ", ".join(json.dumps(v) for v in error.validator_value), _shown(value))
-    else:
-        message = error.message
-    return [("error", dotted(path), message)]
-
-
-def _types(schema: Mapping[str, Any]) -> list[str]:
-    types = schema.get("type") or ()
-    return [types] if isinstance(types, str) else list(types)
-
-
-def _shown(value: object) -> str:
-    text = repr(value) if isinstance(value, (str, int, float, bool)) else ""
-    if len(text) > 40:
-        text = text[:37] + "..."
-    return ("%s %s" % (type_name(value), text)).strip()
 
 
 class SnapshotFields:
@@ -295,7 +203,7 @@ class SnapshotFields:
             sub = props.get(field)
             names = self.release.properties(sub) if sub is not None else None
             out[field] = names
-            sub_schema = self.release.defs.get((sub or {}).get("$ref", "").rpartition("/")[2])
+            sub_schema = self.release.defs.get((sub or {}).get("$ref", ""))
             for key in keys:
                 if isinstance(key, tuple) and sub_schema is not None:
                     inner = (sub_schema.get("properties") or {}).get(key[0])
@@ -330,31 +238,28 @@ class _Bound:
 
 
 class Check:
-    """The schema check of one command: the release (None when the extra is missing),
-    whether unknown fields are errors, and the warnings so far (strings, in order;
-    ``report`` gets each batch as it is found)."""
+    """The schema check of one command: the release, whether unknown fields are errors,
+    and the warnings so far (strings, in order; ``report`` gets each batch as it is
+    found)."""
 
-    def __init__(self, release_: Release | None, strict: bool = False,
-                 report: Report | None = None, hint: str = "") -> None:
+    def __init__(self, release_: Release, strict: bool = False,
+                 report: Report | None = None) -> None:
         self.release, self.strict = release_, strict
         self.warnings: list[str] = []
         self._report = report
-        self._hint = hint
 
     @classmethod
-    def from_flags(cls, version: str | None, strict: bool, report: Report | None = None,
-                   hint: str = "") -> "Check":
+    def from_flags(cls, version: str | None, strict: bool,
+                   report: Report | None = None) -> "Check":
         """The check for ``--kubernetes-version VERSION`` (None: the newest) and
-        ``--strict``; a bad version is an InputError naming the supported range."""
+        ``--strict``; a bad version is an InputError naming the supported range, and so
+        is a broken installation, whose schemas cannot be read."""
         try:
             minors = supported_minors()
-        except Unavailable:
-            parse_version(version)
-            return cls(None, strict, report, hint)
-        try:
-            return cls(release(parse_version(version, minors)), strict, report, hint)
-        except Unavailable:
-            return cls(None, strict, report, hint)
+            return cls(release(parse_version(version, minors)), strict, report)
+        except Unavailable as e:
+            raise InputError("the Kubernetes schemas of this installation cannot be read "
+                             "(%s): reinstall tacker-hwaffinity" % e)
 
     def _add(self, warnings: list[str]) -> None:
         warnings = [w for w in warnings if w not in self.warnings]
@@ -362,33 +267,22 @@ class Check:
         if warnings and self._report is not None:
             self._report(warnings)
 
-    def _skipped(self) -> None:
-        self._add(["schema check skipped: install the %s extra (%s)" % (EXTRA, self._hint)])
-
     def review(self, objects: Iterable[tuple[Mapping[str, Any], str]]) -> list[InputError]:
         """Errors ([InputError]) of [(object, source)] OBJECTS, fully checked; unknown
         fields and unserved kinds are warnings (and, strict, unknown fields errors too)."""
-        if self.release is None:
-            self._skipped()
-            return []
         warnings, errors, unknown = [], [], []
-        try:
-            for obj, source in objects:
-                label = object_label(obj)
-                for category, path, message in self.release.findings(obj):
-                    if category == "unknown":
-                        warnings.append('%s: %s: unknown field "%s"' % (source, label, path))
-                        unknown.append(InputError("unknown field (--strict)", source=source,
-                                                  obj=label, field=path))
-                    elif category == "unserved":
-                        warnings.append("%s: %s: %s (not checked)" % (source, label, message))
-                    else:
-                        errors.append(InputError(message, source=source, obj=label,
-                                                 field=path or None))
-        except Unavailable:
-            self.release = None
-            self._skipped()
-            return []
+        for obj, source in objects:
+            label = object_label(obj)
+            for category, path, message in self.release.findings(obj):
+                if category == "unknown":
+                    warnings.append('%s: %s: unknown field "%s"' % (source, label, path))
+                    unknown.append(InputError("unknown field (--strict)", source=source,
+                                              obj=label, field=path))
+                elif category == "unserved":
+                    warnings.append("%s: %s: %s (not checked)" % (source, label, message))
+                else:
+                    errors.append(InputError(message, source=source, obj=label,
+                                             field=path or None))
         self._add(warnings)
         return errors + (unknown if self.strict else [])
 
@@ -398,16 +292,13 @@ class Check:
         if errors:
             raise _first(errors)
 
-    def snapshot(self, kept: KeptFields) -> SnapshotFields | None:
-        """The SnapshotFields a loader with the kept-fields table KEPT hands its pruner,
-        or None when the check does not run (the warning is given then)."""
-        if self.release is None:
-            self._skipped()
-            return None
+    def snapshot(self, kept: KeptFields) -> SnapshotFields:
+        """The SnapshotFields a loader with the kept-fields table KEPT hands its pruner."""
         return SnapshotFields(self.release, kept)
 
     def snapshot_done(self, fields: SnapshotFields | None) -> None:
-        """Report what FIELDS (from ``snapshot``) found; strict: raise for unknown fields."""
+        """Report what FIELDS (from ``snapshot``; None: no check ran) found; strict: raise
+        for unknown fields."""
         if fields is None:
             return
         warnings = ['%s: %s: unknown field "%s"' % f for f in fields.unknown_fields]

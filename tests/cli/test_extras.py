@@ -97,15 +97,22 @@ def test_a_module_no_extra_provides_is_not_disguised_as_one(tmp_path):
     assert r.returncode != 0 and "ModuleNotFoundError" in r.stderr
 
 
+def _names(lines):
+    return {re.split(r"[<>=!~ \[;]", line.strip(), maxsplit=1)[0] for line in lines}
+
+
 def _declared_extras():
+    """{extra: the distributions it adds to the base requirements} of pyproject.toml."""
     with open(os.path.join(ROOT, "pyproject.toml"), "rb") as f:
-        optional = tomllib.load(f)["project"]["optional-dependencies"]
-    return {extra: {re.split(r"[<>=!~ \[;]", line.strip(), maxsplit=1)[0] for line in lines}
-            for extra, lines in optional.items()}
+        project = tomllib.load(f)["project"]
+    base = _names(project["dependencies"])
+    return {extra: _names(lines) - base
+            for extra, lines in project["optional-dependencies"].items()}
 
 
 def test_the_module_table_is_pyproject_s_extras():
     declared = _declared_extras()
+    assert declared["schema"] == set()      # an alias: the check is in every install
     for extra, distributions in declared.items():
         if extra == "test":
             continue
@@ -137,3 +144,24 @@ def test_no_message_names_the_package_on_pypi():
         if re.search(r"pip install ['\"]?tacker-hwaffinity", f.read()):
             offenders.append("README.md")
     assert offenders == []
+
+
+def test_the_schema_check_needs_no_extra(tmp_path):
+    """What the schema extra installed is refused, and a misspelt field is still found:
+    the schemas and their check come with every install."""
+    path = tmp_path / "w.yaml"
+    with open(os.path.join(ROOT, "samples", "cnf", "upf-required.yaml")) as f:
+        path.write_text(f.read().replace("replicas: 3", "replica: 3", 1))
+    r = _hwaffinity_without(["kubernetes_validate", "jsonschema", "referencing"],
+                            ["plan", "--cluster", os.path.join(ROOT, "samples", "cluster.yaml"),
+                             str(path)], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert ('Warning: %s: Deployment cnf/upf: unknown field "spec.replica"' % path
+            in r.stderr.splitlines()), r.stderr
+    assert "skipped" not in r.stderr
+    r = _hwaffinity_without(["kubernetes_validate", "jsonschema", "referencing"],
+                            ["plan", "--strict", "--cluster",
+                             os.path.join(ROOT, "samples", "cluster.yaml"), str(path)], tmp_path)
+    assert r.returncode == 2 and r.stderr.splitlines()[-1] == (
+        "hwaffinity plan: error: %s: Deployment cnf/upf: field spec.replica: unknown field "
+        "(--strict)" % path)

@@ -1,7 +1,7 @@
 """--kubernetes-version and --strict on plan, explain, audit: a misspelt field is
 kubectl's warning (stderr, and "warnings" in JSON), an error with --strict; what the API
-server refuses is an error; without the schema extra, one warning says the check did not
-run (doc/cli.md, "Schema check")."""
+server refuses is an error (doc/cli.md, "Schema check"); the check is in every install
+(tests/cli/test_extras.py runs it with the old schema extra's modules blocked)."""
 import json
 import os
 
@@ -10,7 +10,6 @@ import pytest
 from tacker_hwaffinity.cli.main import main
 from tacker_hwaffinity.objects import schema
 
-from .test_extras import _hwaffinity_without
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLUSTER = os.path.join(ROOT, "samples", "cluster.yaml")
@@ -101,14 +100,3 @@ def test_a_misspelt_snapshot_key_warns_in_audit_and_plan(tmp_path, capsys):
 def test_the_shipped_samples_give_no_warning(capsys):
     status, out, err = _run(capsys, "plan", "--strict", "--cluster", CLUSTER, UPF)
     assert status == 0 and err == []
-
-
-def test_without_the_extra_one_warning_says_the_check_did_not_run(tmp_path):
-    path = _manifest(tmp_path, "replicas: 3", "replica: 3")
-    r = _hwaffinity_without(["kubernetes_validate"], ["plan", "--cluster", CLUSTER, path],
-                            tmp_path)
-    assert r.returncode == 0, r.stderr
-    (line,) = r.stderr.splitlines()
-    assert line.startswith("Warning: schema check skipped: install the schema extra "
-                           "(pip install '.[schema]' in the tacker-hwaffinity checkout"), line
-    assert "1 of 1 pods placed" in r.stdout        # as before: the misspelt field unseen

@@ -44,3 +44,19 @@ def test_a_misspelt_field_is_a_warning_and_a_strict_problem_once(cnf_zip, tmp_pa
     problems, warnings, _ = _validate(bad, strict=True)
     assert warnings == ['%s: Deployment cnf/upf: unknown field "spec.replica"' % NAME]
     assert problems == ["%s: Deployment cnf/upf: field spec.replica: unknown field" % NAME]
+
+
+def test_without_the_client_models_the_schema_alone_checks_and_a_note_says_so(
+        cnf_zip, tmp_path, monkeypatch):
+    """Tacker 16's Python has the kubernetes client 36 (the tacker extra pins it), whose
+    models check nothing: validate is not broken by it, the schema finds the fault."""
+    from tacker_hwaffinity.csar import manifests
+    monkeypatch.setattr(manifests, "models_available", lambda: False)
+    check = schema.Check(schema.release(schema.supported_minors()[-1]), False)
+    report = csar_validate.validate(cnf_zip, schema_check=check)
+    assert report.unique() == []
+    assert any("no pydantic models" in n for n in report.notes)
+    bad = _with_upf(cnf_zip, tmp_path, "replicas: 3", "replicas: three")
+    problems, _, checks = _validate(bad)          # models_available is still patched
+    assert len(problems) == 1 and "spec.replicas" in problems[0]
+    assert not any("client models" in c for c in checks)

@@ -1,6 +1,6 @@
 """objects.schema: objects against one Kubernetes release's OpenAPI schema, fully (the
 manifests a user writes) and cheaply (the snapshot's keys, while the pruner runs)."""
-import sys
+import gzip
 
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -175,31 +175,39 @@ def test_a_snapshot_s_removed_api_is_counted_once_per_file_and_strict_raises():
                            '"metadata": {"name": "n", "lables": {}}}', strict=True)
 
 
-def test_without_the_extra_the_check_says_once_that_it_did_not_run(monkeypatch):
-    monkeypatch.setattr(schema, "_schema_root", _refused)
-    schema.supported_minors.cache_clear()
+@pytest.mark.parametrize("content", [None, b"not gzip", gzip.compress(b"[1"),
+                                     gzip.compress(b"{}"), gzip.compress(b'{"minors": []}')])
+def test_a_broken_installation_is_one_error_naming_the_file(monkeypatch, tmp_path, content):
+    """Missing or damaged schemas stop the command (exit 2): no check is skipped."""
+    path = tmp_path / "kubernetes-schemas.json.gz"
+    if content is not None:
+        path.write_bytes(content)
+    monkeypatch.setattr(schema, "DATA", str(path))
+    schema._data.cache_clear()
     try:
-        found = []
-        check = schema.Check.from_flags(None, False, report=found.extend, hint="HINT")
-        assert check.review([(deployment(), "w.yaml")]) == []
-        assert check.snapshot(SNAPSHOT_FIELDS) is None
-        assert found == ["schema check skipped: install the schema extra (HINT)"]
-        with pytest.raises(InputError):         # the form is still checked
-            schema.Check.from_flags("1.x", False)
+        with pytest.raises(InputError) as e:
+            schema.Check.from_flags(None, False)
+        assert str(e.value).startswith("the Kubernetes schemas of this installation cannot be "
+                                       "read (%s: " % path)
+        assert str(e.value).endswith("): reinstall tacker-hwaffinity")
+        assert "\n" not in str(e.value)
     finally:
-        schema.supported_minors.cache_clear()
+        schema._data.cache_clear()
 
 
-def _refused():
-    raise schema.Unavailable(schema.PACKAGE)
+def test_the_shipped_schemas_cover_1_30_to_the_newest():
+    minors = schema.supported_minors()
+    assert minors == tuple(range(30, minors[-1] + 1)) and minors[-1] >= 37
 
 
-def test_without_jsonschema_the_full_check_says_so_too(monkeypatch):
-    monkeypatch.setitem(sys.modules, "jsonschema", None)       # import fails
-    found = []
-    check = schema.Check(schema.Release(NEWEST), report=found.extend, hint="HINT")
-    assert check.review([(deployment({"replica": 1}), "w.yaml")]) == []
-    assert found == ["schema check skipped: install the schema extra (HINT)"]
+def test_a_missing_required_field_is_one_error_each():
+    """jsonschema reported each missing field once per missing field (n x n)."""
+    d = deployment()
+    del d["spec"]["selector"], d["spec"]["template"]
+    errors, _ = review([d])
+    assert errors == ["w.yaml: Deployment cnf/web: field spec.selector: required field is "
+                      "missing", "w.yaml: Deployment cnf/web: field spec.template: required "
+                      "field is missing"]
 
 
 KEYS = st.sampled_from(["apiVersion", "kind", "metadata", "spec", "template", "containers",

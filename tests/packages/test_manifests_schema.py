@@ -1,6 +1,6 @@
 """Every Kubernetes object we ship (deploy/, samples/, csar/) passes the schema check
 strictly (no unknown field, nothing the API server refuses, no apiVersion it does not
-serve) for every Kubernetes release we support, 1.30 to the newest the schema extra has.
+serve) for every Kubernetes release we support, 1.30 to the newest the package ships.
 
 Objects of kinds without a schema (the PrometheusRule custom resource, kube-scheduler's
 configuration, kustomization.yaml) are not checked, as the command does not check them.
