@@ -60,7 +60,8 @@ def check(objects, snapshot, profile, key):
     seen = {p.key for p in snapshot.pods}
     for obj, source in objects:
         try:
-            made, _ = workloads_from_objects([(obj, source)], snapshot, avoid=seen)
+            made, skipped = workloads_from_objects([(obj, source)], snapshot, avoid=seen)
+            notes.extend(skipped)
         except InputError as e:
             problems.append(from_error(e, source))
             continue

@@ -3,18 +3,22 @@ once, naming the file, when it holds nothing of what it is read for."""
 from collections.abc import Collection, Sequence
 
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.objects import kinds
 from tacker_hwaffinity.objects.yamlio import Loaded, expand_paths, source_name
 from tacker_hwaffinity.scheduling import workloads
 from tacker_hwaffinity.scheduling.model import Node
-from tacker_hwaffinity.scheduling.snapshot import CLUSTER_KINDS
+from tacker_hwaffinity.scheduling.snapshot import CLUSTER_KINDS, workload_objects
 
 # What prints a cluster snapshot: errors about a file that is none say so.
 SNAPSHOT_COMMAND = "kubectl get nodes,pods,namespaces -A -o yaml"
-# Kinds a cluster file may hold that the engine skips (with a note): a file of nothing
-# else is not a snapshot (workload manifests given as --cluster, say).
+# Built-in kinds a cluster file may hold that the engine skips (with a note): a file of
+# nothing else, or custom resources, is not a snapshot (workload manifests given as
+# --cluster, say).
 SKIPPED_CLUSTER_KINDS = frozenset(
-    (workloads.NON_WORKLOAD_KINDS | set(workloads.WORKLOAD_KINDS)) - set(CLUSTER_KINDS))
-WORKLOADS_EXPECTED = "Pod, Deployment, ReplicaSet, StatefulSet or Job manifests"
+    {k for names in kinds.FALLBACK.values() for k in names}
+    | set(workloads.WORKLOAD_KINDS) | {"CronJob"}) - set(CLUSTER_KINDS)
+WORKLOADS_EXPECTED = ("Pod, Deployment, ReplicaSet, StatefulSet, DaemonSet, Job or "
+                      "ReplicationController manifests")
 
 
 def _held(kinds: Sequence[object]) -> str:
@@ -25,27 +29,33 @@ def _held(kinds: Sequence[object]) -> str:
     return ", ".join("%d %s" % (n, kind) for kind, n in counts.items())
 
 
-def _kinds_by_source(objects: Sequence[Loaded], paths: Sequence[str]
-                     ) -> dict[str, list[object]]:
-    """{source name: [kind of each object]} for every file of PATHS, in order."""
+def _by_source(objects: Sequence[Loaded], paths: Sequence[str]) -> dict[str, list[object]]:
+    """{source name: [its objects]} for every file of PATHS, in order."""
     found: dict[str, list[object]] = {source_name(p): [] for p in expand_paths(paths)}
     for obj, source in objects:
-        found.setdefault(source, []).append(obj.get("kind") if isinstance(obj, dict) else None)
+        found.setdefault(source, []).append(obj)
     return found
+
+
+def _kind(obj: object) -> object:
+    return obj.get("kind") if isinstance(obj, dict) else None
 
 
 def check_cluster_files(objects: Sequence[Loaded], paths: Sequence[str],
                         skipped: Collection[str] = SKIPPED_CLUSTER_KINDS) -> None:
     """InputError for a cluster file of PATHS (OBJECTS: what load_objects read from them)
-    that holds no object, or only objects of the SKIPPED kinds: it is no snapshot."""
-    for source, kinds in _kinds_by_source(objects, paths).items():
-        if not kinds:
+    that holds no object, or only objects of the SKIPPED kinds and custom resources: it
+    is no snapshot."""
+    for source, held in _by_source(objects, paths).items():
+        if not held:
             raise InputError("no Kubernetes objects in the file: expected '%s'"
                              % SNAPSHOT_COMMAND, source=source)
-        if all(k in skipped for k in kinds):
+        if all(_kind(o) in skipped or (isinstance(o, dict) and kinds.is_custom(o))
+               for o in held):
             raise InputError("holds %s and nothing a cluster snapshot is read for (%s): "
-                             "expected '%s'" % (_held(kinds), ", ".join(CLUSTER_KINDS),
-                                                SNAPSHOT_COMMAND), source=source)
+                             "expected '%s'" % (_held([_kind(o) for o in held]),
+                                                ", ".join(CLUSTER_KINDS), SNAPSHOT_COMMAND),
+                             source=source)
 
 
 def check_nodes(nodes: Sequence[Node] | Sequence[object], paths: Sequence[str]) -> None:
@@ -57,14 +67,17 @@ def check_nodes(nodes: Sequence[Node] | Sequence[object], paths: Sequence[str]) 
 
 def check_workload_files(objects: Sequence[Loaded], paths: Sequence[str]) -> None:
     """InputError for a workload file of PATHS that holds no object."""
-    for source, kinds in _kinds_by_source(objects, paths).items():
-        if not kinds:
+    for source, held in _by_source(objects, paths).items():
+        if not held:
             raise InputError("no Kubernetes objects in the file: expected %s"
                              % WORKLOADS_EXPECTED, source=source)
 
 
 def check_has_workloads(objects: Sequence[Loaded], paths: Sequence[str]) -> None:
-    """InputError when none of OBJECTS (read from PATHS) is a workload."""
-    if not any(obj["kind"] in workloads.WORKLOAD_KINDS for obj, _ in objects):
-        raise InputError("no workloads in %s: expected %s"
-                         % (", ".join(source_name(p) for p in paths), WORKLOADS_EXPECTED))
+    """InputError when none of OBJECTS (read from PATHS) is a workload whose pods are
+    planned (``snapshot.workload_objects``): the notes would say what was skipped."""
+    planned, skipped = workload_objects(objects)
+    if not planned:
+        raise InputError("no workloads in %s: expected %s%s"
+                         % (", ".join(source_name(p) for p in paths), WORKLOADS_EXPECTED,
+                            "".join(" (%s)" % n for n in skipped)))

@@ -1,10 +1,12 @@
 """Build the scheduler's cluster (nodes, namespaces, bound pods, selectors) and the pods
 of workloads from Kubernetes objects; reading them is the intake's job
-(``tacker_hwaffinity.intake``)."""
+(``tacker_hwaffinity.intake``). Which objects each reads, skips with a note or refuses is
+``objects.kinds``'s rule."""
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.objects import kinds
 from tacker_hwaffinity.objects.naming import DEFAULT_NAMESPACE, object_label
 from tacker_hwaffinity.scheduling import annotations as term_annotations
 from tacker_hwaffinity.scheduling import workloads
@@ -43,22 +45,30 @@ SNAPSHOT_FIELDS: dict[str, dict[str, tuple[str, ...]]] = {
 }
 SNAPSHOT_FIELDS.update({kind: _SELECTOR_ONLY for kind in SELECTOR_KINDS})
 
+# The rule (objects.kinds) of each reader: the cluster snapshot's, the workload files'
+# and, among those, the Services whose selectors default spreading reads.
+CLUSTER_OBJECTS = kinds.Kinds(CLUSTER_KINDS)
+WORKLOAD_OBJECTS = kinds.Kinds(workloads.WORKLOAD_KINDS)
+SERVICES = kinds.Kinds(("Service",))
+# Kinds whose pods a snapshot lists as Pods: a snapshot's note counts them.
+LISTED_AS_PODS = frozenset(workloads.WORKLOAD_KINDS + ("CronJob",)) - set(CLUSTER_KINDS)
+NOT_WORKLOADS = ("is not a workload and is skipped", "are not workloads and are skipped")
+HOOKS = ("is a Helm hook, not part of the release, and is not planned",
+         "are Helm hooks, not part of the release, and are not planned")
+NOT_SNAPSHOT = ("is not read for the cluster snapshot and is skipped",
+                "are not read for the cluster snapshot and are skipped")
+DAEMON_EXPLAINED = ("%s runs one pod on each node its node selector, required node affinity "
+                    "and taints admit, pinned there by its controller: %s is explained "
+                    "unpinned, so each node's verdict is that of the pod it would get")
+DAEMON_NOWHERE = ("%s: %s runs on none of the %d nodes: its node selector, required node "
+                  "affinity and taints admit none")
+
 
 def _located(fn: Callable[[], _T], obj: Mapping[str, Any], source: str) -> _T:
     try:
         return fn()
     except InputError as e:
         raise e.located(source=source, obj=object_label(obj))
-
-
-def _kind(obj: object, source: str) -> str:
-    if not isinstance(obj, dict):
-        raise InputError("expected a Kubernetes object (a mapping)", source=source)
-    kind = obj.get("kind")
-    if not isinstance(kind, str) or not kind:
-        raise InputError("object has no kind", source=source, obj=object_label(obj),
-                         field="kind")
-    return kind
 
 
 class Snapshot:
@@ -141,12 +151,15 @@ def cluster_from_objects(objects: Iterable[Loaded],
     pods: list[Pod] = []
     notes: list[str] = []
     seen_nodes: set[str] = set()
-    skipped: dict[str, int] = {}
+    skipped: list[Loaded] = []
     pod_keys: set[str] = set()
     pending, unknown_node = 0, 0
     snap = Snapshot(nodes, namespaces, [], notes, pod_keys)
     for obj, source in objects:
-        kind = _kind(obj, source)
+        if not CLUSTER_OBJECTS.reads(obj, source):
+            skipped.append((obj, source))
+            continue
+        kind = obj["kind"]
         if kind in SELECTOR_KINDS:
             _located(lambda: snap.add_selectors(obj), obj, source)
         elif kind == "Node":
@@ -164,12 +177,6 @@ def cluster_from_objects(objects: Iterable[Loaded],
                 pods.append(pod)
             meta = obj["metadata"]  # Pod.parse checked it and its name
             pod_keys.add("%s/%s" % (meta.get("namespace") or DEFAULT_NAMESPACE, meta["name"]))
-        elif kind in workloads.NON_WORKLOAD_KINDS or kind in workloads.WORKLOAD_KINDS:
-            skipped[kind] = skipped.get(kind, 0) + 1
-        else:
-            raise InputError("unknown kind %r in a cluster snapshot: expected %s"
-                             % (kind, ", ".join(CLUSTER_KINDS)), source=source,
-                             obj=object_label(obj), field="kind")
     bound = []
     for pod in pods:
         if not pod.node_name:
@@ -183,26 +190,59 @@ def cluster_from_objects(objects: Iterable[Loaded],
     if unknown_node:
         notes.append("%d pod(s) are bound to nodes missing from the snapshot and are ignored"
                      % unknown_node)
-    for kind, n in sorted(skipped.items()):
-        notes.append("%d %s object(s) in the cluster files are ignored (their pods are "
-                     "listed as Pods)" % (n, kind))
+    notes.extend(_skipped_notes(skipped))
     snap.pods = bound
     return snap
 
 
-def count_pods(objects: Iterable[Loaded], max_pods: float) -> int:
-    """How many pods the workloads of OBJECTS create, from their specs; InputError naming
-    the file, object and field once a workload, or all of them so far, go over MAX_PODS.
-    An unknown kind or a Node (it belongs in the cluster snapshot) is an error too."""
-    total = 0
+def _skipped_notes(skipped: Sequence[Loaded]) -> list[str]:
+    """The notes on the SKIPPED objects of a snapshot: the workloads among them counted by
+    kind (their pods are listed as Pods), the others named."""
+    listed: dict[str, int] = {}
+    named: list[tuple[str, str]] = []
+    for obj, source in skipped:
+        if obj["kind"] in LISTED_AS_PODS and not kinds.is_custom(obj):
+            listed[obj["kind"]] = listed.get(obj["kind"], 0) + 1
+        else:
+            named.append((source, kinds.entry(obj)))
+    return ["%d %s object(s) in the cluster files are ignored (their pods are listed as "
+            "Pods)" % (n, kind) for kind, n in sorted(listed.items())] \
+        + kinds.note(named, *NOT_SNAPSHOT)
+
+
+def workload_objects(objects: Iterable[Loaded]) -> tuple[list[Loaded], list[str]]:
+    """(the objects of OBJECTS whose pods are planned, in order; the notes naming the
+    others): objects.kinds's rule for workload files, a Helm hook (a Pod or Job run to
+    completion at its point of a release) skipped, and a Node an error (it belongs in the
+    cluster snapshot)."""
+    planned: list[Loaded] = []
+    skipped: list[tuple[str, str]] = []
+    hooks: list[tuple[str, str]] = []
     for obj, source in objects:
-        kind = _kind(obj, source)
-        if kind == "Node":
-            raise InputError("a Node is part of the cluster, not a workload: give it with "
-                             "--cluster", source=source, obj=object_label(obj), field="kind")
-        if kind in workloads.NON_WORKLOAD_KINDS:
+        if not WORKLOAD_OBJECTS.reads(obj, source):
+            if obj["kind"] == "Node" and not kinds.is_custom(obj):
+                raise InputError("a Node is part of the cluster, not a workload: give it with "
+                                 "--cluster", source=source, obj=object_label(obj),
+                                 field="kind")
+            skipped.append((source, kinds.entry(obj)))
             continue
-        count, field = _located(lambda: workloads.pod_count(obj), obj, source)
+        hook = kinds.helm_hook(obj)
+        if hook is not None:
+            hooks.append((source, kinds.entry(obj, "%s: %s" % (kinds.HELM_HOOK, hook))))
+        else:
+            planned.append((obj, source))
+    return planned, kinds.note(skipped, *NOT_WORKLOADS) + kinds.note(hooks, *HOOKS)
+
+
+def count_pods(objects: Iterable[Loaded], max_pods: float,
+               nodes: Sequence[Node] | None = None) -> int:
+    """How many pods the workloads of OBJECTS create, from their specs (a DaemonSet's: one
+    per node of NODES it runs on, none when NODES is None); InputError naming the file,
+    object and field once a workload, or all of them so far, go over MAX_PODS. What
+    ``workload_objects`` refuses is an error too."""
+    total = 0
+    for obj, source in workload_objects(objects)[0]:
+        count, field = _located(lambda: workloads.pod_count(obj, nodes), obj, source)
         total += count
         if total > max_pods:
             what = ("%d pods" % count if count == total else
@@ -213,25 +253,29 @@ def count_pods(objects: Iterable[Loaded], max_pods: float) -> int:
     return total
 
 
-def first_workload_pod(objects: Sequence[Loaded]) -> tuple[Pod | None, int, list[str]]:
+def first_workload_pod(objects: Sequence[Loaded], nodes: Sequence[Node] | None = None
+                       ) -> tuple[Pod | None, int, list[str]]:
     """(the first pod the workloads of OBJECTS create, or None; how many they create in
-    all; notes on the objects that create none), making that one pod only."""
-    notes, total, first = [], count_pods(objects, float("inf")), None
-    for obj, source in objects:
-        kind = _kind(obj, source)
-        if kind in workloads.NON_WORKLOAD_KINDS:
-            notes.append("%s: %s creates no pods here and is not planned"
-                         % (source, object_label(obj)))
-        elif first is None:
-            made = _located(lambda: workloads.expand(obj, source, count=1), obj, source)
-            first = made[0] if made else None
-    return first, total, notes
+    all, a DaemonSet's one per node of NODES it runs on; notes on the objects not planned),
+    making that one pod only. A DaemonSet's is its pod before its controller pins it to a
+    node (a note says so): each node's verdict is then that of the pod the node would get."""
+    total = count_pods(objects, float("inf"), nodes)
+    planned, notes = workload_objects(objects)
+    for obj, source in planned:
+        if obj["kind"] == "DaemonSet":
+            pod = _located(lambda: workloads.daemon_pod(obj, source), obj, source)
+            return pod, total, notes + [DAEMON_EXPLAINED % (pod.workload, pod.key)]
+        made = _located(lambda: workloads.expand(obj, source, count=1), obj, source)
+        if made:
+            return made[0], total, notes
+    return None, total, notes
 
 
 def workloads_from_objects(objects: Sequence[Loaded], snapshot: Snapshot | None = None,
                            avoid: Collection[str] = (), max_pods: float = workloads.MAX_PODS
                            ) -> tuple[list[Pod], list[str]]:
-    """Pods to schedule, in file order, and notes on objects that create none.
+    """Pods to schedule, in file order (a DaemonSet's: one per node of SNAPSHOT it runs
+    on), and notes on the objects not planned (``workload_objects``).
 
     Services among the workloads join SNAPSHOT's selectors: default topology
     spreading reads them. A fixed pod name (StatefulSet, Pod) given twice or
@@ -241,21 +285,23 @@ def workloads_from_objects(objects: Sequence[Loaded], snapshot: Snapshot | None 
     created in earlier calls), instead (see ``workloads``). More than MAX_PODS
     pods in all is an error before any is made, and so is a Node.
     """
-    count_pods(objects, max_pods)
-    pods, notes = [], []
+    nodes = snapshot.nodes if snapshot is not None else []
+    count_pods(objects, max_pods, nodes)
+    planned, notes = workload_objects(objects)
+    pods: list[Pod] = []
     seen = {p.key for p in snapshot.pods} if snapshot is not None else set()
     taken = seen | snapshot.pod_keys if snapshot is not None else set()
     taken |= set(avoid)
-    for obj, source in objects:
-        kind = _kind(obj, source)
-        if kind == "Service" and snapshot is not None:
-            # created with the workloads: its selector counts for default spreading
-            _located(lambda: snapshot.add_selectors(obj), obj, source)
-        if kind in workloads.NON_WORKLOAD_KINDS:
-            notes.append("%s: %s creates no pods here and is not planned"
-                         % (source, object_label(obj)))
-            continue
-        for pod in _located(lambda: workloads.expand(obj, source, taken), obj, source):
+    if snapshot is not None:
+        for obj, source in objects:
+            if SERVICES.reads(obj, source):
+                # created with the workloads: its selector counts for default spreading
+                _located(lambda: snapshot.add_selectors(obj), obj, source)
+    for obj, source in planned:
+        made = _located(lambda: workloads.expand(obj, source, taken, nodes=nodes), obj, source)
+        if not made and obj["kind"] == "DaemonSet":
+            notes.append(DAEMON_NOWHERE % (source, object_label(obj), len(nodes)))
+        for pod in made:
             if pod.key in seen:
                 raise InputError("pod %s already exists (given twice, or already in the "
                                  "cluster snapshot)" % pod.key, source=source,

@@ -2,11 +2,14 @@
 
 Names and controller labels follow the controllers: Deployment pods
 ``<name>-<pod-template-hash>-<5 chars>`` with label ``pod-template-hash``;
-ReplicaSet ``<name>-<5 chars>``; StatefulSet ``<name>-<ordinal>`` with
-``statefulset.kubernetes.io/pod-name`` and ``apps.kubernetes.io/pod-index``;
-Job ``<name>-<5 chars>`` (Indexed: ``<name>-<index>-<5 chars>``) with the
-``job-name``/``controller-uid`` labels. Random parts are derived from the
-object so that a plan is reproducible.
+ReplicaSet and ReplicationController ``<name>-<5 chars>``; StatefulSet
+``<name>-<ordinal>`` with ``statefulset.kubernetes.io/pod-name`` and
+``apps.kubernetes.io/pod-index``; DaemonSet ``<name>-<5 chars>``, one per node its
+controller runs it on, pinned there (``daemonsets``), with ``controller-revision-hash``
+and ``pod-template-generation``; Job ``<name>-<5 chars>`` (Indexed:
+``<name>-<index>-<5 chars>``) with the ``job-name``/``controller-uid`` labels. Random
+parts are derived from the object (a DaemonSet's pod: and its node) so that a plan is
+reproducible.
 
 A generated name that is already taken (by an earlier replica, another
 workload or a pod of the cluster snapshot) is not an error: as the API server
@@ -16,24 +19,21 @@ and bare Pod names are fixed, so their conflicts stay the caller's error.
 """
 import hashlib
 import json
-from collections.abc import Callable, Container, Mapping
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, NamedTuple, cast
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects.naming import DEFAULT_NAMESPACE
-from tacker_hwaffinity.scheduling.model import Owner, Pod, PodSpecInfo, metadata, parse_labels
+from tacker_hwaffinity.scheduling import daemonsets
+from tacker_hwaffinity.scheduling.model import (
+    Node, Owner, Pod, PodSpecInfo, metadata, parse_labels)
 from tacker_hwaffinity.scheduling.selectors import (
     EQUALS, LabelSelector, Requirement, SelectorError, parse_label_selector)
 
-WORKLOAD_KINDS = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "Job")
-# Kinds that may sit beside workloads in a manifest set and create no pods to plan.
-NON_WORKLOAD_KINDS = frozenset((
-    "Service", "PodDisruptionBudget", "ConfigMap", "Secret", "ServiceAccount", "Role",
-    "RoleBinding", "ClusterRole", "ClusterRoleBinding", "NetworkPolicy", "Ingress",
-    "PersistentVolumeClaim", "PersistentVolume", "StorageClass", "Namespace",
-    "HorizontalPodAutoscaler", "LimitRange", "ResourceQuota", "PriorityClass",
-    "CustomResourceDefinition", "Endpoints", "EndpointSlice", "Event", "Lease",
-    "ControllerRevision", "DaemonSet", "CronJob", "Node"))
+# The kinds whose pods are planned (objects.kinds skips, with a note, every other kind
+# the API server takes).
+WORKLOAD_KINDS = ("Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "Job",
+                  "ReplicationController")
 # The pods one command plans at most unless told otherwise (``--max-pods``): far above any
 # real CNF, far below what exhausts memory (10,000,000 replicas took 10 GB before this).
 MAX_PODS = 100_000
@@ -111,12 +111,16 @@ def _job_parallelism(spec: Mapping[str, Any]) -> int:
     return parallelism
 
 
-def pod_count(obj: Mapping[str, Any]) -> tuple[int, str | None]:
+def pod_count(obj: Mapping[str, Any], nodes: Sequence[Node] | None = None
+              ) -> tuple[int, str | None]:
     """(how many pods workload OBJ creates, the field that says so) from its spec alone,
-    without making them; the field is None for a Pod (it is one)."""
+    without making them; the field is None for a Pod (it is one) and a DaemonSet (one
+    per node of NODES it runs on; none when the nodes are not known yet)."""
     kind = _workload_kind(obj)
     if kind == "Pod":
         return 1, None
+    if kind == "DaemonSet":
+        return (len(daemonsets.nodes_to_run(_template(obj).info, nodes)) if nodes else 0), None
     if kind == "Job":
         return _job_parallelism(_spec(obj)), "spec.parallelism"
     return _int_field(_spec(obj), "replicas", 1, "spec.replicas"), "spec.replicas"
@@ -124,13 +128,41 @@ def pod_count(obj: Mapping[str, Any]) -> tuple[int, str | None]:
 
 class Template(NamedTuple):
     """A controller's spec and what its pods are made of: the pod template, its labels,
-    its pod spec read once, and the controller's selector (None: it has none)."""
+    its pod spec as the controller makes its pods (``pod_spec``: a DaemonSet's with the
+    daemon tolerations) and that spec read once, and the controller's selector (None: it
+    has none)."""
 
     spec: dict[str, Any]
     template: dict[str, Any]
     labels: dict[str, str]
+    pod_spec: Any
     info: PodSpecInfo
     selector: LabelSelector | None
+
+
+def _selector(obj: Mapping[str, Any], spec: Mapping[str, Any],
+              labels: Mapping[str, str]) -> LabelSelector | None:
+    """The controller's selector of its pods (LABELS: its template's), or None: a
+    ReplicationController's is a label map that defaults to LABELS."""
+    if obj.get("kind") == "ReplicationController":
+        match = parse_labels(spec.get("selector"), "spec.selector") or labels
+        if not match:
+            raise InputError("a ReplicationController needs a selector or template labels",
+                             field="spec.selector")
+        sel = LabelSelector([Requirement(k, EQUALS, [v]) for k, v in match.items()])
+    elif "selector" in spec:
+        try:
+            sel = parse_label_selector(spec.get("selector"), "spec.selector")
+        except SelectorError as e:
+            raise InputError(e.message, field=e.field)
+        if sel.uses_extension():
+            raise InputError("Gt/Lt are not allowed in a controller selector",
+                             field="spec.selector")
+    else:
+        return None
+    if not sel.matches(labels):
+        raise InputError("selector does not match template labels", field="spec.selector")
+    return sel
 
 
 def _template(obj: Mapping[str, Any]) -> Template:
@@ -142,27 +174,44 @@ def _template(obj: Mapping[str, Any]) -> Template:
     if not isinstance(tmeta, dict):
         raise InputError("expected a mapping", field="spec.template.metadata")
     labels = parse_labels(tmeta.get("labels"), "spec.template.metadata.labels")
-    sel = None
-    if "selector" in spec:
-        try:
-            sel = parse_label_selector(spec.get("selector"), "spec.selector")
-        except SelectorError as e:
-            raise InputError(e.message, field=e.field)
-        if sel.uses_extension():
-            raise InputError("Gt/Lt are not allowed in a controller selector",
-                             field="spec.selector")
-        if not sel.matches(labels):
-            raise InputError("selector does not match template labels", field="spec.selector")
-    info = PodSpecInfo(tpl.get("spec"), "spec.template.spec.",
+    sel = _selector(obj, spec, labels)
+    pod_spec = tpl.get("spec")
+    if obj.get("kind") == "DaemonSet":
+        pod_spec = daemonsets.with_daemon_tolerations(pod_spec)
+    return Template(spec, tpl, labels, pod_spec, _pod_spec_info(tpl, pod_spec), sel)
+
+
+def _pod_spec_info(tpl: Mapping[str, Any], pod_spec: object) -> PodSpecInfo:
+    """POD_SPEC, the pod spec of template TPL, read (errors named as the template's)."""
+    return PodSpecInfo(pod_spec, "spec.template.spec.",
                        (tpl.get("metadata") or {}).get("annotations"),
                        "spec.template.metadata.annotations")
-    return Template(spec, tpl, labels, info, sel)
+
+
+def daemon_pod(obj: Mapping[str, Any], source: str | None = None) -> Pod:
+    """The pod of DaemonSet OBJ as its controller makes it before pinning it to a node
+    (``daemonsets``): what each node's verdict is about when one pod is explained."""
+    meta, name = metadata(obj, "DaemonSet")
+    ns = meta.get("namespace") or DEFAULT_NAMESPACE
+    template = _template(obj)
+    labels = dict(template.labels, **_daemon_labels(meta, template.template))
+    return Pod(ns, name + "-" + _suffix(ns, name), labels, template.info, created=False,
+               source=source, owner=("apps/v1", "DaemonSet", name),
+               workload="DaemonSet %s/%s" % (ns, name))
+
+
+def _daemon_labels(meta: Mapping[str, Any], tpl: object) -> dict[str, str]:
+    """The labels the DaemonSet controller adds to its pods (CreatePodTemplate)."""
+    return {daemonsets.GENERATION_LABEL: daemonsets.generation(meta),
+            daemonsets.REVISION_LABEL: template_hash(tpl)}
 
 
 def expand(obj: Mapping[str, Any], source: str | None = None,
-           taken: Container[str] = frozenset(), count: int | None = None) -> list[Pod]:
-    """The pods OBJ creates, in creation order (a Pod yields itself); with COUNT, only the
-    first COUNT of them (named as in the whole list).
+           taken: Container[str] = frozenset(), count: int | None = None,
+           nodes: Sequence[Node] = ()) -> list[Pod]:
+    """The pods OBJ creates, in creation order (a Pod yields itself; a DaemonSet one per
+    node of NODES it runs on, in their order); with COUNT, only the first COUNT of them
+    (named as in the whole list).
 
     TAKEN: keys (``namespace/name``) of pods that exist already; generated names
     avoid them. Fixed names (StatefulSet, Pod) are returned as they are.
@@ -176,8 +225,9 @@ def expand(obj: Mapping[str, Any], source: str | None = None,
             return []
         pod.workload = "Pod %s/%s" % (ns, name)
         return [pod]
-    spec, tpl, labels, info, selector = _template(obj)
-    replicas, _ = pod_count(obj)
+    spec, tpl, labels, pod_spec, info, selector = _template(obj)
+    on = daemonsets.nodes_to_run(info, nodes) if kind == "DaemonSet" else []
+    replicas = len(on) if kind == "DaemonSet" else pod_count(obj)[0]
     if count is not None:
         replicas = min(replicas, count)
 
@@ -185,9 +235,9 @@ def expand(obj: Mapping[str, Any], source: str | None = None,
     owner: Owner | None = None
     owner_selector: LabelSelector | None = None
 
-    def make(pod_name: str, extra: Mapping[str, str]) -> Pod:
-        return Pod(ns, pod_name, dict(labels, **extra), info, created=False, source=source,
-                   owner=owner, owner_selector=owner_selector,
+    def make(pod_name: str, extra: Mapping[str, str], spec_info: PodSpecInfo = info) -> Pod:
+        return Pod(ns, pod_name, dict(labels, **extra), spec_info, created=False,
+                   source=source, owner=owner, owner_selector=owner_selector,
                    workload="%s %s/%s" % (kind, ns, name))
 
     def generated(prefix: str, *parts: object) -> str:
@@ -195,7 +245,7 @@ def expand(obj: Mapping[str, Any], source: str | None = None,
         return _free_name(ns, lambda attempt: prefix + _candidate_suffix(attempt, *parts),
                           taken, used)
 
-    if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+    if kind in ("Deployment", "ReplicaSet", "StatefulSet", "ReplicationController"):
         owner_selector = selector
     if kind == "Deployment":
         h = template_hash(tpl)
@@ -207,9 +257,15 @@ def expand(obj: Mapping[str, Any], source: str | None = None,
                 Requirement("pod-template-hash", EQUALS, [h]),))
         return [make(generated(prefix, ns, name, h, i), {"pod-template-hash": h})
                 for i in range(replicas)]
-    if kind == "ReplicaSet":
-        owner = ("apps/v1", "ReplicaSet", name)
+    if kind in ("ReplicaSet", "ReplicationController"):
+        owner = ("apps/v1" if kind == "ReplicaSet" else "v1", kind, name)
         return [make(generated(name + "-", ns, name, i), {}) for i in range(replicas)]
+    if kind == "DaemonSet":
+        owner = ("apps/v1", "DaemonSet", name)
+        extra = _daemon_labels(meta, tpl)
+        return [make(generated(name + "-", ns, name, node.name), extra,
+                     _pod_spec_info(tpl, daemonsets.pinned(pod_spec, node.name)))
+                for node in on[:replicas]]
     if kind == "StatefulSet":
         owner = ("apps/v1", "StatefulSet", name)
         ordinals = spec.get("ordinals") or {}

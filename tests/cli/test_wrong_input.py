@@ -3,6 +3,7 @@ snapshot without nodes, manifests without workloads are one line on stderr namin
 file, and exit 2; so are an output path that is a directory or cannot be made, and a
 binary file; Ctrl-C is exit 130 and nothing printed. In process, through ``main``."""
 import errno
+import json
 import os
 import signal
 import subprocess
@@ -87,20 +88,22 @@ def test_csar_validate_checks_its_cluster_like_plan(capsys, files):
 def test_empty_and_node_and_workload_free_manifests_are_refused(capsys, files):
     err = one_line(capsys, "plan", "--cluster", CLUSTER, UPF, files["empty"])
     assert ("%s: no Kubernetes objects in the file: expected Pod, Deployment, ReplicaSet, "
-            "StatefulSet or Job manifests" % files["empty"]) in err
+            "StatefulSet, DaemonSet, Job or ReplicationController manifests"
+            % files["empty"]) in err
     err = one_line(capsys, "plan", "--cluster", CLUSTER, CLUSTER)
     assert ("%s: Node master-0: field kind: a Node is part of the cluster, not a workload: "
             "give it with --cluster" % CLUSTER) in err
     err = one_line(capsys, "plan", "--cluster", CLUSTER, PDBS)
-    assert ("error: no workloads in %s: expected Pod, Deployment, ReplicaSet, StatefulSet "
-            "or Job manifests" % PDBS) in err
+    assert ("error: no workloads in %s: expected Pod, Deployment, ReplicaSet, StatefulSet, "
+            "DaemonSet, Job or ReplicationController manifests" % PDBS) in err
     err = one_line(capsys, "explain", "--cluster", CLUSTER, "--pod", CLUSTER)
     assert "a Node is part of the cluster, not a workload" in err
 
 
 def test_a_file_of_budgets_beside_the_workloads_is_still_a_note(capsys):
-    status, out, _ = run(capsys, "plan", "--cluster", CLUSTER, UPF, PDBS)
-    assert status == 0 and "creates no pods here and is not planned" in out
+    status, out, _ = run(capsys, "plan", "--cluster", CLUSTER, UPF, PDBS, "-o", "json")
+    assert status == 0 and any("are not workloads and are skipped: PodDisruptionBudget/" in n
+                               for n in json.loads(out)["notes"])
 
 
 def test_numa_pod_files_must_hold_pods(capsys, files):

@@ -66,10 +66,20 @@ class NodeAffinity:
         code = np.zeros(len(state.nodes), dtype=np.int8)
         if spec.node_selector or spec.required_node is not None:
             sel, req = spec.node_selector, spec.required_node
-            ok = self._mask(state, ("pod", tuple(sorted(sel.items())),
-                                    None if req is None else req.sig),
-                            lambda n: all(n.labels.get(k) == v for k, v in sel.items())
-                            and (req is None or req.matches(n.labels, n.name)))
+
+            def matches(n: Node) -> bool:
+                return all(n.labels.get(k) == v for k, v in sel.items()) and (
+                    req is None or req.matches(n.labels, n.name))
+            only = self._prefilter_names(spec)
+            if only is None:
+                ok = self._mask(state, ("pod", tuple(sorted(sel.items())),
+                                        None if req is None else req.sig), matches)
+            else:   # as kube-scheduler, only the nodes PreFilter left are filtered: the
+                ok = np.zeros(len(state.nodes), dtype=bool)     # rest fail on their names
+                for name in only:   # (a DaemonSet's pod: one node, not every node)
+                    j = state.index.get(name)
+                    if j is not None:
+                        ok[j] = matches(state.nodes[j])
             code[~ok] = 2
         if spec.annotation_node is not None:       # RequiredDuringExecution's node terms
             extra = spec.annotation_node
