@@ -16,7 +16,6 @@ import functools
 import os
 import typing
 
-from tacker_hwaffinity.cli.main import plain_text
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.numa.config import add_placement_arguments
 from tacker_hwaffinity.numa.config import from_args as placement_config
@@ -34,8 +33,22 @@ if typing.TYPE_CHECKING:
 
 
 def register(sub: typing.Any) -> None:
-    p = sub.add_parser("agent", help="node agent: enforce container NUMA affinity in cgroups",
-                       description=plain_text(__doc__.splitlines()[0]))
+    p = sub.add_parser(
+        "agent", help="node agent: enforce container NUMA affinity in cgroups",
+        description="The node agent (a DaemonSet): places the containers of the pods on "
+                    "--node with the NUMA engine that hwaffinity numa plan runs, and "
+                    "enforces it. nri mode registers with the container runtime as an NRI "
+                    "plugin (containerd 1.7+ with NRI enabled, containerd 2.x, CRI-O "
+                    "1.26+) and gives each container its cpuset and memory nodes at "
+                    "creation, so it starts pinned; cgroupfs mode watches the pods and "
+                    "writes cpuset.cpus and cpuset.mems into their cgroups; auto picks "
+                    "nri when the runtime's NRI socket exists. It reads the machine from "
+                    "sysfs, the kubelet's configuration and CPU manager state, and the "
+                    "node's pods from the API server; records each decision in the pod "
+                    "annotation hwaffinity.io/numa and failures as Events; serves "
+                    "/metrics and the probes. It runs until SIGTERM or SIGINT. Exit 0: "
+                    "stopped; 2: bad flags, or it refuses to start (one line on stderr) "
+                    "where it would fight the kubelet or cannot write.")
     p.add_argument("--node", default=os.environ.get("NODE_NAME"),
                    help="this node's name (default: $NODE_NAME, from the downward API)")
     p.add_argument("--kubeconfig", help="kubeconfig (default: the in-cluster service account)")

@@ -19,7 +19,8 @@ def register(sub):
     p = sub.add_parser("completion", help="print the shell completion script (bash or zsh)",
                        description="Print the completion script for SHELL on standard output. "
                                    "bash: source <(hwaffinity completion bash); zsh: "
-                                   "hwaffinity completion zsh > \"${fpath[1]}/_hwaffinity\".")
+                                   "hwaffinity completion zsh > \"${fpath[1]}/_hwaffinity\". "
+                                   "Exit 0: printed; 2: an unknown shell.")
     p.add_argument("shell", choices=SHELLS, metavar="SHELL", help="bash or zsh")
     p.set_defaults(func=run)
 

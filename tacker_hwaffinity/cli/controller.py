@@ -11,7 +11,6 @@ import os
 import socket
 import typing
 
-from tacker_hwaffinity.cli.main import plain_text
 from tacker_hwaffinity import extras
 from tacker_hwaffinity.constants import OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LABEL
 from tacker_hwaffinity.errors import InputError
@@ -30,7 +29,20 @@ if typing.TYPE_CHECKING:
 def register(sub: typing.Any) -> None:
     p = sub.add_parser("controller", help="keep host labels true and RequiredDuringExecution "
                                           "rules enforced (in-cluster controller)",
-                       description=plain_text(__doc__.splitlines()[0]))
+                       description="The in-cluster controller (a Deployment of 2 "
+                                   "replicas, one leading through a Lease). The leader "
+                                   "polls Nova (one request a poll; with "
+                                   "--notifications-url it also hears Nova's "
+                                   "notifications), relabels the nodes whose worker VMs "
+                                   "settled on another compute host, and evicts, through "
+                                   "the Eviction API, pods that break their "
+                                   "hwaffinity.io/required-during-execution rules for "
+                                   "longer than --grace. It reads OpenStack credentials "
+                                   "(clouds.yaml or the OS_* variables) and the cluster "
+                                   "(a kubeconfig or its service account); serves /metrics "
+                                   "and the probes. It runs until SIGTERM or SIGINT. Exit "
+                                   "0: stopped; 2: bad flags, or it cannot start (one line "
+                                   "on stderr).")
     p.add_argument("--kubeconfig", help="kubeconfig (default: the in-cluster service account)")
     p.add_argument("--context", help="kubeconfig context")
     p.add_argument("--os-cloud", help="clouds.yaml entry (default: the OS_* environment)")

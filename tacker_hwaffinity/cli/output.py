@@ -39,7 +39,9 @@ def add_output_arg(parser, formats, path_option=None):
     fmt.__name__ = "output format"
     parser.add_argument("-o", "--output", type=fmt, choices=formats, default=formats[0],
                         metavar="|".join(formats),
-                        help="output format: %s (doc/output.md)" % ", ".join(formats))
+                        help="output format: %s (json and yaml: one document, apiVersion "
+                             "%s, whose kind names its schema)" % (", ".join(formats),
+                                                                   API_VERSION))
 
 
 def document(kind, body):

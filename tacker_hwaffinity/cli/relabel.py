@@ -37,8 +37,14 @@ def register(subparsers: typing.Any) -> None:
     p = subparsers.add_parser(
         "relabel", help="set the compute-host labels of a stack's Kubernetes workers",
         description="Reconcile the compute-host node labels of the Kubernetes workers of "
-                    "a Heat stack, like the MgmtDriver does (doc/mgmt-driver.md). Run it "
-                    "after live migration, by hand or on a schedule.")
+                    "a Heat stack, as the MgmtDriver's instantiate_end does: read the "
+                    "stack's workers from Heat and Nova (credentials from clouds.yaml or "
+                    "the OS_* variables) and the nodes from Kubernetes (a kubeconfig, or "
+                    "kubectl on a master over SSH), and set every label that differs. Run "
+                    "it after live migration, by hand or on a schedule. Exit 0: labels "
+                    "correct (with --dry-run: the changes printed, every worker "
+                    "resolvable); 1: some workers could not be handled (listed); 2: bad "
+                    "input.")
     p.add_argument("--stack", required=True, metavar="NAME_OR_ID", help="the VNF's Heat stack")
     p.add_argument("--os-cloud", metavar="NAME",
                    help="cloud in clouds.yaml (default: $OS_CLOUD, else the OS_* variables)")

@@ -20,7 +20,10 @@ def register(subparsers):
         description="Translate a SOL001 VNFD (a CSAR, an unpacked package, a flavour "
                     "file or a plain template) to HOT the way Tacker's v1 path does, "
                     "with AntiAffinityRule/AffinityRule turned into Nova server groups "
-                    "and availability zones (doc/translator.md).")
+                    "and availability zones, and write main.yaml and every nested "
+                    "AutoScalingGroup template into --output-dir. Parameters the stack "
+                    "needs without a default are noted on stderr. Exit 0: written; 2: "
+                    "bad input, one line naming the file, policy and field.")
     parser.add_argument("vnfd", metavar="VNFD_OR_CSAR",
                         help="CSAR (.zip/.csar), package directory or VNFD YAML")
     parser.add_argument("--flavour", metavar="ID",

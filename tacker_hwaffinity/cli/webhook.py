@@ -21,7 +21,6 @@ import os
 import sys
 
 from tacker_hwaffinity import safewrite
-from tacker_hwaffinity.cli.main import plain_text
 from tacker_hwaffinity.constants import DEFAULT_AGENT_SERVICE_ACCOUNT
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.webhook.certs import CLIENT_NAME
@@ -34,10 +33,28 @@ _UNITS = {"": 1, "k": 1000, "Ki": 1 << 10, "M": 1000 ** 2, "Mi": MiB, "G": 1000 
 
 def register(sub):
     p = sub.add_parser("webhook", help="scheduler extender and admission webhooks (TLS)",
-                       description=plain_text(__doc__.splitlines()[0]))
+                       description="The scheduler extender and the admission webhooks, "
+                                   "over TLS: serve runs them, certs makes their "
+                                   "certificates. Exit 0: serve stopped, or the "
+                                   "certificates written; 2: bad flags or input, or serve "
+                                   "cannot start.")
     verbs = p.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
-    s = verbs.add_parser("serve", help="serve the extender and the webhooks over HTTPS")
+    s = verbs.add_parser(
+        "serve", help="serve the extender and the webhooks over HTTPS",
+        description="Serve on one HTTPS port: /filter and /prioritize, kube-scheduler's "
+                    "extender verbs (Gt/Lt pod affinity from the hwaffinity.io/pod-affinity "
+                    "annotation and the RequiredDuringExecution terms, over a list and "
+                    "watch cache of the cluster's nodes, pods and namespaces), answered "
+                    "only to the client certificate --client-ca verifies unless "
+                    "--allow-anonymous-extender; /validate, the admission guard (required "
+                    "anti-affinity over all namespaces only on the allowed topology keys; "
+                    "malformed hwaffinity.io/ annotations refused); /mutate, which copies "
+                    "RequiredDuringExecution terms without Gt/Lt into the pod spec; "
+                    "/healthz and /metrics. It reads --cert and --key (reloaded when they "
+                    "change) and the cluster through a kubeconfig or its service "
+                    "account. It runs until SIGTERM or SIGINT. Exit 0: stopped; 2: bad "
+                    "flags, or it cannot start (one line on stderr).")
     s.add_argument("--address", default="127.0.0.1:%d" % DEFAULT_PORT, metavar="HOST:PORT",
                    help="where the HTTPS routes are served; loopback unless given (the "
                         "Deployment passes 0.0.0.0:%d: the API server, kube-scheduler and "
@@ -59,7 +76,8 @@ def register(sub):
                    metavar="USER",
                    help="the node agent's user, the only one that may change a pod's "
                         "hwaffinity.io/numa annotation: system:serviceaccount:NAMESPACE:NAME "
-                        "(default %(default)s, deploy/agent/rbac.yaml's)")
+                        "(default %(default)s: the node agent's ServiceAccount in the "
+                        "shipped manifests)")
     s.add_argument("--hard-pod-affinity-weight", type=int, default=1, metavar="N",
                    help="as the scheduler profile's InterPodAffinity hardPodAffinityWeight")
     s.add_argument("--scheduler-name", action="append", default=[], metavar="NAME",
@@ -94,8 +112,8 @@ def register(sub):
     s.add_argument("--max-connections", type=int, default=128, metavar="N",
                    help="open connections at most; at the cap a new one replaces the one "
                         "waiting longest for its client (default %(default)s: with their "
-                        "headers and bodies they fit the Deployment's 512Mi, see "
-                        "doc/webhook.md)")
+                        "headers and bodies they fit the 512Mi memory limit of the "
+                        "shipped Deployment)")
     s.add_argument("--read-timeout", type=float, default=10.0, metavar="SECONDS",
                    help="for a TLS handshake, a new connection's first request, and "
                         "each request's headers and body (default %(default)s)")
@@ -115,9 +133,11 @@ def register(sub):
                                      "(client.crt, client.key; common name --client-name), "
                                      "then print 'caBundle: ' and the CA in base64, for the "
                                      "webhook configurations' caBundle and the extender's "
-                                     "caData. The CA's key is not kept.")
+                                     "caData. The CA's key is not kept. Exit 0: written; "
+                                     "2: bad input, or --out cannot be written.")
     c.add_argument("--service", default="hwaffinity-webhook",
-                   help="the webhook's Service (deploy/webhook/service.yaml)")
+                   help="the webhook's Service, whose DNS names the serving certificate "
+                        "carries")
     c.add_argument("--namespace", default="hwaffinity-system", help="the Service's namespace")
     c.add_argument("--dns", action="append", default=[], metavar="NAME",
                    help="one more DNS name (repeatable)")

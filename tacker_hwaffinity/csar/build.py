@@ -5,7 +5,8 @@
    extension Tacker knows), which are left out unless given with
    ``images``: those go to ``Files/images/<name>``, and the VDUs whose
    ``tosca.artifacts.nfv.SwImage`` artifact is one of them get its SHA-512 as
-   their ``sw_image_data`` checksum (rule in :mod:`sw_images`).
+   their ``sw_image_data`` checksum (rule in :mod:`sw_images`). An image no
+   VDU's artifact names is refused: Tacker would carry it for nothing.
 2. The installed driver files go wherever a VNFD's ``mgmt-drivers-hwaffinity``
    artifact points (rule in :mod:`drivers`), byte for byte.
 3. The ETSI SOL001 type files a Definitions file imports and the source
@@ -248,6 +249,50 @@ def _write(target, members):
                          field="--output-file" if written else None)
 
 
+def _booted_images(defs):
+    """{package path of an image: ['NODE of VNFD', ...]}: the images the node templates of
+    DEFS boot from (a ``tosca.artifacts.nfv.SwImage`` artifact, ``sw_images.image_vdus``)."""
+    booted = {}
+    for vnfd, data in sorted(defs.items()):
+        for node, path, _ in sw_images.image_vdus(vnfd, data):
+            booted.setdefault(path, []).append("%s of %s" % (node, vnfd))
+    return booted
+
+
+def _glance_images(defs):
+    """['NODE of VNFD (sw_image_data name NAME)'] of the node templates of DEFS with
+    ``sw_image_data`` and no image artifact: Tacker boots them from the Glance image of
+    that name, and uploads nothing for them."""
+    out = []
+    for vnfd, data in sorted(defs.items()):
+        topology = data.get("topology_template") if isinstance(data, dict) else None
+        nodes = topology.get("node_templates") if isinstance(topology, dict) else None
+        carried = {node for node, _, _ in sw_images.image_vdus(vnfd, data)}
+        for node, body in sorted(nodes.items()) if isinstance(nodes, dict) else ():
+            props = body.get("properties") if isinstance(body, dict) else None
+            sw = props.get("sw_image_data") if isinstance(props, dict) else None
+            if isinstance(sw, dict) and node not in carried:
+                out.append("%s of %s (sw_image_data name %s)" % (node, vnfd, sw.get("name")))
+    return out
+
+
+def _boots_nothing(image, name, booted, defs):
+    """The InputError for IMAGE, given with --image, which goes in as NAME and which no
+    node template boots from (BOOTED: ``_booted_images``): Tacker would carry it for
+    nothing. It names the images the VDUs do boot from or, when none carries one, the
+    VDUs that boot from a Glance image by name."""
+    found = ["%s (%s)" % (path, ", ".join(nodes)) for path, nodes in sorted(booted.items())]
+    message = ("no VDU boots from it as %s: no tosca.artifacts.nfv.SwImage artifact's file "
+               "is that path. " % name)
+    if found:
+        message += "The VDUs boot from %s: give the image under that name" % "; ".join(found)
+    else:
+        glance = _glance_images(defs)
+        message += "No VDU has an image artifact%s" % (
+            "; from Glance, by name: %s" % "; ".join(glance) if glance else "")
+    return InputError(message, source=image, field="--image")
+
+
 def build(src: str, target: str, images: Iterable[str] = (),
           etsi_dir: str | None = None) -> Result:
     """Write the package of SRC to TARGET (its folder created); return a :class:`Result`."""
@@ -263,10 +308,13 @@ def build(src: str, target: str, images: Iterable[str] = (),
     _add_etsi(files, defs, etsi_dir, notes)
     _add_drivers(files, defs, notes)
     given = set()
+    booted = _booted_images(defs)
     for image in images:
         if not os.path.isfile(image):
             raise InputError("no such file", source=image, field="--image")
         name = IMAGES_DIR + os.path.basename(image)
+        if name not in booted:
+            raise _boots_nothing(image, name, booted, defs)
         files[name] = Member(os.path.realpath(image))
         given.add(name)
     sw_images.set_checksums(files, defs, given, Member, notes)

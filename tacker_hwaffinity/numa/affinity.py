@@ -29,6 +29,7 @@ from typing import Any
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.numa import decode
+from tacker_hwaffinity.numa.annotation_place import Place
 from tacker_hwaffinity.numa.expression import CRIRM, NRI, Expression, ExpressionError
 from tacker_hwaffinity.numa.subjects import Pod
 from tacker_hwaffinity.numa.subjects import CONTAINER_NAME_LABEL, POD_NAME_LABEL
@@ -47,6 +48,20 @@ _EXPR_FIELDS = ("key", "operator", "values")
 
 class OverBudget(InputError):
     """A container's affinities took longer to evaluate than the time they were given."""
+
+
+class AnnotationError(InputError):
+    """The annotation KEY (FIELD) does not decode: ERROR (a ``decode.DecodeError``), whose
+    position is inside the annotation's text."""
+
+    def __init__(self, error: decode.DecodeError, key: str, field: str) -> None:
+        super().__init__(str(error), field=field)
+        self.key, self.error = key, error
+
+    def in_file(self, place: Place) -> InputError:
+        """This error with the position in the file PLACE says the annotation is at."""
+        return InputError(self.error.reason + place.where(self.error.line, self.error.column),
+                          self.source, self.obj, self.field)
 
 
 class Affinity:
@@ -209,10 +224,15 @@ def pod_affinities(pod: Pod) -> dict[str, list[Affinity]]:
 
     Raise InputError (file, pod, annotation, container and position) on any
     decoding or validation error, or a cap exceeded, which fails the whole pod as
-    upstream does for an error.
+    upstream does for an error. The position is the file's when the pod has the text
+    of its file (``source_text``), else the annotation's.
     """
     try:
         return annotation_affinities(pod.annotations, pod.name)
+    except AnnotationError as e:
+        place = (pod.source_text.place(pod.namespace, pod.name, e.key)
+                 if pod.source_text is not None else None)
+        raise (e if place is None else e.in_file(place)).located(pod.source, "Pod " + pod.ref)
     except InputError as e:
         raise e.located(pod.source, "Pod " + pod.ref)
 
@@ -240,7 +260,7 @@ def annotation_affinities(annotations: Mapping[str, Any], pod_name: str,
             try:
                 parsed = parse_annotation(text, pod_name, sign, flavor, key, tally)
             except decode.DecodeError as e:
-                raise InputError(str(e), field=field)
+                raise AnnotationError(e, key, field)
             for name, affs in parsed.items():
                 result.setdefault(name, []).extend(affs)
     return result

@@ -13,7 +13,8 @@ observable rules, all reproduced here:
   ``1.5`` and ``3000000000`` are errors); ``null`` means omitted.
 
 Errors are :class:`DecodeError` with a path (``c1[0].match.values[1]``) and,
-when known, the line and column inside the annotation value.
+when known, the line and column inside the annotation value (``annotation_place``
+turns them into the file's, for a pod read from one).
 
 What one annotation may ask is bounded here, where it is read (doc/agent.md,
 "Limits"): its text (``MAX_TEXT``), its values after alias expansion
@@ -43,11 +44,17 @@ _GO_INT_DIGITS = 66      # a longer integer (sign, 0b prefix, 64 bits) cannot fi
 
 
 class DecodeError(ValueError):
+    """What is wrong (REASON, after the PATH) and where in the text: LINE and COLUMN,
+    1-based, None when not known (the message says them after the reason)."""
+
     def __init__(self, message, path="", mark=None):
+        self.reason = ("%s: " % path if path else "") + message
+        self.line = self.column = None
         where = ""
         if mark is not None:
-            where = " (line %d, column %d)" % (mark.line + 1, mark.column + 1)
-        super().__init__(("%s: " % path if path else "") + message + where)
+            self.line, self.column = mark.line + 1, mark.column + 1
+            where = " (line %d, column %d)" % (self.line, self.column)
+        super().__init__(self.reason + where)
         self.path = path
 
 

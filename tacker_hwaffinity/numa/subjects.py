@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tacker_hwaffinity.errors import InputError
+from tacker_hwaffinity.numa.annotation_place import SourceText
 from tacker_hwaffinity.objects import qos as qosmod
 from tacker_hwaffinity.objects.quantity import milli_value, value as quantity_value
 from tacker_hwaffinity.objects.yamlio import type_name
@@ -37,6 +38,9 @@ class Pod:
         self.qosclass = qosclass
         self.annotations = dict(annotations or {})
         self.source = source
+        # the text of the file SOURCE when the pod was read from one: errors of its
+        # annotations then give the file's line (``load_pods``)
+        self.source_text: SourceText | None = None
         self.labels = dict(labels or {})
         self.labels[POD_NAME_LABEL] = name
         self.labels[POD_NAMESPACE_LABEL] = namespace
@@ -219,12 +223,16 @@ def pod_from_object(obj: Mapping[str, Any], source: str | None = None) -> Pod:
     return pod
 
 
-def load_pods(objects: Iterable[tuple[Mapping[str, Any], str]]) -> list[Pod]:
-    """Pods from ``yamlio.load_objects`` output; duplicate pods are errors."""
+def load_pods(objects: Iterable[tuple[Mapping[str, Any], str]],
+              texts: Mapping[str, str] | None = None) -> list[Pod]:
+    """Pods from ``yamlio.load_objects`` output; duplicate pods are errors. TEXTS: {source:
+    the text of that file}, for the file's lines in the errors of their annotations."""
     pods: list[Pod] = []
     seen: dict[str, str] = {}
+    shared = {source: SourceText(text) for source, text in (texts or {}).items()}
     for obj, source in objects:
         pod = pod_from_object(obj, source)
+        pod.source_text = shared.get(source)
         if pod.ref in seen:
             raise InputError("pod %s is given twice (also in %s)" % (pod.ref, seen[pod.ref]),
                              source=source, obj="Pod " + pod.ref, field="metadata.name")

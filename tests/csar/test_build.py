@@ -105,6 +105,14 @@ def test_images_are_left_out_unless_given(tmp_path):
     assert any("left out image Files/images/ubuntu.qcow2" in n for n in result.notes)
     image = tmp_path / "given.img"
     image.write_bytes(b"\1" * 100)
+    # a VDU boots from it (an image no VDU boots from is refused: test_unbooted_images.py)
+    df = os.path.join(src, "Definitions", "vnf_a_df_default.yaml")
+    with open(df, encoding="utf-8") as f:
+        text = f.read()
+    with open(df, "w", encoding="utf-8") as f:
+        f.write(text.replace("          size: 2 GB\n", "          size: 2 GB\n      artifacts:\n"
+                             "        sw_image:\n          type: tosca.artifacts.nfv.SwImage\n"
+                             "          file: ../Files/images/given.img\n", 1))
     result = build.build(src, str(tmp_path / "b.zip"), images=[str(image)])
     assert members(result.path)["Files/images/given.img"] == b"\1" * 100
     block = [b for b in _blocks(result.path) if b.source == "Files/images/given.img"][0]
