@@ -6,6 +6,9 @@
    engine), the rest in Deployments of 10 (through ReplicaSets), each with a
    PodDisruptionBudget. Prints wall time, the CLI's phase times (``HWAFFINITY_TIMING``)
    and the child's peak RSS. The issue's bar: under 5 s for 5,000 nodes, 30,000 pods.
+   ``--versus DIR``: the same command from another checkout (``git archive`` of a
+   commit into DIR) alternates with this tree's, and this tree's time over DIR's is
+   printed: a busy machine slows both sides of a pair alike.
 2. The controller's ``--rebalance`` plan (``audit.rebalance.plan``, in process) on the
    same snapshot, with one replica of each of the first 50 StatefulSets moved beside
    another (as live migrations would leave them): the time one Nova poll's run takes with
@@ -16,6 +19,7 @@
    (``--runs`` each, interleaved; ranges and medians).
 
     python benchmarks/bench_audit.py [--nodes 5000] [--pods 30000] [--runs 3] [--live]
+        [--versus DIR] [--whole-only]
 """
 import argparse
 import json
@@ -82,11 +86,12 @@ def snapshot(n_nodes, n_pods):
     return {"apiVersion": "v1", "kind": "List", "items": items}
 
 
-def run_cold(args):
-    env = dict(os.environ, HWAFFINITY_TIMING="1")
+def run_cold(args, code=ROOT):
+    """(wall s, peak RSS bytes, the timing line) of ``hwaffinity ARGS`` from checkout CODE."""
+    env = dict(os.environ, HWAFFINITY_TIMING="1", PYTHONPATH=code)
     t0 = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "tacker_hwaffinity.cli.main"] + args,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=code,
                             env=env, text=True)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
@@ -99,20 +104,31 @@ def run_cold(args):
     return wall, usage.ru_maxrss * 1024, timing[0] if timing else ""
 
 
-def whole(n_nodes, n_pods, runs):
+def whole(n_nodes, n_pods, runs, versus=None):
+    codes = [ROOT] + ([os.path.abspath(versus)] if versus else [])
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "cluster.json")
         with open(path, "w") as f:
             json.dump(snapshot(n_nodes, n_pods), f)
         size = os.path.getsize(path)
-        got = [run_cold(["audit", "--cluster", path, "-o", "json"]) for _ in range(runs)]
-    walls = [g[0] for g in got]
-    worst = max(got, key=lambda g: g[0])
-    print("audit --cluster: %d nodes, %d pods, %.1f MB JSON: %.2f-%.2f s over %d cold runs "
-          "(limit %.0f s) peak RSS %.0f-%.0f MB  slowest run's phases: %s"
-          % (n_nodes, n_pods, size / 1e6, min(walls), max(walls), runs, LIMIT_S,
-             min(g[1] for g in got) / 2 ** 20, max(g[1] for g in got) / 2 ** 20, worst[2]))
-    return max(walls) <= LIMIT_S
+        got = {code: [] for code in codes}
+        for _ in range(runs):
+            for code in codes:
+                got[code].append(run_cold(["audit", "--cluster", path, "-o", "json"], code))
+    for code in codes:
+        walls = [g[0] for g in got[code]]
+        worst = max(got[code], key=lambda g: g[0])
+        print("audit --cluster%s: %d nodes, %d pods, %.1f MB JSON: %.2f-%.2f s (median %.2f) "
+              "over %d cold runs (limit %.0f s) peak RSS %.0f-%.0f MB  slowest run's phases: %s"
+              % ("" if code == ROOT else " from %s" % code, n_nodes, n_pods, size / 1e6,
+                 min(walls), max(walls), sorted(walls)[len(walls) // 2], runs, LIMIT_S,
+                 min(g[1] for g in got[code]) / 2 ** 20,
+                 max(g[1] for g in got[code]) / 2 ** 20, worst[2]))
+    for code in codes[1:]:
+        rel = sorted(m[0] / t[0] for m, t in zip(got[ROOT], got[code]))
+        print("this tree / %s: %.2f-%.2f of its wall time (median %.2f)"
+              % (code, rel[0], rel[-1], rel[len(rel) // 2]))
+    return max(g[0] for g in got[ROOT]) <= LIMIT_S
 
 
 def rebalance_run(n_nodes, n_pods, runs):
@@ -189,9 +205,14 @@ def main(argv=None):
     ap.add_argument("--pods", type=int, default=30000)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--live", action="store_true")
+    ap.add_argument("--versus", metavar="DIR",
+                    help="also run the whole command from the checkout DIR, alternating")
+    ap.add_argument("--whole-only", action="store_true",
+                    help="the whole command only (not the rebalance plan)")
     args = ap.parse_args(argv)
-    ok = whole(args.nodes, args.pods, args.runs)
-    rebalance_run(args.nodes, args.pods, args.runs)
+    ok = whole(args.nodes, args.pods, args.runs, args.versus)
+    if not args.whole_only:
+        rebalance_run(args.nodes, args.pods, args.runs)
     if args.live:
         ok = live(args.runs) and ok
     return 0 if ok else 1

@@ -8,6 +8,7 @@ the label is its own host ``node/<name>``, flagged ``labelled: false``. Running 
 to a known node, not terminal (Succeeded/Failed), not being deleted. Every structure is
 indexed once: O(nodes + pods).
 """
+import itertools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -17,9 +18,14 @@ from tacker_hwaffinity.audit.pdb import Budget
 from tacker_hwaffinity.constants import TERMINAL_PHASES
 from tacker_hwaffinity.scheduling import selectors
 from tacker_hwaffinity.scheduling.diagnosis import missing_label_warning
+from tacker_hwaffinity.scheduling.labelindex import LabelIndex
 
 VERSION = 1
 UNLABELLED_PREFIX = "node/"
+# What the verdict (``intent``) reads of a judged pod's spec: its terms and constraints,
+# where it runs and the nodes it may run on; not its containers (nor their requests).
+JUDGED_SPEC = ("nodeName", "nodeSelector", "tolerations", "affinity",
+               "topologySpreadConstraints")
 
 
 class Exposure:
@@ -149,7 +155,7 @@ def audit(node_objs: Iterable[Mapping[str, Any]], pod_objs: Iterable[Mapping[str
             del found[k]
     _budgets(found.values(), pdbs, host_of)
     engine = _intents(found, relabelled(node_objs, key, host_override), namespace_objs,
-                      selector_objs, key, notes)
+                      selector_objs, key, notes, keep_engine)
     for w in found.values():
         w.unprotected = max(w.desired, w.running) >= 2 and not w.intent and not w.unjudged
     # worst first; single-replica workloads (always lose everything) after the rest
@@ -251,9 +257,71 @@ def _budgets(workloads, pdb_objs, host_of):
         w.pdbs.sort(key=lambda d: d["name"])
 
 
-def _intents(found, node_objs, namespace_objs, selector_objs, key, notes):
+def _judged(obj):
+    """Raw pod OBJ with only what the verdict reads of a judged pod's spec (a shallow copy)."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return obj
+    return dict(obj, spec={k: v for k, v in spec.items() if k in JUDGED_SPEC})
+
+
+def _counted(obj):
+    """Raw pod OBJ with only what the verdict reads of a pod it counts: where it runs and
+    its labels (a new object)."""
+    meta = obj["metadata"]
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj["kind"],
+            "metadata": {k: meta[k] for k in ("name", "namespace", "labels") if k in meta},
+            "spec": {"nodeName": obj["spec"]["nodeName"]}}
+
+
+def _selectors_on(pods, key):
+    """The label selectors of the anti-affinity terms and spread constraints on KEY of the
+    engine PODS, one of each signature."""
+    out = {}
+    for pod in pods:
+        for t in pod.terms["required_anti"] + pod.terms["preferred_anti"]:
+            if t.topology_key == key:
+                out[t.selector.sig] = t.selector
+        for c in pod.spread:
+            if c.topology_key == key:
+                out[c.selector.sig] = c.selector
+    return list(out.values())
+
+
+def _countable(raw_pods, selectors):
+    """The raw pods of RAW_PODS that one of SELECTORS may select, and those whose labels
+    are no {string: string} (the engine's parse names what is wrong with them), in order.
+    Pods are looked at a label set at a time (a workload's pods share one)."""
+    pods_of, label_sets, chosen = {}, LabelIndex(), set()
+    for p in raw_pods:
+        labels = p["metadata"].get("labels") or {}
+        try:
+            pods_of.setdefault(frozenset(labels.items()), []).append(p)
+        except (AttributeError, TypeError):     # no mapping, or a value no string is
+            chosen.add(id(p))
+    for labels, pods in pods_of.items():
+        if all(isinstance(k, str) and isinstance(v, str) for k, v in labels):
+            label_sets.add(labels, dict(labels))
+        else:
+            chosen.update(map(id, pods))
+    for sel in selectors:
+        candidates = label_sets.candidates(sel)
+        if candidates is None:
+            return list(raw_pods)
+        for labels in itertools.chain.from_iterable(candidates):
+            if sel.matches(dict(labels)):
+                chosen.update(map(id, pods_of[labels]))
+    return [p for p in raw_pods if id(p) in chosen]
+
+
+def _intents(found, node_objs, namespace_objs, selector_objs, key, notes, keep_engine=False):
     """Judge the intents of the workloads FOUND that declare one; (state, engine pods)
-    of the snapshot they were judged on (``Report.engine``), None when none does."""
+    of the snapshot they were judged on (``Report.engine``), None when none does.
+
+    Unless KEEP_ENGINE, the engine is given what the verdict reads (``intent``): of the
+    judged workloads' pods, their terms, constraints and where they run, not their
+    containers; of the others, only the pods a judged term or constraint may select (its
+    label selector: the namespaces aside), and of those their labels and node."""
     todo = [w for w in found.values() if w.pods and intentmod.mentions(w.pods[0], key)]
     if not todo:
         return None
@@ -266,10 +334,21 @@ def _intents(found, node_objs, namespace_objs, selector_objs, key, notes):
     objs = [(o, "cluster") for o in node_objs]
     objs += [(o, "cluster") for o in namespace_objs]
     objs += [(o, "cluster") for o in selector_objs]
-    objs += [(p, "cluster") for w in found.values() for p in w.pods]
+    if keep_engine:
+        objs += [(p, "cluster") for w in found.values() for p in w.pods]
+    else:
+        objs += [(_judged(p), "cluster") for w in todo for p in w.pods]
     # a pod creator writes the annotations: one malformed pod must not stop the audit
     # (nor the controller's gauges); it counts without them, its workload is not judged
     snap = cluster_from_objects(objs, bad_annotations)
+    if not keep_engine:
+        judged = {id(w) for w in todo}
+        others = [p for w in found.values() if id(w) not in judged for p in w.pods]
+        counted = _countable(others, _selectors_on(snap.pods, key)) if others else []
+        if counted:
+            snap.pods.extend(cluster_from_objects(
+                [(o, "cluster") for o in node_objs]
+                + [(_counted(p), "cluster") for p in counted]).pods)
     state = snap.state()
     engine = {p.key: (p, state.index[p.node_name]) for p in snap.pods}
     index = intentmod.label_index(state)

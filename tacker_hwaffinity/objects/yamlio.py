@@ -1,14 +1,16 @@
 """Read Kubernetes objects from YAML or JSON files, the way kubectl prints them.
 
-Accepts single documents, multi-document streams and ``kind: List``
-(``kubectl get ... -o yaml`` or ``-o json``). Duplicate mapping keys are an
-error, as they are for the API server's strict decoding.
+Accepts single documents, multi-document streams, ``kind: List``
+(``kubectl get ... -o yaml`` or ``-o json``) and the API server's typed lists, whose
+items carry no kind (``kubectl get --raw /api/v1/nodes``). The text must be UTF-8.
+Duplicate mapping keys are an error, as they are for the API server's strict decoding.
 
 The content decides the parser, not the file name (``-`` is standard input):
 text whose first non-blank character is ``{`` or ``[`` is JSON, read by the
 standard library's C parser (``json_strict``); everything else, and
-JSON-looking text that is really YAML flow style, is YAML, read from libyaml's
-parser events (``yaml_events``; ``yaml_strict`` for anchors, tags and errors).
+JSON-looking text that is really YAML flow style, is YAML: kubectl's block style is
+read line by line (``yaml_lines``), the rest from libyaml's parser events
+(``yaml_events``; ``yaml_strict`` for anchors, tags and errors).
 Callers that read only some fields pass a kept-fields table (``pruning``) and
 the rest is dropped while loading.
 """
@@ -24,7 +26,7 @@ from typing import Any
 import yaml
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.objects import json_strict, pruning, yaml_events, yaml_strict
+from tacker_hwaffinity.objects import json_strict, pruning, yaml_events, yaml_lines, yaml_strict
 from tacker_hwaffinity.objects.jsontypes import JsonObject, Pruner
 from tacker_hwaffinity.objects.pruning import KeptFields, KnownFields
 
@@ -38,16 +40,33 @@ _BLANK_TO_END = re.compile("[%s]*\\Z" % _BLANK)
 
 
 def read_text(path: str) -> str:
-    """Return the text of PATH ('-' is standard input); errors name the file."""
+    """Return the text of PATH ('-' is standard input), which must be UTF-8; errors name
+    the file (``source_name``) and, for bytes that are not UTF-8, where the first is."""
     if path == "-":
-        return sys.stdin.read()
+        stdin = getattr(sys.stdin, "buffer", None)
+        if stdin is None:   # a text stream put in its place (an embedding program's)
+            return sys.stdin.read()
+        return utf8_text(stdin.read(), source_name(path))
     try:
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise InputError("cannot read file: %s" % (e.strerror or e), source=path)
+    return utf8_text(data, path)
+
+
+def utf8_text(data: bytes, source: str) -> str:
+    """DATA decoded as UTF-8 (line ends kept as they are: YAML and JSON read any); not
+    UTF-8 is an InputError naming SOURCE and the line, column and byte offset (from 0)
+    of the first byte that is not."""
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise InputError("not UTF-8 text (%s)" % e.reason, source=path)
+        start = data.rfind(b"\n", 0, e.start) + 1
+        column = len(data[start:e.start].decode("utf-8")) + 1  # all UTF-8 before e.start
+        raise InputError("not UTF-8 text: byte 0x%02x at line %d, column %d (byte offset %d): "
+                         "%s" % (data[e.start], data.count(b"\n", 0, e.start) + 1, column,
+                                 e.start, e.reason), source=source)
 
 
 class _Malformed(Exception):
@@ -106,6 +125,12 @@ def _parse(text: str, prune: Pruner | None) -> list[Any]:
 
 def _parse_yaml(text: str, prune: Pruner | None) -> list[Any]:
     try:
+        return yaml_lines.load_all(text, prune)
+    except yaml_events.NeedsFullLoader:
+        pass  # not kubectl's style: read again below, from libyaml's events
+    except RecursionError:
+        raise _Malformed("YAML", None, None, "nesting too deep")
+    try:
         return yaml_events.load_all(text, prune)
     except yaml_events.NeedsFullLoader:
         pass  # read again below, with the loader that also locates errors
@@ -153,7 +178,8 @@ def parse_documents(text: str, source: str, keep: KeptFields | None = None,
     try:
         with gc_paused():
             bound = known.bind(source) if known is not None else None
-            docs = _parse(text, pruning.pruner(keep, bound))
+            prune = pruning.pruner(keep, bound)
+            docs = _parse(text, prune)
     except _Malformed as e:
         raise e.input_error(source)
     out = []
@@ -163,25 +189,43 @@ def parse_documents(text: str, source: str, keep: KeptFields | None = None,
         if not isinstance(doc, dict):
             raise InputError("document %d is a %s, expected a Kubernetes object (a mapping)"
                              % (i + 1, type_name(doc)), source=source)
-        out.extend(_expand_list(doc, source))
+        out.extend(_expand_list(doc, source, prune))
     return out
 
 
-def _expand_list(doc: JsonObject, source: str) -> list[JsonObject]:
+def _expand_list(doc: JsonObject, source: str, prune: Pruner | None) -> list[JsonObject]:
+    """The objects of DOC: itself, or the items of a list (``kind: List`` or a typed list
+    such as ``NodeList``), flattened; PRUNE: the loader's pruner, for the items below."""
     kind = doc.get("kind")
     if isinstance(kind, str) and kind.endswith("List") and "items" in doc:
         items = doc.get("items") or []
         if not isinstance(items, list):
             raise InputError("expected a list", source=source, obj=kind, field="items")
+        item_kind = kind[:-len("List")]     # "" for a plain List: its items say their own
         out = []
         for i, item in enumerate(items):
             if not isinstance(item, dict):
                 raise InputError("expected a Kubernetes object (a mapping), got a %s"
                                  % type_name(item), source=source, obj=kind,
                                  field="items[%d]" % i)
-            out.extend(_expand_list(item, source))
+            if item_kind and item.get("kind") is None:
+                _typed_item(item, item_kind, doc.get("apiVersion"), prune)
+            out.extend(_expand_list(item, source, prune))
         return out
     return [doc]
+
+
+def _typed_item(item: JsonObject, kind: str, api_version: object,
+                prune: Pruner | None) -> None:
+    """Give ITEM of a typed list (``KINDList``) the list's KIND and API_VERSION, which the
+    API server's list responses (``kubectl get --raw /api/v1/nodes``) leave out of their
+    items, then prune it: loading could not, without its kind (so such a list is held
+    whole until it is read)."""
+    item["kind"] = kind
+    if api_version is not None and item.get("apiVersion") is None:
+        item["apiVersion"] = api_version
+    if prune is not None:
+        prune(item)
 
 
 def expand_paths(paths: Sequence[str]) -> list[str]:

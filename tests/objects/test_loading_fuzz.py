@@ -91,7 +91,7 @@ def test_json_like_structures(name, obj, style, data):
         assert got == pruned  # dropping fields changes no error
     if mutated == text and isinstance(obj, dict) and "Infinity" not in text:
         try:  # valid and unmutated: read exactly (JSON's Infinity is read as YAML reads it)
-            expected = yamlio._expand_list(obj, "f")
+            expected = yamlio._expand_list(obj, "f", None)
         except InputError as e:
             expected = str(e)
         assert got == expected
