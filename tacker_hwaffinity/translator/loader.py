@@ -301,24 +301,33 @@ def _repository_of(entry):
     return None
 
 
+def _mapping(value):
+    """VALUE when it is a mapping, else an empty one: a part of the template of another
+    shape holds no parameter (tosca-parser says what is wrong with it)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _param_data(data):
     """Tacker's ``_get_param_data`` without additional params, plus input defaults."""
     params = {}
-    topo = data.get("topology_template") or {}
-    subst = topo.get("substitution_mappings") or {}
-    node_type = subst.get("node_type") if isinstance(subst, dict) else None
-    for node in (topo.get("node_templates") or {}).values():
-        if isinstance(node, dict) and node_type and node.get("type") == node_type:
-            params.update(node.get("properties") or {})
-    for imp in data.get("imports") or []:
+    topo = _mapping(data.get("topology_template"))
+    node_type = _mapping(topo.get("substitution_mappings")).get("node_type")
+    for node in _mapping(topo.get("node_templates")).values():
+        properties = _mapping(node).get("properties")
+        if isinstance(properties, dict) and node_type and node.get("type") == node_type:
+            params.update(properties)
+    imports = data.get("imports")
+    for imp in imports if isinstance(imports, list) else []:
         uri, _ = _import_uri(imp)
         if not uri or _is_url(uri) or not os.path.isfile(uri):
             continue
-        types = (package_yaml.read(uri) or {}).get("node_types") or {}
-        for key, prop in ((types.get(node_type) or {}).get("properties") or {}).items():
+        types = _mapping(_mapping(package_yaml.read(uri)).get("node_types"))
+        properties = _mapping(_mapping(types.get(node_type)).get("properties")) \
+            if isinstance(node_type, str) else {}
+        for key, prop in properties.items():
             if not params.get(key) and isinstance(prop, dict):
                 params[key] = prop.get("default")
-    for name, spec in (topo.get("inputs") or {}).items():
+    for name, spec in _mapping(topo.get("inputs")).items():
         if name not in params and isinstance(spec, dict) and "default" in spec:
             params[name] = spec["default"]
     return params
