@@ -17,14 +17,16 @@ if TYPE_CHECKING:     # for the annotations only: no import at run time
     from tacker_hwaffinity.audit.stale import StaleReport
 
 FAIL_ON = ("unprotected", "intent-unmet", "pdb-violated", "stale-labels")
-_LOSS = re.compile(r"^(?:(100|[1-9]?[0-9])%|([0-9]+))$")
+# a percent, or a replica count of at most 9 digits (a workload has fewer replicas)
+_LOSS = re.compile(r"(100|[1-9]?[0-9])%|([0-9]{1,9})")
 
 
 def parse_max_loss(text: str | None) -> tuple[str, float]:
     """('ratio', float) or ('count', int); InputError naming --max-loss."""
-    m = _LOSS.match(text or "")
+    m = _LOSS.fullmatch(text or "")
     if not m:
-        raise InputError("expected a percent from 0%% to 100%% or a replica count, got %r"
+        raise InputError("expected a percent from 0%% to 100%% or a replica count (at most "
+                         "9 digits), got %r"
                          % text, field="--max-loss")
     if m.group(1) is not None:
         return "ratio", int(m.group(1)) / 100.0

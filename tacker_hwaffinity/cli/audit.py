@@ -5,8 +5,11 @@ the raw objects to the pure core ``tacker_hwaffinity.audit.core`` and renders th
 Exit 0: nothing over the thresholds; 1: something is; 2: bad input (one line).
 """
 import argparse
+import difflib
 import gc
 import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from tacker_hwaffinity import extras
 from tacker_hwaffinity.audit import hostkey, owners, pdb, render, stale, thresholds
@@ -18,6 +21,7 @@ from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.intake import read
 from tacker_hwaffinity.intake.files import check_nodes
+from tacker_hwaffinity.objects.naming import DEFAULT_NAMESPACE
 from tacker_hwaffinity.objects.yamlio import gc_paused
 from tacker_hwaffinity.scheduling.snapshot import SELECTOR_KINDS, SNAPSHOT_FIELDS
 
@@ -47,8 +51,8 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     add_schema_args(p)
     p.add_argument("--topology-key", default=hostkey.AUTO, metavar="KEY",
                    help="the node label naming the physical host; auto (the default): "
-                        "the first of %s that a node carries (%s when none does)"
-                        % (", ".join(hostkey.HOST_KEYS), DEFAULT_HOST_LABEL))
+                        "the first of %s that a node carries (exit 2 when none does, "
+                        "unless --openstack)" % ", ".join(hostkey.HOST_KEYS))
     output.add_output_arg(p, (output.TEXT, output.WIDE, output.JSON, output.YAML, output.NAME,
                               output.SVG))
     p.add_argument("--max-loss", metavar="N|P%",
@@ -65,20 +69,47 @@ def register(sub: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None
     p.set_defaults(func=run)
 
 
-def split(objects):
-    """{kind: [raw object]} of the kinds the audit reads; InputError for others."""
+def split(objects, notes=None):
+    """{kind: [raw object]} of the kinds the audit reads. The others are skipped by
+    objects.kinds's rule, one note naming them added to NOTES (a list); what the API
+    server would refuse (a mistyped built-in kind, say) is an InputError."""
+    from tacker_hwaffinity.objects import kinds
+    read = kinds.Kinds(KINDS)
     by = {k: [] for k in KINDS}
+    skipped = []
     for obj, source in objects:
-        kind = obj.get("kind") if isinstance(obj, dict) else None
-        if kind not in by:
-            raise InputError("unknown kind %r in a cluster snapshot: expected %s"
-                             % (kind, ", ".join(KINDS)), source=source, field="kind")
+        if not read.reads(obj, source):
+            skipped.append((source, kinds.entry(obj)))
+            continue
+        kind = obj["kind"]
         meta = obj.get("metadata")
         if not isinstance(meta, dict) or not isinstance(meta.get("name"), str):
             raise InputError("object has no metadata.name", source=source,
                              obj=kind, field="metadata.name")
         by[kind].append(obj)
+    if notes is not None:
+        notes.extend(kinds.note(skipped, "is not read by the audit and is skipped",
+                                "are not read by the audit and are skipped"))
     return by
+
+
+def check_namespaces(asked: Sequence[str], namespace_objs: Sequence[Mapping[str, Any]],
+                     pod_objs: Sequence[Mapping[str, Any]]) -> None:
+    """InputError for a namespace of ASKED (-n) that the cluster does not have (when it
+    lists its NAMESPACE_OBJS) or that no pod of POD_OBJS runs in: an audit of nothing
+    would pass every gate."""
+    if not asked:
+        return
+    listed = {(o.get("metadata") or {}).get("name") for o in namespace_objs}
+    used = {(p.get("metadata") or {}).get("namespace") or DEFAULT_NAMESPACE for p in pod_objs}
+    for ns in asked:
+        if namespace_objs and ns not in listed:
+            close = difflib.get_close_matches(ns, sorted(n for n in listed if n), n=1)
+            raise InputError("no namespace %r in the cluster%s" % (
+                ns, " (did you mean %r?)" % close[0] if close else ""), field="--namespace")
+        if ns not in used:
+            raise InputError("no pod of the cluster is in namespace %r: nothing to audit"
+                             % ns, field="--namespace")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -96,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
         del read_in
         gc.freeze()  # what was read lives until exit: neither collections nor the
         times.done("read")   # interpreter's teardown need walk it again
-        by = split(objects)
+        by = split(objects, notes)
         del objects
+        check_namespaces(args.namespace, by["Namespace"], by["Pod"])
         key = hostkey.choose(by["Node"], args.topology_key)
         report_stale = None
         if stale.wanted(args):
@@ -106,6 +138,8 @@ def run(args: argparse.Namespace) -> int:
         elif "stale-labels" in args.fail_on:
             raise InputError("--fail-on stale-labels needs OpenStack credentials "
                              "(--openstack or --os-cloud)", field="--fail-on")
+        else:   # the hosts come from the key alone
+            hostkey.check_carried(by["Node"], key, args.topology_key)
         override = report_stale.nova_hosts() if report_stale is not None else None
         status.phase("judging %d pods' placement" % len(by["Pod"]))
         owner_objs = [o for k in owners.OWNER_KINDS for o in by[k]]
@@ -117,9 +151,6 @@ def run(args: argparse.Namespace) -> int:
             check_nodes(by["Node"], args.cluster)
         if args.namespace:
             report.workloads = [w for w in report.workloads if w.namespace in args.namespace]
-            empty = set(args.namespace) - {p["metadata"].get("namespace") for p in by["Pod"]}
-            report.warnings.extend("--namespace %s: no pod of the cluster is in it" % ns
-                                   for ns in sorted(empty))
         times.done("audit")
     report.warnings.extend(hostkey.disagreements(by["Node"]))
     if args.topology_key == hostkey.AUTO and key != DEFAULT_HOST_LABEL:

@@ -6,7 +6,6 @@ import sys
 import time
 from collections.abc import Iterable
 
-from tacker_hwaffinity import extras
 from tacker_hwaffinity.cli import warnings
 from tacker_hwaffinity.intake.read import Phase
 from tacker_hwaffinity.intake.source import Source, cluster_source
@@ -54,9 +53,11 @@ def add_cluster_args(parser: argparse.ArgumentParser) -> None:
                              "gives its .yaml, .yml and .json files; '-' reads standard "
                              "input)")
     source.add_argument("--kubeconfig", metavar="FILE",
-                        help="read the cluster from its API server (get/list: "
-                             "deploy/rbac/plan-reader.yaml). Without --cluster or this, "
-                             "$KUBECONFIG, then ~/.kube/config, as kubectl")
+                        help="read the cluster from its API server (the identity needs "
+                             "get and list on nodes, pods, namespaces, services, replicasets, "
+                             "statefulsets, replicationcontrollers; audit also deployments, "
+                             "daemonsets, jobs, poddisruptionbudgets). Without --cluster or "
+                             "this, $KUBECONFIG, then ~/.kube/config, as kubectl")
     parser.add_argument("--context", metavar="NAME",
                         help="the kubeconfig context to use (default: its current context)")
     parser.add_argument("--scheduler-config", metavar="FILE",
@@ -71,12 +72,22 @@ def source(args: argparse.Namespace) -> Source:
                           getattr(args, "context", None))
 
 
+def add_namespace_arg(parser: argparse.ArgumentParser) -> None:
+    """-n/--namespace: where the manifests' objects that name no namespace land, as
+    kubectl's (``objects.namespaces``)."""
+    parser.add_argument("-n", "--namespace", metavar="NS",
+                        help="the namespace of the manifests' objects that name none, as "
+                             "kubectl's -n (an object naming another is refused); default: "
+                             "the kubeconfig context's namespace when reading a live "
+                             "cluster, else 'default'")
+
+
 def add_schema_args(parser: argparse.ArgumentParser) -> None:
     """--kubernetes-version and --strict: the schema check (doc/cli.md, "Schema check")."""
     parser.add_argument("--kubernetes-version", metavar="1.N",
                         help="check manifests against this Kubernetes release's OpenAPI "
-                             "schema (1.30 to the newest the schema extra has; default: "
-                             "the newest)")
+                             "schema (1.30 to the newest this version has, as "
+                             "'hwaffinity --version' says; default: the newest)")
     parser.add_argument("--strict", action="store_true",
                         help="unknown fields are errors (exit 2), not warnings")
 
@@ -84,8 +95,7 @@ def add_schema_args(parser: argparse.ArgumentParser) -> None:
 def schema_check(args: argparse.Namespace) -> schema.Check:
     """The objects.schema.Check the schema arguments ask for; its warnings go to stderr
     as they are found."""
-    return schema.Check.from_flags(args.kubernetes_version, args.strict, report=warnings.emit,
-                                   hint=extras.install_hint(schema.EXTRA))
+    return schema.Check.from_flags(args.kubernetes_version, args.strict, report=warnings.emit)
 
 
 def _positive_int(text: str) -> int:

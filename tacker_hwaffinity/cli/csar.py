@@ -20,11 +20,25 @@ def register(subparsers):
         "csar", help="build or validate a VNF package (CSAR)",
         description="Build a deterministic VNF package with fresh TOSCA.meta hashes and the "
                     "installed MgmtDriver, or check a package the way Tacker does at upload "
-                    "and instantiation (doc/csar.md).")
+                    "and instantiation. Exit 0: built, or no problem found; 1: validate "
+                    "found problems; 2: bad or unusable input (nothing written).")
     sub = parser.add_subparsers(dest="csar_command", metavar="ACTION",
                                 parser_class=type(parser))
     sub.required = True
-    b = sub.add_parser("build", help="write a CSAR zip from a package source directory")
+    b = sub.add_parser(
+        "build", help="write a CSAR zip from a package source directory",
+        description="Read the package source directory SRC_DIR and write PKG.zip: every "
+                    "file of it except hidden ones and images (left out with a note "
+                    "unless given with --image, which goes in as Files/images/<name> "
+                    "and sets the sw_image_data checksum of the VDUs whose "
+                    "tosca.artifacts.nfv.SwImage artifact it is to its SHA-512); the "
+                    "installed MgmtDriver files where a VNFD's mgmt-drivers-hwaffinity "
+                    "artifact points; the ETSI SOL001 type files a Definitions file "
+                    "imports; and a TOSCA-Metadata/TOSCA.meta with a fresh SHA-256 for "
+                    "every artifact. The same inputs give the same bytes. Exit 0: "
+                    "written (notes on stderr); 2: bad input, named with its file and "
+                    "field, and nothing written; an --image that no VDU boots from is "
+                    "bad input.")
     b.add_argument("source", metavar="SRC_DIR", help="the package source directory")
     b.add_argument("--output-file", required=True, metavar="PKG.zip",
                    help="the package to write (replaced atomically; its directory is "
@@ -32,13 +46,27 @@ def register(subparsers):
     output.add_output_arg(b, (output.TEXT, output.NAME, output.JSON, output.YAML),
                           path_option="--output-file")
     b.add_argument("--image", action="append", default=[], metavar="FILE",
-                   help="an image to include as Files/images/<name> (repeatable; images in "
+                   help="an image to include as Files/images/<name>, the path a VDU's "
+                        "tosca.artifacts.nfv.SwImage artifact names (repeatable; images in "
                         "SRC_DIR are left out)")
     b.add_argument("--etsi-definitions", metavar="DIR",
                    help="directory of the ETSI SOL001 type files to add (default: the "
                         "installed tacker's copies)")
     b.set_defaults(func=run_build)
-    v = sub.add_parser("validate", help="check a CSAR the way Tacker does, and more")
+    v = sub.add_parser(
+        "validate", help="check a CSAR the way Tacker does, and more",
+        description="Read the package PKG.zip (within the archive limits below) and run "
+                    "every check: member names; TOSCA.meta and every hash block, also "
+                    "through Tacker's own upload check; every deployment flavour parsed "
+                    "(a VNF's also translated to Heat); every Vnflcm hook's MgmtDriver "
+                    "registered and identical to the installed one; every image a VDU "
+                    "boots from carried with its SHA-512 as the checksum, and every "
+                    "Files/images/ member booted by some VDU; a CNF's manifests against "
+                    "the Kubernetes models and, with --cluster, planned as hwaffinity plan "
+                    "plans them. Each check, note and problem is printed as found. Exit "
+                    "0: no problem; 1: problems (each with its file, object and field); "
+                    "2: unusable input (not a zip, over the limits, an unreadable "
+                    "cluster snapshot).")
     v.add_argument("package", metavar="PKG.zip", help="the package (a CSAR zip) to check")
     v.add_argument("--cluster", action="append", metavar="FILE",
                    help="cluster snapshot ('kubectl get nodes,pods,namespaces -A -o yaml'); "
@@ -47,6 +75,15 @@ def register(subparsers):
                    help="a KubeSchedulerConfiguration for the plan (as hwaffinity plan)")
     v.add_argument("--topology-key", default=DEFAULT_HOST_LABEL, metavar="KEY",
                    help="node label naming the compute host (default: %(default)s)")
+    where = v.add_mutually_exclusive_group()
+    where.add_argument("--instantiate-request", metavar="FILE",
+                       help="the InstantiateVnfRequest (JSON) the CNF will be instantiated "
+                            "with: plan the manifests its additionalParams "
+                            "lcm-kubernetes-def-files lists, in its namespace, as Tacker does")
+    where.add_argument("-n", "--namespace", metavar="NS",
+                       help="plan the manifests in this namespace, as Tacker's namespace "
+                            "additionalParam puts them (default: the one they name, else "
+                            "'default')")
     output.add_output_arg(v, (output.TEXT, output.JSON, output.YAML))
     from tacker_hwaffinity.cli.common import add_schema_args
     add_schema_args(v)
@@ -84,10 +121,18 @@ def run_validate(args: argparse.Namespace) -> int:
     from tacker_hwaffinity.cli import progress
     from tacker_hwaffinity.cli.common import schema_check
     from tacker_hwaffinity.intake import read, source
-    from tacker_hwaffinity.csar import validate
+    from tacker_hwaffinity.csar import instantiation, validate
     from tacker_hwaffinity.errors import InputError
+    from tacker_hwaffinity.objects import namespaces
     if args.scheduler_config and not args.cluster:
         raise InputError("needs --cluster", field="--scheduler-config")
+    if args.instantiate_request:
+        deployment = instantiation.from_request(args.instantiate_request)
+    elif args.namespace is not None:
+        deployment = instantiation.Deployment(
+            namespace=namespaces.target(args.namespace).name, origin="--namespace")
+    else:
+        deployment = instantiation.Deployment()
     check = schema_check(args)
     limits = zipio.Limits(member_bytes=args.max_member_bytes,
                           total_bytes=args.max_package_bytes, ratio=args.max_ratio)
@@ -98,7 +143,7 @@ def run_validate(args: argparse.Namespace) -> int:
         listen = _Lines(status, args.output == output.TEXT)
         status.phase("checking the package")
         report = validate.validate(args.package, plan_inputs, args.topology_key, limits,
-                                   check, listen=listen)
+                                   check, listen=listen, deployment=deployment)
     problems = report.unique()
     if args.output in output.STRUCTURED:
         output.dump(output.document("PackageValidation",

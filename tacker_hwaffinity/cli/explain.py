@@ -4,7 +4,8 @@ import sys
 
 from tacker_hwaffinity import table
 from tacker_hwaffinity.cli import output, warnings
-from tacker_hwaffinity.cli.common import add_cluster_args, add_schema_args, schema_check, source
+from tacker_hwaffinity.cli.common import (
+    add_cluster_args, add_namespace_arg, add_schema_args, schema_check, source)
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.intake import read
 from tacker_hwaffinity.scheduling import diagnosis, planner, sampling
@@ -12,12 +13,18 @@ from tacker_hwaffinity.scheduling.planner import pod_notes
 from tacker_hwaffinity.scheduling.snapshot import first_workload_pod
 
 
+EXIT_FITS, EXIT_FITS_NOWHERE = 0, 1
+
+
 def register(sub):
     p = sub.add_parser("explain", help="why each node can or cannot take a pod, and its scores",
                        description="For one incoming pod, every node: feasible or not, the "
                                    "failing plugin's kube-scheduler reasons, and the normalised "
-                                   "score of each scoring plugin with the weighted total.")
+                                   "score of each scoring plugin with the weighted total. "
+                                   "Exit 0: some node can take the pod; 1: none can; 2: bad "
+                                   "input.")
     add_cluster_args(p)
+    add_namespace_arg(p)
     add_schema_args(p)
     p.add_argument("--pod", required=True, metavar="FILE",
                    help="the incoming pod (a Pod, or a workload whose first replica is used; "
@@ -26,7 +33,7 @@ def register(sub):
     p.set_defaults(func=run)
 
 
-def explain(snapshot, profile, pod, workload_pods=None, created_namespaces=()):
+def explain(snapshot, profile, pod, workload_pods=None):
     """The verdicts for POD; WORKLOAD_PODS (default: POD alone) are judged for warnings."""
     state = snapshot.state()
     fw = profile.framework()
@@ -46,8 +53,7 @@ def explain(snapshot, profile, pod, workload_pods=None, created_namespaces=()):
         })
     return {"pod": pod.key, "nodes": nodes,
             "selected": None if chosen is None else state.nodes[chosen].name,
-            "warnings": diagnosis.input_warnings(state, workload_pods or [pod],
-                                                 created_namespaces),
+            "warnings": diagnosis.input_warnings(state, workload_pods or [pod]),
             "summary": None if chosen is not None else ev.summary(),
             "notes": ([planner.preemption_note([pod.key])] if chosen is None and fw.preemption
                       else [])
@@ -57,20 +63,23 @@ def explain(snapshot, profile, pod, workload_pods=None, created_namespaces=()):
 
 def run(args: argparse.Namespace) -> int:
     check = schema_check(args)
-    cluster = read.cluster(source(args), check, args.scheduler_config)
+    cluster_source = source(args)
+    where = read.namespace(args.namespace, cluster_source)
+    cluster = read.cluster(cluster_source, check, args.scheduler_config)
     snapshot = cluster.content.snapshot
-    given = read.manifests([args.pod], check)
+    given = read.manifests([args.pod], check, where)
+    read.check_answerable(given, cluster)
     objects = given.content
     for obj, _ in objects:  # a Service beside the pod selects it for default spreading
         if isinstance(obj, dict) and obj.get("kind") == "Service":
             snapshot.add_selectors(obj)
-    pod, count, wnotes = first_workload_pod(objects)     # makes that one pod only
+    pod, count, wnotes = first_workload_pod(objects, snapshot.nodes)     # makes that one pod only
     if pod is None:
         raise InputError("no pod found (expected a Pod or a workload)", source=args.pod)
-    result = explain(snapshot, cluster.content.profile, pod,
-                     created_namespaces=diagnosis.created_namespaces(objects))
+    result = explain(snapshot, cluster.content.profile, pod)
     warnings.emit(result["warnings"])
-    result["notes"] = list(cluster.notes) + wnotes + pod_notes(pod) + result["notes"]
+    result["notes"] = (list(cluster.notes) + list(given.notes) + wnotes + pod_notes(pod)
+                       + result["notes"])
     if count > 1:
         result["notes"].append("%s holds %d pods; explaining the first, %s"
                                % (args.pod, count, pod.key))
@@ -84,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         width = None if args.output == output.WIDE else table.WIDTH
         sys.stdout.write(render_text(result, width))
-    return 0
+    return EXIT_FITS if result["selected"] is not None else EXIT_FITS_NOWHERE
 
 
 def render_text(result, width=table.WIDTH):

@@ -44,11 +44,6 @@ class HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
         return text + " (default: %(default)s)"
 
 
-def plain_text(rest):
-    """REST (a docstring line, reStructuredText) as help text: no ``literal`` marks."""
-    return rest.replace("``", "")
-
-
 def _shows_default(action):
     return (bool(action.option_strings) and action.default is not argparse.SUPPRESS
             and action.default not in (None, False, [], ()))
@@ -69,7 +64,14 @@ def build_parser(command=None):
     imported: a command pays for its own dependencies only (the node agent, for one,
     never loads the scheduling engine's numpy)."""
     parser = _Parser(prog="hwaffinity",
-                     description="Hardware-aware affinity for Kubernetes on OpenStack.")
+                     description="Hardware-aware affinity for Kubernetes on OpenStack: "
+                                 "predict and explain kube-scheduler's placements, audit "
+                                 "what one physical host failing takes, place containers "
+                                 "on NUMA nodes, translate and check VNF packages, and run "
+                                 "the node agent, the controller and the webhooks. 'hwaffinity "
+                                 "COMMAND --help' says what each command reads and its exit "
+                                 "statuses; 2 is always bad input or a bad option, 130 an "
+                                 "interrupt (Ctrl-C).")
     parser.add_argument("--version", action=_Version, nargs=0,
                         help="print the version of tacker-hwaffinity, Python and the "
                              "Kubernetes releases it checks manifests against, and exit")
@@ -95,7 +97,7 @@ def kubernetes_versions():
     try:
         minors = schema.supported_minors()
     except schema.Unavailable:
-        return "1.%d and newer; their schemas need the %s extra" % (schema.FLOOR, schema.EXTRA)
+        return "1.%d and newer; this installation's schema data cannot be read" % schema.FLOOR
     return "1.%d-1.%d" % (minors[0], minors[-1])
 
 

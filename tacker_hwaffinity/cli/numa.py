@@ -17,50 +17,83 @@ from collections.abc import Sequence
 
 from tacker_hwaffinity import table
 from tacker_hwaffinity.cli import output
+from tacker_hwaffinity.cli.common import add_namespace_arg
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.intake import read
-from tacker_hwaffinity.objects.yamlio import source_name
 from tacker_hwaffinity.numa import config as configmod
 from tacker_hwaffinity.numa import report as reportmod
 from tacker_hwaffinity.numa.subjects import Pod, load_pods
 from tacker_hwaffinity.numa.topology import Machine
 
 
-def _pods(paths: Sequence[str], each_file: bool = False) -> list[Pod]:
-    """The pods of the files PATHS; EACH_FILE: a file that holds none is an error."""
-    objects = read.manifests(paths).content
-    if each_file:
-        holding = {source for _, source in objects}
-        for path in paths:
-            if source_name(path) not in holding:
-                raise InputError("no pods in the file: expected Pod manifests",
-                                 source=source_name(path))
-    return load_pods(objects)
-
-
+def _pods(paths: Sequence[str], namespace: str | None, each_file: bool = False
+          ) -> list[Pod]:
+    """The pods of the files PATHS, those naming no namespace in NAMESPACE's (-n, as
+    kubectl's); EACH_FILE: a file that holds none is an error. Each file's text is kept:
+    the errors of an annotation give the file's line."""
+    given, texts = read.annotated(paths, read.namespace(namespace), "no pods in the file: "
+                                  "expected Pod manifests" if each_file else None)
+    return load_pods(list(given.content), texts)
 
 
 def register(subparsers):
     parser = subparsers.add_parser(
         "numa", help="container NUMA affinity: explain annotations, plan placement",
-        description="Container NUMA affinity following CRI Resource Manager's "
-                    "affinity annotations and topology-aware policy (doc/numa.md).")
+        description="Container NUMA affinity as the node agent decides it, offline: "
+                    "CRI Resource Manager's affinity annotations "
+                    "(cri-resource-manager.intel.com/ and resource-policy.nri.io/ "
+                    "affinity and anti-affinity) and its topology-aware policy. explain: "
+                    "what a pod's annotations ask of each container; plan: where the "
+                    "containers land on a machine's pools. Exit 0: done; 1: plan could "
+                    "not place a container; 2: bad input, a malformed annotation "
+                    "included.")
     sub = parser.add_subparsers(dest="numa_command", metavar="SUBCOMMAND")
     sub.required = True
 
-    ex = sub.add_parser("explain", help="expanded affinities and effective affinity per container")
-    ex.add_argument("pods", nargs="+", metavar="POD.yaml", help="pods to explain ('-' is stdin)")
+    ex = sub.add_parser(
+        "explain", help="expanded affinities and effective affinity per container",
+        description="Read Pod manifests (YAML or JSON; a directory gives its .yaml, .yml "
+                    "and .json files; '-' reads standard input) and, with --cluster, the "
+                    "other pods on the node. For each container print its affinities, "
+                    "expanded from its pod's affinity annotations (the shorthand "
+                    "'c1: [c2]' made symmetric, weights signed and clamped to +-1000), "
+                    "and its effective affinity towards every other container: the sum "
+                    "of the weights of the affinities whose scope and match select it. "
+                    "A malformed annotation fails its pod's affinities, as upstream, and "
+                    "its error gives the file's line. Exit 0: every annotation decoded; "
+                    "2: bad input or a malformed annotation (on stderr and in the "
+                    "output).")
+    ex.add_argument("pods", nargs="+", metavar="POD.yaml",
+                    help="pods to explain (a file, a directory, or '-' for standard input)")
     ex.add_argument("--cluster", action="append", default=[], metavar="PODS.yaml",
-                    help="other pods known on the node (repeatable)")
+                    help="other pods known on the node, whose containers the affinities "
+                         "may select (repeatable)")
     output.add_output_arg(ex, (output.TEXT, output.JSON, output.YAML))
     configmod.add_colocation_arguments(ex)
+    add_namespace_arg(ex)
     ex.set_defaults(func=run_explain)
 
-    pl = sub.add_parser("plan", help="place containers on a machine's pools, one at a time")
+    pl = sub.add_parser(
+        "plan", help="place containers on a machine's pools, one at a time",
+        description="Read a machine (this one's sysfs, another's under --sysfs-root, or a "
+                    "YAML description with --machine) and Pod manifests; replay the "
+                    "--existing containers, then place each container of the pods in "
+                    "order on the machine's pool tree (sockets, dies, NUMA nodes) as the "
+                    "node agent does, and print its pool, CPUs, memory nodes and every "
+                    "candidate pool's score. Exit 0: all placed; 1: some container not "
+                    "placed (no pool has room; each named on stderr); 2: bad input or a "
+                    "malformed affinity or preference annotation.")
     src = pl.add_mutually_exclusive_group()
     src.add_argument("--sysfs-root", metavar="DIR", help="sysfs tree to read (default /sys)")
-    src.add_argument("--machine", metavar="M.yaml", help="machine described in YAML")
-    pl.add_argument("pods", nargs="+", metavar="POD.yaml", help="pods to place, in order")
+    src.add_argument("--machine", metavar="M.yaml",
+                     help="a machine described in YAML: name, threadsPerCore, sockets (each "
+                          "{id, nodes: [{id, cpus: CPU list, memory: quantity}]}), and "
+                          "optionally distances (the NUMA distance matrix), isolated, "
+                          "reserved, offline (CPU lists), memoryNodes and threadLayout "
+                          "(halves or adjacent)")
+    pl.add_argument("pods", nargs="+", metavar="POD.yaml",
+                    help="pods to place, in order (a file, a directory, or '-' for standard "
+                         "input)")
     pl.add_argument("--existing", action="append", default=[], metavar="PODS.yaml",
                     help="containers already on the node, replayed first (repeatable)")
     pl.add_argument("--reserved-cpus", metavar="LIST|QTY",
@@ -72,6 +105,7 @@ def register(subparsers):
                     help="kubelet cgroup driver, for the cgroup directory in the JSON output")
     output.add_output_arg(pl, (output.TEXT, output.JSON, output.YAML, output.SVG))
     configmod.add_placement_arguments(pl)   # the agent's too: the plan is the node's
+    add_namespace_arg(pl)
     pl.set_defaults(func=run_plan)
     return parser
 
@@ -91,8 +125,8 @@ def _warn(warnings):
 
 
 def run_explain(args):
-    pods = _pods(args.pods, each_file=True)
-    cluster = _pods(args.cluster)
+    pods = _pods(args.pods, args.namespace, each_file=True)
+    cluster = _pods(args.cluster, args.namespace)
     rep, sources, warnings = reportmod.explain(pods, cluster, args.colocate_pods,
                                                args.colocate_namespaces)
     if args.output in output.STRUCTURED:
@@ -144,8 +178,8 @@ def load_machine(args: argparse.Namespace) -> Machine:
 
 def run_plan(args):
     machine = load_machine(args)
-    pods = _pods(args.pods, each_file=True)
-    existing = _pods(args.existing)
+    pods = _pods(args.pods, args.namespace, each_file=True)
+    existing = _pods(args.existing, args.namespace)
     refs = {}
     for p in existing + pods:
         if p.ref in refs:

@@ -6,7 +6,8 @@ import sys
 from tacker_hwaffinity import table
 from tacker_hwaffinity.cli import output, progress, warnings
 from tacker_hwaffinity.cli.common import (
-    PhaseTimes, add_cluster_args, add_limit_args, add_schema_args, schema_check, source)
+    PhaseTimes, add_cluster_args, add_limit_args, add_namespace_arg, add_schema_args,
+    schema_check, source)
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.intake import read
@@ -23,10 +24,12 @@ def register(sub):
                                    "topology domain. Exit 0: all placed; 1: some not; 2: bad "
                                    "input.")
     add_cluster_args(p)
+    add_namespace_arg(p)
     add_schema_args(p)
     p.add_argument("workloads", nargs="*", metavar="WORKLOAD.yaml",
-                   help="Pod, Deployment, ReplicaSet, StatefulSet or Job manifests (files, "
-                        "directories or '-' for standard input; -f works too)")
+                   help="Pod, Deployment, ReplicaSet, StatefulSet, Job, DaemonSet or "
+                        "ReplicationController manifests, other objects skipped with a note "
+                        "(files, directories or '-' for standard input; -f works too)")
     p.add_argument("-f", "--filename", action="append", default=[], metavar="FILE|DIR",
                    dest="more_workloads", help="a workload file or directory, as kubectl's "
                                                "-f (repeatable)")
@@ -46,13 +49,16 @@ def run(args: argparse.Namespace) -> int:
                          field="WORKLOAD.yaml")
     times = PhaseTimes()
     check = schema_check(args)
+    cluster_source = source(args)
     # read, checked and counted first: a wrong file or too many pods is refused before
     # the cluster is read
-    given = read.workloads(workload_files, check, args.max_pods)
+    given = read.workloads(workload_files, check, args.max_pods,
+                           read.namespace(args.namespace, cluster_source))
     times.done("manifests")
     with progress.Progress("plan") as status:
         status.phase("reading the cluster")
-        cluster = read.cluster(source(args), check, args.scheduler_config)
+        cluster = read.cluster(cluster_source, check, args.scheduler_config)
+        read.check_answerable(given, cluster, args.topology_key)
         times.ended(cluster.phases)
         snapshot, profile = cluster.content.snapshot, cluster.content.profile
         gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it
@@ -62,8 +68,8 @@ def run(args: argparse.Namespace) -> int:
         state = snapshot.state()
         result = planner.plan(state, profile.framework(),
                               status.counted(pods, "placing pods"), args.topology_key)
-        result.notes[:0] = list(cluster.notes) + wnotes
-        diagnosis.diagnose(state, pods, result, diagnosis.created_namespaces(given.content))
+        result.notes[:0] = list(cluster.notes) + list(given.notes) + wnotes
+        diagnosis.diagnose(state, pods, result)
         times.done("plan")
     warnings.emit(result.warnings)
     if args.output in output.STRUCTURED:

@@ -4,9 +4,10 @@ In order: archive member names; TOSCA.meta and every hash block (ours and
 Tacker's verdict); Tacker's upload (``csar_utils.load_csar_data``); every
 deployment flavour parsed (and, for a VNF, translated); every Vnflcm hook's
 driver registered and byte-identical to the installed one; every image a
-VDU boots from carried, with its SHA-512 as the VDU's checksum; for a CNF (YAML
-under ``Files/kubernetes/``) every manifest against the Kubernetes models
-and, given a cluster snapshot, the placement ``hwaffinity plan`` predicts.
+VDU boots from carried, with its SHA-512 as the VDU's checksum, and every
+image carried one a VDU boots from; for a CNF (YAML under ``Files/kubernetes/``)
+every manifest against the Kubernetes models and, given a cluster snapshot, the
+placement ``hwaffinity plan`` predicts.
 
 Every YAML or JSON file is read by ``objects.package_yaml``, within its bounds
 (size, values with aliases expanded, depth, CPU time): a TOSCA file over them is
@@ -20,11 +21,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
-from tacker_hwaffinity.csar import (integrity, manifests, placement, sw_images, tacker_checks,
-                                    vnfd)
+from tacker_hwaffinity.csar import (instantiation, integrity, manifests, placement, sw_images,
+                                    tacker_checks, vnfd)
+from tacker_hwaffinity.csar.build import IMAGES_DIR
 from tacker_hwaffinity.csar.problems import Problem, from_error
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.objects import package_yaml
+from tacker_hwaffinity.objects import namespaces, package_yaml
+from tacker_hwaffinity.scheduling.diagnosis import check_carried
 from tacker_hwaffinity.vnfpackage import zipio
 
 if TYPE_CHECKING:   # what validate() is given, named for types only: not loaded to validate
@@ -119,6 +122,7 @@ def _manifests(report, root, names, schema_check=None):
     SCHEMA_CHECK (an objects.schema.Check), the release's OpenAPI schema."""
     objects = []
     files = [n for n in names if n.startswith(K8S_DIR) and n.endswith(_MANIFEST_EXT)]
+    by_models = bool(files) and manifests.models_available()
     for name in files:
         try:
             docs = package_yaml.read_manifests(os.path.join(root, name), name)
@@ -126,11 +130,16 @@ def _manifests(report, root, names, schema_check=None):
             report.problems.append(Problem(name, e.message, e.obj, e.field))
             continue
         for obj in docs:
-            report.problems.extend(manifests.check(obj, name))
+            if by_models:
+                report.problems.extend(manifests.check(obj, name))
             objects.append((obj, name))
-    if files:
+    if by_models:
         report.checks.append("Kubernetes manifests: %d file(s), %d object(s) against the "
                              "kubernetes client models" % (len(files), len(objects)))
+    elif files:
+        report.notes.append("the kubernetes client here has no pydantic models (they came "
+                            "with 37; Tacker 16 needs 36): the manifests are checked against "
+                            "the OpenAPI schema only")
     if objects and schema_check is not None:
         # a field the client models already faulted is one problem, not two
         faulted = {(p.source, p.obj, p.field) for p in report.problems}
@@ -142,15 +151,37 @@ def _manifests(report, root, names, schema_check=None):
     return files, objects
 
 
+def _unbooted_images(defs, names, problems, checks):
+    """A problem for each member of Files/images/ (NAMES: the package's) that no node
+    template of DEFS boots from (no ``tosca.artifacts.nfv.SwImage`` artifact's file is
+    it): Tacker uploads only the images the artifacts name, so it is carried for
+    nothing, and likely given for a VDU whose artifact names another file."""
+    images = [n for n in names if n.startswith(IMAGES_DIR) and not n.endswith("/")]
+    if not images:
+        return
+    booted = {path for vnfd, data in defs.items()
+              for _, path, _ in sw_images.image_vdus(vnfd, data)}
+    for name in images:
+        if name not in booted:
+            problems.append(Problem(name, "no VDU boots from it: no "
+                                    "tosca.artifacts.nfv.SwImage artifact's file is this "
+                                    "path (the VDUs boot from %s)"
+                                    % (", ".join(sorted(booted)) or "no carried image")))
+    checks.append("images: %d under %s, each looked for among the VDUs' image artifacts"
+                  % (len(images), IMAGES_DIR))
+
+
 def validate(zip_path: str, plan_inputs: "Intake | None" = None,
              topology_key: str = DEFAULT_HOST_LABEL, limits: zipio.Limits = zipio.Limits(),
              schema_check: "Check | None" = None,
-             listen: Callable[[str, object], None] | None = None) -> Report:
+             listen: Callable[[str, object], None] | None = None,
+             deployment: instantiation.Deployment = instantiation.Deployment()) -> Report:
     """Report on the package ZIP_PATH.
 
     PLAN_INPUTS: the cluster as ``intake.read.cluster`` reads it (an ``Intake``
     with its snapshot, profile and notes), to plan a CNF's manifests; None to skip
-    that check.
+    that check. DEPLOYMENT: which manifests an instantiation deploys, and in which
+    namespace (``instantiation``).
     LIMITS: what the archive may unpack to; over them it is an InputError,
     raised before anything is extracted or fetched. SCHEMA_CHECK: see ``_manifests``.
     LISTEN: called (kind, item) as each is found (``Report``).
@@ -182,11 +213,21 @@ def validate(zip_path: str, plan_inputs: "Intake | None" = None,
             vnfd.flavours(root, not files, problems, checks)
         vnfd.hooks(root, defs, names, problems, notes, checks)
         sw_images.check(root, defs, names, problems, notes, checks)
+        _unbooted_images(defs, names, problems, checks)
+    objects, refused, landing = instantiation.deployed(objects, files, deployment)
+    problems.extend(refused)
     if objects and plan_inputs is not None:
-        found, more, summary = placement.check(objects, plan_inputs.content.snapshot,
+        snapshot = plan_inputs.content.snapshot
+        check_carried(snapshot.nodes, topology_key)
+        if snapshot.namespaces:
+            try:
+                namespaces.check_exist(objects, {n.name for n in snapshot.namespaces})
+            except InputError as e:
+                problems.append(from_error(e))
+        found, more, summary = placement.check(objects, snapshot,
                                                plan_inputs.content.profile, topology_key)
         problems.extend(found)
-        notes.extend(list(plan_inputs.notes) + more)
+        notes.extend(list(plan_inputs.notes) + landing + more)
         checks.append(summary)
     elif plan_inputs is not None:
         notes.append("--cluster given, but the package has no Kubernetes manifests to plan")

@@ -24,3 +24,12 @@ def read_live(kubeconfig: str, context: str | None, kept: KeptFields,
             conn.close()
     except client.KubeError as e:
         raise InputError(str(e), field="--kubeconfig")
+
+
+def context_namespace(kubeconfig: str, context: str | None) -> str | None:
+    """The namespace the kubeconfig's context names (``kube.client.context_namespace``);
+    a kubeconfig that cannot be read is bad input."""
+    try:
+        return client.context_namespace(kubeconfig, context)
+    except client.KubeError as e:
+        raise InputError(str(e), field="--kubeconfig")

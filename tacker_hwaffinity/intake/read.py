@@ -16,14 +16,17 @@ from tacker_hwaffinity.intake.files import (
     SKIPPED_CLUSTER_KINDS, check_cluster_files, check_has_workloads, check_nodes,
     check_workload_files)
 from tacker_hwaffinity.intake.source import Files, Live, Source
+from tacker_hwaffinity.objects import namespaces
+from tacker_hwaffinity.objects.namespaces import Target
 from tacker_hwaffinity.objects.pruning import KeptFields
 from tacker_hwaffinity.objects.schema import Check
 from tacker_hwaffinity.objects.yamlio import (
-    Loaded, gc_paused, load_objects, parse_documents, read_text)
+    Loaded, expand_paths, gc_paused, load_objects, parse_documents, read_text, source_name)
+from tacker_hwaffinity.scheduling import diagnosis
 from tacker_hwaffinity.scheduling import workloads as workloads_
 from tacker_hwaffinity.scheduling.profile import Profile
 from tacker_hwaffinity.scheduling.snapshot import (
-    SNAPSHOT_FIELDS, Snapshot, cluster_from_objects, count_pods)
+    SNAPSHOT_FIELDS, Snapshot, cluster_from_objects, count_pods, workload_objects)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -104,29 +107,79 @@ def cluster(source: Source, check: Check | None = None,
                   (parsed, built))
 
 
+def namespace(flag: str | None, source: Source | None = None) -> Target:
+    """Where the manifests' objects that name no namespace land, as kubectl decides:
+    -n/--namespace FLAG, else the namespace of a live SOURCE's kubeconfig context, else
+    ``default`` (``objects.namespaces``)."""
+    context_namespace = None
+    if flag is None and isinstance(source, Live):
+        from tacker_hwaffinity.intake import live  # the API client: only for a live read
+        context_namespace = live.context_namespace(source.kubeconfig, source.context)
+    return namespaces.target(flag, context_namespace)
+
+
 def workloads(paths: Sequence[str], check: Check | None = None,
-              max_pods: int = workloads_.MAX_PODS) -> Intake[list[Loaded]]:
+              max_pods: int = workloads_.MAX_PODS,
+              where: Target = Target()) -> Intake[list[Loaded]]:
     """The workload files PATHS, refused at once when a file holds no object, or a Node,
     when none of them holds a workload, or when the workloads would create more than
-    MAX_PODS pods (counted before any is made). CHECK runs before the count: the schema
-    names a wrong type as the API server does."""
+    MAX_PODS pods (counted before any is made). A kind the API server would refuse is
+    refused first (``workload_objects``); CHECK runs before the count: the schema names a
+    wrong type as the API server does. Objects that name no namespace land in WHERE's (a
+    note says so)."""
     before = len(check.warnings) if check is not None else 0
     found = load_objects(paths)
     check_workload_files(found, paths)
+    workload_objects(found)
     if check is not None:
         check.objects(found)
     count_pods(found, max_pods)
     check_has_workloads(found, paths)
-    return Intake(found, (), _added(check, before))
+    found, notes = namespaces.place(found, where)
+    return Intake(found, tuple(notes), _added(check, before))
 
 
-def manifests(paths: Sequence[str], check: Check | None = None) -> Intake[list[Loaded]]:
-    """Every object of the files PATHS (none for no path), fully checked by CHECK."""
+def manifests(paths: Sequence[str], check: Check | None = None,
+              where: Target = Target()) -> Intake[list[Loaded]]:
+    """Every object of the files PATHS (none for no path), fully checked by CHECK; those
+    that name no namespace land in WHERE's (a note says so)."""
     before = len(check.warnings) if check is not None else 0
     found = load_objects(paths) if paths else []
     if check is not None:
         check.objects(found)
-    return Intake(found, (), _added(check, before))
+    found, notes = namespaces.place(found, where)
+    return Intake(found, tuple(notes), _added(check, before))
+
+
+def check_answerable(manifests: Intake[list[Loaded]], cluster: Intake[Cluster],
+                     topology_key: str | None = None) -> None:
+    """InputError when a plan of MANIFESTS on CLUSTER would answer another question than
+    asked: no node carries TOPOLOGY_KEY (the domain to report; None: none asked), or an
+    object names a namespace the cluster lacks (when its snapshot lists namespaces)."""
+    snapshot = cluster.content.snapshot
+    if topology_key is not None:
+        diagnosis.check_carried(snapshot.nodes, topology_key)
+    if snapshot.namespaces:
+        namespaces.check_exist(manifests.content, {n.name for n in snapshot.namespaces})
+
+
+def annotated(paths: Sequence[str], where: Target = Target(), empty: str | None = None
+              ) -> tuple[Intake[list[Loaded]], dict[str, str]]:
+    """The objects of the files PATHS, as ``manifests`` reads them (unchecked), and the
+    text of each file by its source name: an error inside a value (an annotation's) can
+    then name the file's line. EMPTY: the error for a file that holds no object (None:
+    no error)."""
+    found: list[Loaded] = []
+    texts: dict[str, str] = {}
+    for path in expand_paths(paths):
+        source = source_name(path)
+        texts[source] = read_text(path)
+        objects = parse_documents(texts[source], source)
+        if empty is not None and not objects:
+            raise InputError(empty, source=source)
+        found += [(obj, source) for obj in objects]
+    found, notes = namespaces.place(found, where)
+    return Intake(found, tuple(notes)), texts
 
 
 def documents(path: str) -> Intake[list[Loaded]]:

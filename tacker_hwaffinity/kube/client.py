@@ -88,8 +88,7 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Connec
         except config.ConfigException as e:
             raise KubeError("not running in a cluster and no --kubeconfig given: %s" % e)
     else:
-        if not any(os.path.isfile(p) for p in kubeconfig.split(os.pathsep) if p):
-            raise KubeError("kubeconfig %s: no such file" % kubeconfig)
+        _check_exists(kubeconfig)
         try:
             config.load_kube_config(config_file=kubeconfig, context=context,
                                     client_configuration=configuration,
@@ -110,6 +109,31 @@ def connect(kubeconfig: str | None = None, context: str | None = None) -> Connec
     configuration.retries = RETRIES
     return Connection(client.ApiClient(configuration), _without_userinfo(configuration.host),
                       context)
+
+
+def _check_exists(kubeconfig: str) -> None:
+    """KubeError unless one file of KUBECONFIG (files separated by ':') exists."""
+    if not any(os.path.isfile(p) for p in kubeconfig.split(os.pathsep) if p):
+        raise KubeError("kubeconfig %s: no such file" % kubeconfig)
+
+
+def context_namespace(kubeconfig: str, context: str | None = None) -> str | None:
+    """The namespace CONTEXT (None: the current context) of KUBECONFIG names, which kubectl
+    gives the objects of a manifest that name none; None when it names none."""
+    _check_exists(kubeconfig)
+    _, config = _client_module()
+    try:
+        contexts, current = config.list_kube_config_contexts(config_file=kubeconfig)
+    except Exception as e:  # noqa: BLE001 - malformed YAML, no contexts, ...
+        raise KubeError("kubeconfig %s: cannot be used (%s)"
+                        % (kubeconfig, _described(e))) from None
+    chosen = current if context is None else next(
+        (c for c in contexts or () if isinstance(c, dict) and c.get("name") == context), None)
+    if context is not None and chosen is None:
+        raise KubeError("kubeconfig %s: no context %r" % (kubeconfig, context))
+    settings = chosen.get("context") if isinstance(chosen, dict) else None
+    namespace = settings.get("namespace") if isinstance(settings, dict) else None
+    return namespace if isinstance(namespace, str) and namespace else None
 
 
 def _without_userinfo(server: str) -> str:

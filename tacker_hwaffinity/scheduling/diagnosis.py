@@ -7,11 +7,11 @@ replicas left over, its cause and limit read from the engine's own filter verdic
 What each message means: doc/cli.md, "Warnings and the unplaced summary".
 """
 import difflib
-from collections.abc import Container, Iterable, Mapping, Sequence, Set
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence, Set
 
 import numpy as np
 
+from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling.arrays import BoolArray, IntArray
 from tacker_hwaffinity.scheduling.model import Node, Pod, PodSpecInfo, tolerates
 from tacker_hwaffinity.scheduling.planner import Placement, Plan, Unfit, Unplaced
@@ -28,47 +28,43 @@ STATIC_FILTERS = ("NodeName", "NodeUnschedulable", "TaintToleration", "NodeAffin
 GENERATED_LABELS = frozenset((
     "pod-template-hash", "controller-revision-hash", "statefulset.kubernetes.io/pod-name",
     "apps.kubernetes.io/pod-index", "controller-uid", "batch.kubernetes.io/controller-uid",
-    "job-name", "batch.kubernetes.io/job-name", "batch.kubernetes.io/job-completion-index"))
+    "job-name", "batch.kubernetes.io/job-name", "batch.kubernetes.io/job-completion-index",
+    "pod-template-generation"))
 MAX_NAMED_NODES = 5
 # (what keeps a workload's replicas off the nodes, how many it allows: None when that is
 # not a count) of one of the causes named here
 Cause = tuple[str, int | None]
 
 
-def diagnose(state: ClusterState, pods: Sequence[Pod], result: Plan,
-             created_namespaces: Container[str] = ()) -> Plan:
-    """Fill RESULT's ``warnings`` and ``unplaced`` for PODS planned on STATE.
-    CREATED_NAMESPACES: names of the Namespace objects among the manifests."""
+def diagnose(state: ClusterState, pods: Sequence[Pod], result: Plan) -> Plan:
+    """Fill RESULT's ``warnings`` and ``unplaced`` for PODS planned on STATE (whose
+    nodes carry RESULT's topology key: ``check_carried``)."""
     groups = workloads(pods, result.placements)
-    label_keys = {k for n in state.nodes for k in n.labels}
-    warnings: list[str] = []
-    if state.nodes and result.topology_key not in label_keys:
-        warnings.append(missing_label_warning("--topology-key", result.topology_key,
-                                              label_keys))
-    else:
-        warnings.extend(unlabelled_nodes_warning(state, groups, result.topology_key))
-    result.warnings = warnings + input_warnings(state, pods, created_namespaces, groups)
+    result.warnings = (unlabelled_nodes_warning(state, groups, result.topology_key)
+                       + input_warnings(state, pods, groups))
     result.unplaced = [u for u in (unplaced(state, g, result.topology_key) for g in groups)
                        if u is not None]
     return result
 
 
-def created_namespaces(objects: Iterable[tuple[Any, Any]]) -> set[str]:
-    """Names of the Namespace objects among the manifests (created with the workloads)."""
-    return {obj["metadata"].get("name") for obj, _source in objects
-            if isinstance(obj, dict) and obj.get("kind") == "Namespace"
-            and isinstance(obj.get("metadata"), dict)}
+def check_carried(nodes: Sequence[Node], key: str, field: str = "--topology-key") -> None:
+    """InputError naming FIELD when no node of NODES carries the label KEY: no domain of
+    KEY can be reported, and a plan or gate would answer another question than asked."""
+    label_keys = {k for n in nodes for k in n.labels}
+    if nodes and key not in label_keys:
+        hint = "" if suggestion(key, label_keys) else (
+            ": name a label the nodes carry (kubernetes.io/hostname: each node a domain)")
+        raise InputError(missing_label(key, label_keys) + hint, field=field)
 
 
 def input_warnings(state: ClusterState, pods: Sequence[Pod],
-                   created_namespaces: Container[str] = (),
                    groups: Iterable["Workload"] | None = None) -> list[str]:
     """The warnings on the workloads' own specs (topology keys, anti-affinity that misses
-    their own pods, namespace) for PODS on STATE; GROUPS: ``workloads(PODS, ...)``."""
+    their own pods) for PODS on STATE; GROUPS: ``workloads(PODS, ...)``."""
     label_keys = {k for n in state.nodes for k in n.labels}
     out: list[str] = []
     for group in groups if groups is not None else workloads(pods, ()):
-        out.extend(workload_warnings(state, group, label_keys, created_namespaces))
+        out.extend(workload_warnings(state, group, label_keys))
     return out
 
 
@@ -112,11 +108,16 @@ def suggestion(key: str, label_keys: Iterable[str]) -> str | None:
     return close[0] if close else None
 
 
+def missing_label(key: str, label_keys: Iterable[str]) -> str:
+    """'no node carries the label "KEY"', with a likely meant key of LABEL_KEYS if any."""
+    meant = suggestion(key, label_keys)
+    return 'no node carries the label "%s"%s' % (
+        key, ' (did you mean "%s"?)' % meant if meant else "")
+
+
 def missing_label_warning(where: str, key: str, label_keys: Iterable[str]) -> str:
     """'WHERE: no node carries the label "KEY"', with a likely meant key if any."""
-    meant = suggestion(key, label_keys)
-    return '%s: no node carries the label "%s"%s' % (
-        where, key, ' (did you mean "%s"?)' % meant if meant else "")
+    return "%s: %s" % (where, missing_label(key, label_keys))
 
 
 def _usable_by_any(node: Node, specs: Sequence[PodSpecInfo]) -> bool:
@@ -142,10 +143,9 @@ def unlabelled_nodes_warning(state: ClusterState, groups: Sequence["Workload"],
             % (len(names), len(state.nodes), key, shown)]
 
 
-def workload_warnings(state: ClusterState, group: Workload, label_keys: Set[str],
-                      created_namespaces: Container[str]) -> list[str]:
-    """Topology keys no node carries, anti-affinity that misses the workload's own pods,
-    a namespace the cluster does not have."""
+def workload_warnings(state: ClusterState, group: Workload, label_keys: Set[str]
+                      ) -> list[str]:
+    """Topology keys no node carries, anti-affinity that misses the workload's own pods."""
     pod = group.pods[0]
     out: list[str] = []
     if state.nodes:
@@ -154,11 +154,6 @@ def workload_warnings(state: ClusterState, group: Workload, label_keys: Set[str]
         out += [missing_label_warning(group.where(f + ".topologyKey"), key, label_keys)
                 for f, key in fields if key not in label_keys]
     out += self_selection_warnings(state, group)
-    if state.namespaces and pod.namespace not in state.namespaces \
-            and pod.namespace not in created_namespaces:
-        out.append('%s: namespace "%s" is not in the cluster snapshot: the API server would '
-                   'refuse to create the workload there'
-                   % (group.where("metadata.namespace"), pod.namespace))
     return out
 
 

@@ -69,10 +69,10 @@ def test_exit_2_on_bad_object(tmp_path, capsys):
                                       "selector": {"matchLabels": {"a": "b"}}}}])
     assert main(["audit", "--cluster", bad]) == 2
     assert "PodDisruptionBudget n/b: field spec.minAvailable" in capsys.readouterr().err
-    bad = _write(tmp_path, [{"apiVersion": "v1", "kind": "ConfigMap",
+    bad = _write(tmp_path, [{"apiVersion": "v1", "kind": "ConfigMapp",
                              "metadata": {"name": "x"}}])
     assert main(["audit", "--cluster", bad]) == 2
-    assert "unknown kind 'ConfigMap'" in capsys.readouterr().err
+    assert "unknown kind 'ConfigMapp' in v1" in capsys.readouterr().err
 
 
 def test_svg_has_a_cell_per_host_and_workload(capsys):
@@ -123,8 +123,10 @@ def test_namespace_reports_only_that_namespaces_workloads(tmp_path, capsys):
     assert "StatefulSet a/s" in text and "StatefulSet b/t" in text
 
 
-def test_a_namespace_without_pods_is_a_warning(tmp_path, capsys):
-    assert main(["audit", "--cluster", _two_namespaces(tmp_path), "-n", "shop"]) == 0
+def test_a_namespace_without_pods_is_bad_input(tmp_path, capsys):
+    assert main(["audit", "--cluster", _two_namespaces(tmp_path), "-n", "shop",
+                 "--max-loss", "50%"]) == 2
     captured = capsys.readouterr()
-    assert "--namespace shop: no pod of the cluster is in it" in captured.err
-    assert "StatefulSet" not in captured.out
+    assert captured.err == ("hwaffinity audit: error: field --namespace: no pod of the "
+                            "cluster is in namespace 'shop': nothing to audit\n")
+    assert captured.out == ""

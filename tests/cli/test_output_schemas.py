@@ -140,7 +140,7 @@ def test_an_explanation_where_no_node_fits(fmt, tmp_path, capsys):
     nodes = write(tmp_path, "cluster.yaml", *cluster(n=3))
     web = write(tmp_path, "web.yaml", deployment(replicas=1, nodeSelector={"disk": "none"}))
     status, doc = run(capsys, ["explain", "--cluster", nodes, "--pod", web], fmt)
-    assert status == 0
+    assert status == 1      # no node can take it (doc/cli.md, "Exit statuses")
     assert doc["selected"] is None and doc["summary"]
     assert all(n["total"] is None and n["reasons"] for n in doc["nodes"])
 

@@ -88,13 +88,17 @@ def test_json_lists_warnings_and_unplaced(tmp_path):
     assert "ImageLocality" not in p.stdout
 
 
-def test_audit_warns_of_a_host_key_no_node_carries(tmp_path):
-    p = hwaffinity("audit", "--cluster", write(tmp_path, "c.yaml", *cluster()),
-                   "--topology-key", "cis-node", "-o", "json")
-    assert p.stderr == ('Warning: --topology-key: no node carries the label "cis-node" '
-                        '(did you mean "CIS-node"?)\n')
-    assert json.loads(p.stdout)["warnings"] == [p.stderr[len("Warning: "):-1]]
-    ok = hwaffinity("audit", "--cluster", write(tmp_path, "c.yaml", *cluster()))
+def test_a_host_key_no_node_carries_is_bad_input_for_audit_and_plan(tmp_path):
+    nodes = write(tmp_path, "c.yaml", *cluster())
+    expected = ('hwaffinity %s: error: field --topology-key: no node carries the label '
+                '"cis-node" (did you mean "CIS-node"?)\n')
+    p = hwaffinity("audit", "--cluster", nodes, "--topology-key", "cis-node", "-o", "json",
+                   "--max-loss", "40%", "--fail-on", "intent-unmet")
+    assert (p.returncode, p.stdout, p.stderr) == (2, "", expected % "audit")
+    web = write(tmp_path, "deploy.yaml", deployment(replicas=2))
+    p = hwaffinity("plan", "--cluster", nodes, web, "--topology-key", "cis-node")
+    assert (p.returncode, p.stdout, p.stderr) == (2, "", expected % "plan")
+    ok = hwaffinity("audit", "--cluster", nodes)
     assert ok.stderr == ""
 
 

@@ -20,6 +20,7 @@ from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.intake import read
 from tacker_hwaffinity.intake.source import Files, Live, cluster_source
 from tacker_hwaffinity.objects import schema
+from tacker_hwaffinity.objects.namespaces import Target
 from tacker_hwaffinity.scheduling.profile import Profile
 from tacker_hwaffinity.scheduling.snapshot import SNAPSHOT_FIELDS
 
@@ -184,6 +185,27 @@ def test_the_kubeconfig_is_found_as_kubectl_finds_it(tmp_path, monkeypatch):
     monkeypatch.setenv("KUBECONFIG", "/a:/b")
     assert cluster_source([], None, None) == Live("/a:/b")
     assert cluster_source(None, "/given", None) == Live("/given")
+
+
+def test_manifests_land_in_the_kubeconfig_contexts_namespace_as_kubectl_puts_them(tmp_path):
+    conf = tmp_path / "config"
+    conf.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "a",
+        "clusters": [{"name": "c", "cluster": {"server": "https://127.0.0.1:9"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "a", "context": {"cluster": "c", "user": "u", "namespace": "cnf"}},
+                     {"name": "b", "context": {"cluster": "c", "user": "u"}}]}))
+    live = Live(str(conf))
+    assert read.namespace(None, live) == Target("cnf", "the kubeconfig context's namespace")
+    assert read.namespace(None, Live(str(conf), "b")) == Target()
+    assert read.namespace("x", live) == Target("x", "--namespace")     # the flag wins
+    assert read.namespace(None, Files(("c.yaml",))) == Target()          # files: no context
+    with pytest.raises(InputError) as e:
+        read.namespace(None, Live(str(conf), "nope"))
+    assert (e.value.field, str(e.value)) == (
+        "--kubeconfig", "field --kubeconfig: kubeconfig %s: no context 'nope'" % conf)
+    with pytest.raises(InputError, match="no such file"):
+        read.namespace(None, Live(str(tmp_path / "missing")))
 
 
 # --- the schema check, warnings and notes gathered ------------------------------------------

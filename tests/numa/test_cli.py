@@ -400,3 +400,13 @@ def test_the_agent_takes_the_placement_flags():
         ["agent", "--no-prefer-isolated", "--colocate-pods", "--colocate-namespaces"])
     assert from_args(args) == PlacementConfig(prefer_isolated=False, colocate_pods=True,
                                               colocate_namespaces=True)
+
+
+def test_namespace_less_pods_land_where_n_puts_them_as_kubectl(tmp_path, capsys):
+    pod = write(tmp_path, "pod.yaml", POD)
+    rc, out, _err = run(capsys, "numa", "explain", pod, "-o", "json")
+    assert rc == 0 and "default/farm" in out
+    rc, out, _err = run(capsys, "numa", "explain", pod, "-n", "kube-system", "-o", "json")
+    assert rc == 0 and "kube-system/farm" in out and "default/farm" not in out
+    rc, _out, err = run(capsys, "numa", "explain", PODS, "-n", "cnf")
+    assert rc == 2 and "You must pass '--namespace=demo'" in err

@@ -288,6 +288,45 @@ def test_csar_validate_is_clean_on_the_sample_cluster(cnf_built):
     assert "18 of 18 pods placed on 3 distinct CIS-node value(s)" in proc.stdout
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("api", sorted(REQUESTS))
+def test_csar_validate_plans_in_the_namespace_the_instantiate_request_names(
+        cnf_built, api, tmp_path):
+    """Issue #54's false green: with a upf already running in namespace cnf (on one of the
+    three hosts), the CNF instantiated there by the guide's request cannot place its third
+    upf replica. Planned in Tacker's default namespace, all 18 pods fit; planned where the
+    request puts them, validate says so and exits 1."""
+    import subprocess
+    import sys
+    import yaml
+    from tests.builders import container, namespace, pod
+    from .pkgtools import ROOT
+    with open(os.path.join(ROOT, "samples", "cluster.yaml")) as f:
+        cluster = yaml.safe_load(f)
+    upf = next(d for d in load_yaml_all(os.path.join(CNF, "Files", "kubernetes", "upf.yaml"))
+               if d["kind"] == "Deployment")
+    labels = upf["spec"]["template"]["metadata"]["labels"]
+    worker = next(i for i in cluster["items"] if i["kind"] == "Node")["metadata"]["name"]
+    cluster["items"] += [namespace("cnf"), pod("upf-running", labels, ns="cnf", on=worker,
+                                              phase="Running", containers=[container()])]
+    snapshot = tmp_path / "cluster.yaml"
+    snapshot.write_text(yaml.safe_dump(cluster))
+
+    def validate(*flags):
+        return subprocess.run([sys.executable, "-m", "tacker_hwaffinity.cli.main", "csar",
+                               "validate", cnf_built[0], "--cluster", str(snapshot)]
+                              + list(flags), capture_output=True, text=True, timeout=300)
+    apart = validate()
+    assert apart.returncode == 0, apart.stdout + apart.stderr
+    assert 'planned in namespace "default"' in apart.stdout
+    there = validate("--instantiate-request", REQUESTS[api])
+    assert there.returncode == 1, there.stdout + there.stderr
+    assert "17 of 18 pods placed" in there.stdout
+    assert 'planned in namespace "cnf"' in there.stdout
+    assert "Files/kubernetes/disruption-budgets.yaml" in there.stdout   # not deployed
+    assert validate("-n", "cnf").returncode == 1
+
+
 # The other sample requests of VNF-B's life (run through Tacker by
 # tests/tacker_e2e/test_tacker_cnf.py), each against Tacker's own schema.
 V2_SCHEMAS = {"scale_out_upf.json": "ScaleVnfRequest_V200",

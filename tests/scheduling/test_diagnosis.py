@@ -4,11 +4,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.scheduling import diagnosis, planner
 from tacker_hwaffinity.scheduling.profile import Profile
 from tacker_hwaffinity.scheduling.snapshot import cluster_from_objects, workloads_from_objects
 
-from tests.builders import affinity, container, namespace, node, term, weighted
+from tests.builders import affinity, container, node, term, weighted
 
 SRC = "deploy.yaml"
 ALLOC = {"cpu": "4", "memory": "8Gi", "pods": "110"}
@@ -53,12 +54,12 @@ def anti(key="CIS-node", labels=None, preferred=False):
     return affinity(pref_anti=[weighted(100, t)]) if preferred else affinity(req_anti=[t])
 
 
-def diagnose(nodes, workloads, extra=(), created=(), key="CIS-node"):
-    snap = cluster_from_objects([(o, "cluster.yaml") for o in list(nodes) + list(extra)])
+def diagnose(nodes, workloads, key="CIS-node"):
+    snap = cluster_from_objects([(o, "cluster.yaml") for o in nodes])
     pods, _ = workloads_from_objects([(w, SRC) for w in workloads], snap)
     state = snap.state()
     result = planner.plan(state, Profile().framework(), pods, key)
-    return diagnosis.diagnose(state, pods, result, created)
+    return diagnosis.diagnose(state, pods, result)
 
 
 def test_a_topology_key_no_node_carries_is_named_with_the_key_meant():
@@ -74,10 +75,14 @@ def test_a_close_misspelling_is_suggested_and_a_far_one_is_not():
     assert diagnosis.suggestion("rack", {"CIS-node", "zone"}) is None
 
 
-def test_topology_key_option_no_node_carries():
-    p = diagnose(cluster(), [deployment(replicas=2)], key="cis-node")
-    assert p.warnings == ['--topology-key: no node carries the label "cis-node" '
-                          '(did you mean "CIS-node"?)']
+def test_a_topology_key_option_no_node_carries_is_bad_input():
+    nodes = cluster_from_objects([(o, "cluster.yaml") for o in cluster()]).nodes
+    with pytest.raises(InputError) as e:
+        diagnosis.check_carried(nodes, "cis-node")
+    assert str(e.value) == ('field --topology-key: no node carries the label "cis-node" '
+                            '(did you mean "CIS-node"?)')
+    diagnosis.check_carried(nodes, "CIS-node")
+    diagnosis.check_carried([], "cis-node")     # no node: the snapshot's own error says so
 
 
 def test_spread_constraint_key_is_checked_too():
@@ -121,18 +126,6 @@ def test_anti_affinity_in_another_namespace_misses_the_own_pods():
     assert len(p.warnings) == 1 and "namespace default" in p.warnings[0]
     assert "preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm" \
            ".labelSelector: does not select" in p.warnings[0]
-
-
-def test_a_namespace_the_snapshot_lacks():
-    nss = [namespace("default"), namespace("kube-system")]
-    p = diagnose(cluster(), [deployment(replicas=2, ns="cnf")], extra=nss)
-    assert p.warnings == [
-        'deploy.yaml: Deployment cnf/web: metadata.namespace: namespace "cnf" is not in the '
-        'cluster snapshot: the API server would refuse to create the workload there']
-    assert diagnose(cluster(), [deployment(replicas=2, ns="cnf")], extra=nss,
-                    created={"cnf"}).warnings == []
-    # a snapshot that lists no namespaces says nothing about them
-    assert diagnose(cluster(), [deployment(replicas=2, ns="cnf")]).warnings == []
 
 
 def test_required_anti_affinity_limit_is_the_number_of_hosts():
@@ -229,7 +222,7 @@ def test_every_key_no_node_carries_is_warned_once_and_the_rest_never(key, replic
     about_key = [w for w in p.warnings if w.startswith("deploy.yaml")
                  and '"%s"' % key in w and "no node carries" in w]
     assert len(about_key) == (key not in carried)
-    assert any(w.startswith("--topology-key") for w in p.warnings) == (host_key not in carried)
+    assert not any(w.startswith("--topology-key") for w in p.warnings)   # check_carried's
     missed = [w for w in p.warnings if "does not select" in w]
     assert len(missed) == (replicas >= 2 and not own)
     for u in p.unplaced:

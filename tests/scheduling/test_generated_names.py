@@ -48,7 +48,8 @@ def test_5000_replicas_plan_with_unique_names_and_repeat_exactly(tmp_path, capsy
     deploy.write_text(json.dumps(big))
     outputs = []
     for _ in range(2):
-        assert main(["plan", "--cluster", str(cluster), str(deploy), "-o", "json"]) == 0
+        assert main(["plan", "--cluster", str(cluster), str(deploy), "-o", "json",
+                     "--topology-key", "kubernetes.io/hostname"]) == 0
         outputs.append(capsys.readouterr().out)
     assert outputs[0] == outputs[1]
     placed = [p["pod"] for p in json.loads(outputs[0])["placements"]]

@@ -175,7 +175,7 @@ def test_explain_and_plan_read_a_service_beside_the_workload(tmp_path):
     assert out.returncode == 0, out.stderr
     by_name = {n["name"]: n for n in json.loads(out.stdout)["nodes"]}
     assert by_name["a"]["reasons"] == [SPREAD] and by_name["b"]["feasible"]
-    out = cli("plan", "--cluster", str(cluster), str(workload),
+    out = cli("plan", "--cluster", str(cluster), str(workload), "--topology-key", "zone",
               "--scheduler-config", str(sched), "-o", "json")
     assert out.returncode == 0, out.stderr
     assert [p["node"] for p in json.loads(out.stdout)["placements"]] == ["b"]
