@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     cluster = read.cluster(cluster_source, check, args.scheduler_config)
     snapshot = cluster.content.snapshot
     given = read.manifests([args.pod], check, where)
-    read.check_answerable(given, cluster)
+    missing = read.check_answerable(given, cluster)
     objects = given.content
     for obj, _ in objects:  # a Service beside the pod selects it for default spreading
         if isinstance(obj, dict) and obj.get("kind") == "Service":
@@ -77,6 +77,7 @@ def run(args: argparse.Namespace) -> int:
     if pod is None:
         raise InputError("no pod found (expected a Pod or a workload)", source=args.pod)
     result = explain(snapshot, cluster.content.profile, pod)
+    result["warnings"][:0] = missing
     warnings.emit(result["warnings"])
     result["notes"] = (list(cluster.notes) + list(given.notes) + wnotes + pod_notes(pod)
                        + result["notes"])

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     with progress.Progress("plan") as status:
         status.phase("reading the cluster")
         cluster = read.cluster(cluster_source, check, args.scheduler_config)
-        read.check_answerable(given, cluster, args.topology_key)
+        missing = read.check_answerable(given, cluster, args.topology_key)
         times.ended(cluster.phases)
         snapshot, profile = cluster.content.snapshot, cluster.content.profile
         gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it
@@ -71,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
         result.notes[:0] = list(cluster.notes) + list(given.notes) + wnotes
         diagnosis.diagnose(state, pods, result)
         times.done("plan")
+    result.warnings[:0] = missing
     warnings.emit(result.warnings)
     if args.output in output.STRUCTURED:
         doc = result.to_dict()

@@ -152,15 +152,20 @@ def manifests(paths: Sequence[str], check: Check | None = None,
 
 
 def check_answerable(manifests: Intake[list[Loaded]], cluster: Intake[Cluster],
-                     topology_key: str | None = None) -> None:
+                     topology_key: str | None = None) -> list[str]:
     """InputError when a plan of MANIFESTS on CLUSTER would answer another question than
-    asked: no node carries TOPOLOGY_KEY (the domain to report; None: none asked), or an
-    object names a namespace the cluster lacks (when its snapshot lists namespaces)."""
+    asked: no node carries TOPOLOGY_KEY (the domain to report; None: none asked). The
+    warning when an object names a namespace the cluster lacks (when its snapshot lists
+    namespaces): the API server would refuse it until it is created."""
     snapshot = cluster.content.snapshot
     if topology_key is not None:
         diagnosis.check_carried(snapshot.nodes, topology_key)
     if snapshot.namespaces:
-        namespaces.check_exist(manifests.content, {n.name for n in snapshot.namespaces})
+        try:
+            namespaces.check_exist(manifests.content, {n.name for n in snapshot.namespaces})
+        except InputError as e:
+            return [str(e)]
+    return []
 
 
 def annotated(paths: Sequence[str], where: Target = Target(), empty: str | None = None

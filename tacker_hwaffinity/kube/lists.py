@@ -74,8 +74,10 @@ def list_json(conn: Connection, call: Callable[..., Any], kind: str, what: str,
                     kwargs.pop("resource_version_match", None)
                 response = call(**kwargs)
                 page = json.loads(response.data)
+                # the list's apiVersion (apps/v1 for ReplicaSets): its items carry none
+                group_version = page.get("apiVersion") or "v1"
                 for item in page.get("items") or []:
-                    item.setdefault("apiVersion", "v1")
+                    item.setdefault("apiVersion", group_version)
                     item.setdefault("kind", kind)
                     if each is not None:
                         each(item)

@@ -99,7 +99,9 @@ def place(objects: Sequence[Loaded], where: Target) -> tuple[list[Loaded], list[
 def check_exist(objects: Sequence[Loaded], existing: Collection[str]) -> None:
     """InputError naming the first namespaced object of OBJECTS whose namespace is neither
     one of EXISTING (the cluster's) nor made by a Namespace among OBJECTS: the API server
-    refuses to create an object in a namespace that does not exist."""
+    refuses to create an object in a namespace that does not exist. (``plan`` and
+    ``explain`` take it as a warning: a snapshot taken before the namespace is created,
+    as an operator plans first, is still worth a plan.)"""
     made = {obj["metadata"].get("name") for obj, _ in objects
             if isinstance(obj, dict) and obj.get("kind") == "Namespace"
             and isinstance(obj.get("metadata"), dict)}
