@@ -9,6 +9,7 @@ that namespace, whatever it names; without one, an object naming none lands in
 """
 import dataclasses
 import json
+import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,6 +38,13 @@ class Deployment:
 
 def from_request(path: str) -> Deployment:
     """The Deployment of the InstantiateVnfRequest (JSON) in the file PATH."""
+    try:    # bounded before it is read
+        size = os.path.getsize(path)
+    except OSError:
+        size = 0            # read_text names what is wrong with the path
+    if size > MAX_REQUEST_BYTES:
+        raise InputError("over %d bytes: not an instantiate request" % MAX_REQUEST_BYTES,
+                         source=path)
     text = read_text(path)
     if len(text) > MAX_REQUEST_BYTES:
         raise InputError("over %d bytes: not an instantiate request" % MAX_REQUEST_BYTES,
