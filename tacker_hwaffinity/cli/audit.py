@@ -158,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
                          "auto)" % (key, ", ".join(hostkey.HOST_KEYS))]
     report.notes[:0] = notes
     warnings.emit(report.warnings)
+    thresholds.check_hosts_known(report, max_loss, args.fail_on)
     found = thresholds.findings(report, max_loss, args.fail_on, report_stale)
     if args.output in output.STRUCTURED:
         doc = render.to_dict(report, report_stale, found, list(schema_warnings))

@@ -186,6 +186,25 @@ def _(tmp_path, capsys):
     assert status == 1
 
 
+@case("audit.host-unknown")
+def _(tmp_path, capsys):
+    cluster = write(tmp_path, "partly.yaml", node("w1", "h1"), node("w2", None),
+                    namespace("cnf"), *[
+                        pod("s-%d" % i, n, {"app": "s"}, ("StatefulSet", "s"), ns="cnf",
+                            affinity=anti("s")) for i, n in enumerate(["w1", "w2"])])
+    for gate in (["--max-loss", "50%"], ["--fail-on", "pdb-violated"]):
+        status, out, err = run(capsys, "audit", "--cluster", cluster, *gate)
+        assert (status, out) == (2, "")
+        assert one_error(err, "audit") == (
+            "field %s: 1 workload(s) (StatefulSet cnf/s) run replicas on node(s) without the "
+            "CIS-node label (w2): which host they share is unknown, so %s cannot be "
+            "answered; label them (hwaffinity relabel), ask Nova (--openstack), or narrow "
+            "the audit (-n)" % (gate[0], " ".join(gate) if gate[0] == "--fail-on" else gate[0]))
+    # the report alone, and a gate that needs no host, are answered
+    assert run(capsys, "audit", "--cluster", cluster)[0] == 0
+    assert run(capsys, "audit", "--cluster", cluster, "--fail-on", "intent-unmet")[0] == 0
+
+
 @case("audit.namespace-missing")
 def _(tmp_path, capsys):
     status, out, err = run(capsys, "audit", "--cluster", audit_cluster(tmp_path),
