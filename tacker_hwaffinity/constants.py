@@ -3,6 +3,8 @@
 # Node label that names the physical compute host a Kubernetes worker VM
 # runs on. Tacker's reference Kubernetes MgmtDriver uses this key.
 DEFAULT_HOST_LABEL = "CIS-node"
+# the audit's host of a node without the host label: "node/<name>", a host of its own
+UNLABELLED_HOST_PREFIX = "node/"
 
 # The node label openstack-cloud-controller-manager sets, once, when a node registers:
 # Nova's hostId of the node's server (sha224 of the project id and the compute host,

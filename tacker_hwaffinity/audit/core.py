@@ -15,13 +15,12 @@ from typing import Any
 from tacker_hwaffinity.audit import intent as intentmod
 from tacker_hwaffinity.audit import owners as ownersmod
 from tacker_hwaffinity.audit.pdb import Budget
-from tacker_hwaffinity.constants import TERMINAL_PHASES
+from tacker_hwaffinity.constants import TERMINAL_PHASES, UNLABELLED_HOST_PREFIX
 from tacker_hwaffinity.scheduling import selectors
 from tacker_hwaffinity.scheduling.diagnosis import missing_label_warning
 from tacker_hwaffinity.scheduling.labelindex import LabelIndex
 
 VERSION = 1
-UNLABELLED_PREFIX = "node/"
 # What the verdict (``intent``) reads of a judged pod's spec: its terms and constraints,
 # where it runs and the nodes it may run on; not its containers (nor their requests).
 JUDGED_SPEC = ("nodeName", "nodeSelector", "tolerations", "affinity",
@@ -111,7 +110,7 @@ def host_index(node_objs, key, host_override=None):
         h = override.get(name) or (meta.get("labels") or {}).get(key)
         labelled = h is not None
         if not labelled:
-            h = UNLABELLED_PREFIX + name
+            h = UNLABELLED_HOST_PREFIX + name
         of[name] = h
         lab, cnt = hosts.get(h, (True, 0))
         hosts[h] = (lab and labelled, cnt + 1)

@@ -15,6 +15,7 @@ import re
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
+from tacker_hwaffinity.constants import UNLABELLED_HOST_PREFIX
 from tacker_hwaffinity.errors import InputError
 
 if TYPE_CHECKING:     # for the annotations only: no import at run time
@@ -59,8 +60,8 @@ def check_hosts_known(report: "Report", max_loss: tuple[str, float] | None,
     blind = [w for w in report.workloads if _gated(w) and unknown.intersection(w.hosts)]
     if not blind:
         return
-    # an unlabelled node's host is "node/<name>" (core.host_index)
-    nodes = sorted({h.partition("/")[2] for w in blind for h in w.hosts if h in unknown})
+    nodes = sorted({h[len(UNLABELLED_HOST_PREFIX):] for w in blind for h in w.hosts
+                    if h in unknown})
     named = ", ".join("%s %s/%s" % (w.kind, w.namespace, w.name) for w in blind[:MAX_NAMED])
     raise InputError(
         "%d workload(s) (%s%s) run replicas on node(s) without the %s label (%s%s): which "
