@@ -25,7 +25,7 @@ _INDENT = 16            # px: the pods of a reason, under it
 class Limits(NamedTuple):
     """How much one drawing shows: domain boxes, nodes in a box, pods in a node, workload
     colours (at most the palette's), unschedulable pods listed one a line (more: grouped
-    by reason), and reasons."""
+    by reason), reasons, and DaemonSets that run on no node named in the caption."""
 
     domains: int = 30
     nodes: int = 8
@@ -33,6 +33,7 @@ class Limits(NamedTuple):
     colours: int = len(_PALETTE)
     unplaced: int = 20
     reasons: int = 10
+    nowhere: int = 3
 
 
 LIMITS = Limits()
@@ -65,7 +66,8 @@ def render_svg(plan, state, limits=LIMITS):
         "%s of %s pods placed across %s %s value(s)" % (
             layout.count(placed), layout.count(len(plan.placements)),
             layout.count(len(plan.domains())), key),
-        _left_out(order, groups, boxes, on_node, limits) + colour_line + unplaced_lines)
+        _left_out(order, groups, boxes, on_node, limits) + colour_line + unplaced_lines
+        + _nowhere(plan, limits))
     items.append((None, "(+N existing pods): bound before the plan"))
     if unplaced:
         items.append((_UNPLACED, "unschedulable"))
@@ -222,6 +224,18 @@ def _colours(plan, most):
         "colours: %d of the %s workloads with pods placed, those with the most; grey: the "
         "other %s (%s placed)" % (len(coloured), layout.count(len(first)),
                                   layout.count(len(others)), layout.counted(sum(others), "pod"))]
+
+
+def _nowhere(plan, limits):
+    """Caption lines naming the DaemonSets of PLAN that run on no node (its ``unplaced``
+    records with none desired), at most LIMITS' and how many more."""
+    idle = [u for u in plan.unplaced if not u["desired"]]
+    lines = [layout.fitting("%s: %s" % (u["workload"], u["reason"]), _REASON_W,
+                            layout.SUBTITLE_SIZE) for u in idle[:limits.nowhere]]
+    if len(idle) > limits.nowhere:
+        lines.append("+%s that run on no node" % layout.counted(len(idle) - limits.nowhere,
+                                                                "more DaemonSet"))
+    return lines
 
 
 def _unplaced(unplaced, limits):

@@ -63,13 +63,14 @@ def run(args: argparse.Namespace) -> int:
         snapshot, profile = cluster.content.snapshot, cluster.content.profile
         gc.freeze()  # the snapshot lives until exit: the cycle collector need not walk it
         status.phase("making the workloads' pods")
-        pods, wnotes = workloads_from_objects(given.content, snapshot, max_pods=args.max_pods)
+        pods, wnotes, nowhere = workloads_from_objects(given.content, snapshot,
+                                                       max_pods=args.max_pods)
         times.done("workloads")
         state = snapshot.state()
         result = planner.plan(state, profile.framework(),
                               status.counted(pods, "placing pods"), args.topology_key)
         result.notes[:0] = list(cluster.notes) + list(given.notes) + wnotes
-        diagnosis.diagnose(state, pods, result)
+        diagnosis.diagnose(state, pods, result, nowhere)
         times.done("plan")
     result.warnings[:0] = missing
     warnings.emit(result.warnings)

@@ -60,8 +60,11 @@ def check(objects, snapshot, profile, key):
     seen = {p.key for p in snapshot.pods}
     for obj, source in objects:
         try:
-            made, skipped = workloads_from_objects([(obj, source)], snapshot, avoid=seen)
+            made, skipped, nowhere = workloads_from_objects([(obj, source)], snapshot,
+                                                            avoid=seen)
             notes.extend(skipped)
+            problems.extend(Problem(d.source, d.reason, d.workload, "spec.template.spec")
+                            for d in nowhere)
         except InputError as e:
             problems.append(from_error(e, source))
             continue

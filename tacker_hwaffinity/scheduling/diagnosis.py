@@ -17,6 +17,7 @@ from tacker_hwaffinity.scheduling.model import Node, Pod, PodSpecInfo, tolerates
 from tacker_hwaffinity.scheduling.planner import Placement, Plan, Unfit, Unplaced
 from tacker_hwaffinity.scheduling.plugins import Rejection
 from tacker_hwaffinity.scheduling.plugins.interpod import ANTI, EXISTING_ANTI
+from tacker_hwaffinity.scheduling.snapshot import Nowhere
 from tacker_hwaffinity.scheduling.spreading import DO_NOT_SCHEDULE, HONOR, Constraint
 from tacker_hwaffinity.scheduling.state import ClusterState
 from tacker_hwaffinity.scheduling.terms import AffinityTerm
@@ -36,14 +37,18 @@ MAX_NAMED_NODES = 5
 Cause = tuple[str, int | None]
 
 
-def diagnose(state: ClusterState, pods: Sequence[Pod], result: Plan) -> Plan:
+def diagnose(state: ClusterState, pods: Sequence[Pod], result: Plan,
+             nowhere: Iterable[Nowhere] = ()) -> Plan:
     """Fill RESULT's ``warnings`` and ``unplaced`` for PODS planned on STATE (whose
-    nodes carry RESULT's topology key: ``check_carried``)."""
+    nodes carry RESULT's topology key: ``check_carried``); the DaemonSets of NOWHERE, which
+    run on no node, are unplaced too (placed and desired 0)."""
     groups = workloads(pods, result.placements)
     result.warnings = (unlabelled_nodes_warning(state, groups, result.topology_key)
                        + input_warnings(state, pods, groups))
     result.unplaced = [u for u in (unplaced(state, g, result.topology_key) for g in groups)
                        if u is not None]
+    result.unplaced += [{"workload": d.workload, "placed": 0, "desired": 0,
+                         "reason": d.reason, "limit": 0} for d in nowhere]
     return result
 
 
@@ -195,6 +200,8 @@ def unplaced(state: ClusterState, group: Workload, host_key: str) -> Unplaced | 
 
 def unplaced_line(record: Unplaced) -> str:
     """The text line of one ``unplaced`` record."""
+    if not record["desired"]:
+        return "%s: %s" % (record["workload"], record["reason"])
     return "%s: %d of %d replicas placed: %s" % (record["workload"], record["placed"],
                                                  record["desired"], record["reason"])
 

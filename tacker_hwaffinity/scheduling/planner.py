@@ -95,7 +95,8 @@ class Plan:
 
     @property
     def complete(self) -> bool:
-        return all(p.node is not None for p in self.placements)
+        """Every pod placed, and no workload left short (a DaemonSet on no node is one)."""
+        return all(p.node is not None for p in self.placements) and not self.unplaced
 
     def domains(self) -> dict[str, list[str]]:
         """Topology value -> pods placed there, in scheduling order (values sorted)."""

@@ -3,7 +3,7 @@ of workloads from Kubernetes objects; reading them is the intake's job
 (``tacker_hwaffinity.intake``). Which objects each reads, skips with a note or refuses is
 ``objects.kinds``'s rule."""
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.objects import kinds
@@ -60,8 +60,20 @@ NOT_SNAPSHOT = ("is not read for the cluster snapshot and is skipped",
 DAEMON_EXPLAINED = ("%s runs one pod on each node its node selector, required node affinity "
                     "and taints admit, pinned there by its controller: %s is explained "
                     "unpinned, so each node's verdict is that of the pod it would get")
-DAEMON_NOWHERE = ("%s: %s runs on none of the %d nodes: its node selector, required node "
-                  "affinity and taints admit none")
+
+
+class Nowhere(NamedTuple):
+    """A DaemonSet that runs on no node: a selector that matches nothing, so a plan with
+    it is not complete (``workloads_from_objects``)."""
+
+    source: str
+    workload: str
+    nodes: int
+
+    @property
+    def reason(self) -> str:
+        return ("runs on none of the %d nodes: its node selector, required node affinity "
+                "and taints admit none" % self.nodes)
 
 
 def _located(fn: Callable[[], _T], obj: Mapping[str, Any], source: str) -> _T:
@@ -273,9 +285,10 @@ def first_workload_pod(objects: Sequence[Loaded], nodes: Sequence[Node] | None =
 
 def workloads_from_objects(objects: Sequence[Loaded], snapshot: Snapshot | None = None,
                            avoid: Collection[str] = (), max_pods: float = workloads.MAX_PODS
-                           ) -> tuple[list[Pod], list[str]]:
+                           ) -> tuple[list[Pod], list[str], list[Nowhere]]:
     """Pods to schedule, in file order (a DaemonSet's: one per node of SNAPSHOT it runs
-    on), and notes on the objects not planned (``workload_objects``).
+    on), notes on the objects not planned (``workload_objects``) and the DaemonSets that
+    run on no node of SNAPSHOT.
 
     Services among the workloads join SNAPSHOT's selectors: default topology
     spreading reads them. A fixed pod name (StatefulSet, Pod) given twice or
@@ -289,6 +302,7 @@ def workloads_from_objects(objects: Sequence[Loaded], snapshot: Snapshot | None 
     count_pods(objects, max_pods, nodes)
     planned, notes = workload_objects(objects)
     pods: list[Pod] = []
+    nowhere: list[Nowhere] = []
     seen = {p.key for p in snapshot.pods} if snapshot is not None else set()
     taken = seen | snapshot.pod_keys if snapshot is not None else set()
     taken |= set(avoid)
@@ -300,7 +314,7 @@ def workloads_from_objects(objects: Sequence[Loaded], snapshot: Snapshot | None 
     for obj, source in planned:
         made = _located(lambda: workloads.expand(obj, source, taken, nodes=nodes), obj, source)
         if not made and obj["kind"] == "DaemonSet":
-            notes.append(DAEMON_NOWHERE % (source, object_label(obj), len(nodes)))
+            nowhere.append(Nowhere(source, object_label(obj), len(nodes)))
         for pod in made:
             if pod.key in seen:
                 raise InputError("pod %s already exists (given twice, or already in the "
@@ -309,4 +323,4 @@ def workloads_from_objects(objects: Sequence[Loaded], snapshot: Snapshot | None 
             seen.add(pod.key)
             taken.add(pod.key)
             pods.append(pod)
-    return pods, notes
+    return pods, notes, nowhere

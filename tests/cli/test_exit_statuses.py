@@ -65,6 +65,18 @@ def _(tmp_path, capsys):
     assert status == 1 and "5 of 6 pods placed" in out
 
 
+@case("plan.daemonset-nowhere")
+def _(tmp_path, capsys):
+    ds = deployment(name="sriov-dp", nodeSelector={"sriov": "true"})
+    ds["kind"] = "DaemonSet"
+    del ds["spec"]["replicas"]
+    status, out, _err = run(capsys, "plan", "--cluster", plan_cluster(tmp_path),
+                            write(tmp_path, "ds.yaml", ds))
+    assert status == 1 and ("DaemonSet default/sriov-dp: runs on none of the 20 nodes: its "
+                            "node selector, required node affinity and taints admit none") \
+        in " ".join(out.split())
+
+
 @case("plan.bad-input")
 def _(tmp_path, capsys):
     bad = deployment()

@@ -21,8 +21,8 @@ MARGIN, PAGE = svg_check.MARGIN, svg_check.PAGE
 
 
 def _long_names(tmp_path):
-    """A cluster whose host, node and pod names are long, and a workload with a pod no
-    node takes, for plan; the same hosts carrying a long-named StatefulSet, for audit."""
+    """A cluster whose host, node and pod names are long, a workload with a pod no node
+    takes and five long-named DaemonSets that run on no node, for plan; the same hosts carrying a long-named StatefulSet, for audit."""
     nodes = [node("worker-%d-%s" % (i, "x" * 30), labels={"CIS-node": "%s-%d" % (LONG, i)},
                   alloc={"cpu": "4", "memory": "8Gi", "pods": "110"}) for i in range(3)]
     cluster = tmp_path / "cluster.json"
@@ -34,8 +34,20 @@ def _long_names(tmp_path):
     workload = tmp_path / "pods.json"
     workload.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
         pod("web-%s-%d" % ("z" * 60, i), cpu="1") for i in range(4)] + [
-        pod("nowhere", cpu="1", nodeSelector={"no": "such-node"})]}))
+        pod("nowhere", cpu="1", nodeSelector={"no": "such-node"})] + [
+        _daemonset("sriov-device-plugin-%d-%s" % (i, "d" * 200)) for i in range(5)]}))
     return str(cluster), str(workload)
+
+
+def _daemonset(name):
+    """A DaemonSet whose node selector no node matches."""
+    labels = {"app": name[:63]}
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": name, "namespace": "kube-system"},
+            "spec": {"selector": {"matchLabels": labels}, "template": {
+                "metadata": {"labels": labels},
+                "spec": {"nodeSelector": {"sriov": "true"},
+                         "containers": [{"name": "c", "image": "i"}]}}}}
 
 
 def _svg(capsys, argv):
@@ -65,6 +77,8 @@ def test_every_drawing_has_a_legend_and_stays_inside_its_view_box(capsys, tmp_pa
                                     "Replicas per CIS-node")), name
     drawings = _drawings(capsys, tmp_path)
     assert "unschedulable" in drawings["plan-long-names"]
+    assert drawings["plan-long-names"].count("DaemonSet kube-system/sriov-device-plugin-") == 3
+    assert "+2 more DaemonSets that run on no node" in drawings["plan-long-names"]
     assert "ReplicaSet cnf/upf-58655487d8" in drawings["plan"]
     for colour, text in audit_svg.LEGEND:
         assert text in drawings["audit"] and (colour is None or colour in drawings["audit"])

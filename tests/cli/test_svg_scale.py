@@ -158,7 +158,7 @@ def _long_plan():
 def test_names_at_the_longest_keep_the_drawing_within_the_bounds():
     nodes, workloads = _long_plan()
     snap = cluster_from_objects([(o, "cluster.json") for o in nodes])
-    pods, _ = workloads_from_objects([(w, "workloads.json") for w in workloads], snap)
+    pods, _, _ = workloads_from_objects([(w, "workloads.json") for w in workloads], snap)
     state = snap.state()
     result = planner.plan(state, Profile().framework(), pods, KEY)
     svg = placement_svg.render_svg(result, state)
@@ -207,7 +207,7 @@ def test_what_a_plan_drawing_counts_adds_up_to_the_plan(cluster, wanted, limits)
     workloads = [deployment("app-%d" % k, replicas=r, **spec[kind])
                  for k, (r, kind) in enumerate(wanted)]
     snap = cluster_from_objects([(o, "cluster.json") for o in nodes + bound])
-    pods, _ = workloads_from_objects([(w, "workloads.json") for w in workloads], snap)
+    pods, _, _ = workloads_from_objects([(w, "workloads.json") for w in workloads], snap)
     state = snap.state()
     result = planner.plan(state, Profile().framework(), pods, KEY)
     svg = placement_svg.render_svg(result, state, limits)

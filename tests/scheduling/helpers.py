@@ -29,7 +29,7 @@ def run(nodes, incoming, pods=(), namespaces=(), cfg=None):
     """explain() result as {node name: node entry}, plus the whole result under None."""
     snap = snapshot(*nodes, *pods, *namespaces)
     prof = Profile(cfg, SRC) if cfg is not None else Profile()
-    pods_in, _ = workloads_from_objects([(incoming, SRC)])
+    pods_in, _, _ = workloads_from_objects([(incoming, SRC)])
     result = explain(snap, prof, pods_in[0])
     out = {n["name"]: n for n in result["nodes"]}
     out[None] = result
@@ -48,5 +48,5 @@ def scores(result, plugin):
 def plan(nodes, workloads, pods=(), namespaces=(), cfg=None, key="CIS-node"):
     snap = snapshot(*nodes, *pods, *namespaces)
     prof = Profile(cfg, SRC) if cfg is not None else Profile()
-    wl, _ = workloads_from_objects([(w, SRC) for w in workloads], snap)
+    wl, _, _ = workloads_from_objects([(w, SRC) for w in workloads], snap)
     return planner.plan(snap.state(), prof.framework(), wl, key)

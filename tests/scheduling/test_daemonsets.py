@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 
 from builders import REQUIRED, container, node, pod
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.scheduling import daemonsets, planner, workloads
+from tacker_hwaffinity.scheduling import daemonsets, diagnosis, planner, workloads
 from tacker_hwaffinity.scheduling.profile import Profile
 from tacker_hwaffinity.scheduling.snapshot import (
     cluster_from_objects, count_pods, first_workload_pod, workloads_from_objects)
@@ -44,9 +44,10 @@ def cluster(*extra):
 
 def planned(nodes, *objects, pods=()):
     snap = cluster_from_objects([(o, SRC) for o in list(nodes) + list(pods)])
-    made, notes = workloads_from_objects([(o, SRC) for o in objects], snap)
-    result = planner.plan(snap.state(), Profile().framework(), made)
-    return result, notes
+    made, notes, nowhere = workloads_from_objects([(o, SRC) for o in objects], snap)
+    state = snap.state()
+    result = planner.plan(state, Profile().framework(), made)
+    return diagnosis.diagnose(state, made, result, nowhere), notes
 
 
 def placed(result):
@@ -184,11 +185,14 @@ def test_max_pods_counts_daemon_pods_once_the_nodes_are_known():
     assert "3 pods, over the limit of 2" in e.value.message
 
 
-def test_a_daemonset_that_runs_nowhere_says_so():
+def test_a_daemonset_that_runs_nowhere_leaves_the_plan_incomplete():
+    """A selector that matches no node is a question the plan cannot answer yes to."""
     result, notes = planned(cluster(), daemonset(nodeSelector={"disk": "nvme"}))
-    assert result.placements == []
-    assert notes == ["ds.yaml: DaemonSet kube-system/agent runs on none of the 4 nodes: its "
-                     "node selector, required node affinity and taints admit none"]
+    assert result.placements == [] and notes == [] and not result.complete
+    assert [diagnosis.unplaced_line(u) for u in result.unplaced] == [
+        "DaemonSet kube-system/agent: runs on none of the 4 nodes: its node selector, "
+        "required node affinity and taints admit none"]
+    assert planned(cluster(), daemonset(nodeSelector={"disk": "ssd"}))[0].complete
 
 
 def test_explain_takes_the_pod_before_its_pin_with_the_controller_tolerations():
@@ -251,7 +255,7 @@ def test_the_controller_runs_a_pod_where_the_scheduler_filters_pass_its_template
     admitted = {state.nodes[i].name for i in range(len(state.nodes))
                 if not any(r is not None and r.failed[i]
                            for f, r in zip(ev.filters, ev.rejections) if f.name in static)}
-    made, _ = workloads_from_objects([(ds, SRC)], snap)
+    made, _, _ = workloads_from_objects([(ds, SRC)], snap)
     pinned_to = {p.spec.required_node_raw["nodeSelectorTerms"][0]["matchFields"][0]
                  ["values"][0] for p in made}
     assert pinned_to == admitted

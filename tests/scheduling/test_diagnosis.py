@@ -56,7 +56,7 @@ def anti(key="CIS-node", labels=None, preferred=False):
 
 def diagnose(nodes, workloads, key="CIS-node"):
     snap = cluster_from_objects([(o, "cluster.yaml") for o in nodes])
-    pods, _ = workloads_from_objects([(w, SRC) for w in workloads], snap)
+    pods, _, _ = workloads_from_objects([(w, SRC) for w in workloads], snap)
     state = snap.state()
     result = planner.plan(state, Profile().framework(), pods, key)
     return diagnosis.diagnose(state, pods, result)

@@ -30,7 +30,7 @@ def controller(kind, name, replicas, ns="default", **spec):
 
 
 def names(objs, snap=None):
-    pods, _ = workloads_from_objects([(o, "w.yaml") for o in objs], snap)
+    pods, _, _ = workloads_from_objects([(o, "w.yaml") for o in objs], snap)
     return [p.name for p in pods]
 
 
@@ -129,6 +129,6 @@ def test_csar_placement_moves_a_generated_name_taken_by_an_earlier_manifest():
     objects = [(pod(free[1]), "a.yaml"), (deploy, "b.yaml")]
     problems, _, summary = check(objects, snapshot(node("n1")), Profile(), "CIS-node")
     assert problems == [] and "3 of 3 pods placed" in summary
-    got, _ = workloads_from_objects([(deploy, "b.yaml")], snapshot(node("n1")),
+    got, _, _ = workloads_from_objects([(deploy, "b.yaml")], snapshot(node("n1")),
                                   avoid={"default/" + free[1]})
     assert got[0].name == free[0] and got[1].name not in free

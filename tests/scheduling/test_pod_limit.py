@@ -45,7 +45,7 @@ def test_over_the_limit_is_refused_before_any_pod_is_made(specs, limit):
     total = sum(n for _, n in specs)
     with mock.patch.object(workloads, "expand", wraps=workloads.expand) as expand:
         if total <= limit:
-            pods, _ = workloads_from_objects(objects, max_pods=limit)
+            pods, _, _ = workloads_from_objects(objects, max_pods=limit)
             assert len(pods) == total
             return
         with pytest.raises(InputError) as refused:
