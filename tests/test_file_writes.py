@@ -109,7 +109,7 @@ def test_certs_refuse_a_directory_others_may_write(tmp_path, capsys):
     out.chmod(0o777)
     status, stdout, err = _certs(capsys, out)
     assert (status, stdout, os.listdir(out)) == (2, "", [])
-    assert err == ("hwaffinity webhook: error: %s: field --out: cannot write: may be written "
+    assert err == ("hwaffinity webhook certs: error: %s: field --out: cannot write: may be written "
                    "by others (mode 0777), who could replace the keys written there: chmod "
                    "go-w it, or give a new directory (made 0700)\n" % out)
 

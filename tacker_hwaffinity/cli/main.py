@@ -53,6 +53,9 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
+        # the innermost command's parser sets it last: errors name the command as its
+        # usage does ("hwaffinity csar validate")
+        self.set_defaults(command_name=self.prog)
 
     def error(self, message):
         self.print_usage(sys.stderr)
@@ -110,19 +113,20 @@ def version_text():
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     command = argv[0] if argv else None
+    name = "hwaffinity %s" % command
     try:
         parser = build_parser(command)
         args = parser.parse_args(argv)
-        command = args.command
+        command, name = args.command, args.command_name
         return args.func(args)
     except InputError as e:
-        sys.stderr.write("hwaffinity %s: error: %s\n" % (command, e))
+        sys.stderr.write("%s: error: %s\n" % (name, e))
         return EXIT_BAD_INPUT
     except ModuleNotFoundError as e:
         message = extras.missing(e, command)
         if message is None:
             raise
-        sys.stderr.write("hwaffinity %s: error: %s\n" % (command, message))
+        sys.stderr.write("%s: error: %s\n" % (name, message))
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         return 0

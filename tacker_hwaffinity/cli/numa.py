@@ -110,18 +110,18 @@ def register(subparsers):
     return parser
 
 
-def _report_errors(entries):
+def _report_errors(args, entries):
     seen = []
     for e in entries:
         if e and e not in seen:
             seen.append(e)
-            sys.stderr.write("hwaffinity numa: error: %s\n" % e)
+            sys.stderr.write("%s: error: %s\n" % (args.command_name, e))
     return bool(seen)
 
 
-def _warn(warnings):
+def _warn(args, warnings):
     for w in warnings:
-        sys.stderr.write("hwaffinity numa: warning: %s\n" % w)
+        sys.stderr.write("%s: warning: %s\n" % (args.command_name, w))
 
 
 def run_explain(args):
@@ -133,8 +133,8 @@ def run_explain(args):
         output.dump(output.document("NumaExplanation", rep), args.output)
     else:
         sys.stdout.write(format_explain(rep, sources))
-    _warn(warnings)
-    bad = _report_errors([e for c in rep["containers"] for e in c["errors"]])
+    _warn(args, warnings)
+    bad = _report_errors(args, [e for c in rep["containers"] for e in c["errors"]])
     return 2 if bad else 0
 
 
@@ -195,14 +195,14 @@ def run_plan(args):
         sys.stdout.write(render(placer))
     else:
         sys.stdout.write(format_plan(rep))
-    _warn(rep["warnings"])
+    _warn(args, rep["warnings"])
     failed = [c for c in rep["containers"] if c["error"]]
-    if _report_errors([c["error"] for c in failed
-                       if c["error"].startswith(reportmod.BAD_ANNOTATION)]):
+    if _report_errors(args, [c["error"] for c in failed
+                             if c["error"].startswith(reportmod.BAD_ANNOTATION)]):
         return 2
     for c in failed:
-        sys.stderr.write("hwaffinity numa: %s/%s not placed: %s\n"
-                         % (c["pod"], c["container"], c["error"]))
+        sys.stderr.write("%s: %s/%s not placed: %s\n"
+                         % (args.command_name, c["pod"], c["container"], c["error"]))
     return 1 if failed else 0
 
 

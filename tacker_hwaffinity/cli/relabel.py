@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     except Exception as e:
         if isinstance(e, (InputError, ModuleNotFoundError)):
             raise                   # cli.main: exit 2; a missing extra is named there
-        sys.stderr.write("hwaffinity relabel: %s\n" % lifecycle.reason(e))
+        sys.stderr.write("hwaffinity relabel: error: %s\n" % lifecycle.reason(e))
         return 1
     changes = plan.changes()
     if args.output in output.STRUCTURED:

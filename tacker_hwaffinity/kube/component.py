@@ -100,7 +100,8 @@ def configure_logging(name: str, level: str) -> logging.Logger:
 
 
 def run(component: Component) -> int:
-    """Run COMPONENT until SIGTERM or SIGINT; the exit status (0, or 2 when Refused)."""
+    """Run COMPONENT until SIGTERM or SIGINT; the exit status 0. InputError when it is
+    Refused or cannot serve."""
     from prometheus_client import CollectorRegistry
 
     from tacker_hwaffinity.kube.serve import HealthServer
@@ -112,9 +113,8 @@ def run(component: Component) -> int:
     try:
         try:
             started = component.start(Context(log, registry, workers))
-        except Refused as e:
-            sys.stderr.write("hwaffinity %s: %s\n" % (component.name, e))
-            return 2
+        except Refused as e:  # the CLI's one error line and exit 2, as for bad flags
+            raise InputError(str(e)) from None
         address = component.address
         server = HealthServer(address.port, host=address.host, registry=registry,
                               health=workers.health(started.ready), live=workers.live,

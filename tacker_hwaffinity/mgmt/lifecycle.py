@@ -107,8 +107,8 @@ def discover(ctx):
         elif master.get("vdu_id"):  # a master VDU that is not scaled (one top-stack server)
             mrefs = _refs(resources, master, [master["vdu_id"]], "master_node", problems,
                           "k8s_cluster_installation_param.master_node.vdu_id")
-    if problems:
-        raise HookFailed("; ".join(problems))
+    if problems:  # the parameters name what the stack does not have: bad input
+        raise InputError("; ".join(problems))
     servers = os_.servers()
     workers, missing = inventory.workers(servers, refs)
     masters, _ = inventory.workers(servers, mrefs)

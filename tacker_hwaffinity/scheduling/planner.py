@@ -10,11 +10,10 @@ from tacker_hwaffinity.scheduling.model import Pod
 from tacker_hwaffinity.scheduling.plugins import Rejection
 from tacker_hwaffinity.scheduling.state import ClusterState
 
-GT_LT_NOTE = ("pod %s uses Gt/Lt in a pod (anti-)affinity label selector: a hwaffinity "
+# each note says "<subject> use(s)": the pod, or every pod of its workload (one note for all)
+GT_LT_NOTE = ("%s Gt/Lt in a pod (anti-)affinity label selector: a hwaffinity "
               "extension (the Gt/Lt proposal) that plain Kubernetes rejects")
-
-
-NOT_MODELLED_NOTE = ("pod %s uses %s, which kube-scheduler's plugins check and the plan does "
+NOT_MODELLED_NOTE = ("%s %s, which kube-scheduler's plugins check and the plan does "
                      "not model: it assumes every node passes them")
 PREEMPTION_NOTE = ("%s no node: kube-scheduler's DefaultPreemption would then try "
                    "to evict lower-priority pods to make room, which is not modelled")
@@ -36,14 +35,18 @@ def pod_run(keys: Sequence[str]) -> str:
 
 
 def pod_notes(pod: Pod) -> list[str]:
-    """What a person should know about how this pod's spec is read."""
-    notes = [NOT_MODELLED_NOTE % (pod.key, what) for what in pod.spec.unmodelled]
+    """What a person should know about how this pod's spec is read: said once of all the
+    pods of its workload (their specs are the one template's), else of the pod."""
+    made = pod.workload is not None and not pod.workload.startswith("Pod ")
+    who = "the pods of %s" % pod.workload if made else "pod %s" % pod.key
+    uses = who + (" use" if made else " uses")
+    notes = [NOT_MODELLED_NOTE % (uses, what) for what in pod.spec.unmodelled]
     if pod.spec.uses_extension:
-        notes.append(GT_LT_NOTE % pod.key)
+        notes.append(GT_LT_NOTE % uses)
     if pod.spec.required_node is not None:
         for err in pod.spec.required_node.errors:
-            notes.append("pod %s: a required node selector term never matches, as in "
-                         "kube-scheduler: %s" % (pod.key, err))
+            notes.append("%s: a required node selector term never matches, as in "
+                         "kube-scheduler: %s" % (who, err))
     return notes
 
 

@@ -109,7 +109,7 @@ def test_the_agent_starts_with_its_kubelet_files_elsewhere(tmp_path):
     p = _agent(tmp_path, "--kubelet-config", config, "--cpu-manager-state", state)
     lines = p.stderr.splitlines()
     assert p.returncode == 2 and "Traceback" not in p.stderr
-    assert lines[-1].startswith("hwaffinity agent: refusing to run: kubeconfig ")
+    assert lines[-1].startswith("hwaffinity agent: error: refusing to run: kubeconfig ")
     assert any(line.endswith("INFO hwaffinity.agent: kubelet CPU manager policy none (%s)"
                              % state) for line in lines), p.stderr
     assert any("reserved CPUs 0-1;" in line for line in lines), p.stderr
@@ -123,7 +123,7 @@ def test_the_agent_starts_where_the_checkpoint_is_missing(tmp_path):
     p = _agent(tmp_path, "--cpu-manager-state", state, "--kubelet-config", config)
     lines = p.stderr.splitlines()
     assert p.returncode == 2 and "Traceback" not in p.stderr
-    assert lines[-1].startswith("hwaffinity agent: refusing to run: kubeconfig ")
+    assert lines[-1].startswith("hwaffinity agent: error: refusing to run: kubeconfig ")
     warning = [line for line in lines if " WARNING hwaffinity.agent: " in line]
     assert len(warning) == 1 and "no CPU manager state at %s" % state in warning[0]
     assert "not verified, taken as none" in warning[0]
@@ -131,7 +131,7 @@ def test_the_agent_starts_where_the_checkpoint_is_missing(tmp_path):
     p = _agent(tmp_path, "--cpu-manager-state", state, "--kubelet-config", config)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert p.stderr.splitlines()[-1] == (
-        "hwaffinity agent: refusing to run: the kubelet's CPU manager policy is static (%s): "
-        "it writes container cpusets itself and would undo the agent's; set "
+        "hwaffinity agent: error: refusing to run: the kubelet's CPU manager policy is "
+        "static (%s): it writes container cpusets itself and would undo the agent's; set "
         "cpuManagerPolicy: none (the default) on this node, or do not run the agent here"
         % config)

@@ -27,6 +27,17 @@ def case(name):
     return register
 
 
+def elsewhere(name, test):
+    """A row whose case needs real parts (a control plane, OpenStack): TEST, a
+    'path::function' of this repository, covers it; the case checks it is there."""
+    path, function = test.split("::")
+
+    def exists(tmp_path, capsys):
+        source = open(os.path.join(ROOT, path)).read()
+        assert re.search(r"^def %s\(" % re.escape(function), source, re.M), test
+    CASES[name] = exists
+
+
 def write(tmp_path, name, *objects):
     path = tmp_path / name
     path.write_text(yaml.safe_dump_all(objects))
@@ -272,17 +283,17 @@ def _(tmp_path, capsys, cnf_package):
     not_zip = tmp_path / "x.zip"
     not_zip.write_text("not a zip")
     status, out, err = run(capsys, "csar", "validate", str(not_zip))
-    assert status == 2 and out == "" and one_error(err, "csar")
+    assert status == 2 and out == "" and one_error(err, "csar validate")
     status, _out, err = run(capsys, "csar", "validate", cnf_package, "--instantiate-request",
                             str(not_zip))
-    assert status == 2 and "not JSON" in one_error(err, "csar")
+    assert status == 2 and "not JSON" in one_error(err, "csar validate")
 
 
 @case("csar-validate.key-missing")
 def _(tmp_path, capsys, cnf_package):
     status, _out, err = run(capsys, "csar", "validate", cnf_package, "--cluster",
                             os.path.join(CSAR_DATA, "cluster.yaml"), "--topology-key", "cis")
-    assert status == 2 and 'no node carries the label "cis"' in one_error(err, "csar")
+    assert status == 2 and 'no node carries the label "cis"' in one_error(err, "csar validate")
 
 
 @case("csar-build.written")
@@ -295,7 +306,138 @@ def _(tmp_path, capsys):
     out_file = tmp_path / "none.zip"
     status, _out, err = run(capsys, "csar", "build", str(tmp_path / "missing"),
                             "--output-file", str(out_file))
-    assert status == 2 and one_error(err, "csar") and not out_file.exists()
+    assert status == 2 and one_error(err, "csar build") and not out_file.exists()
+
+
+NUMA = os.path.join(ROOT, "samples", "numa")
+# a CRI-RM affinity with a misspelt field, on line 11 of the file
+BAD_AFFINITY = """apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  namespace: prod
+  annotations:
+    cri-resource-manager.intel.com/affinity: |
+      c1:
+        - scope: {key: pod/name, operator: Equals, values: [web]}
+          match: {key: name, operator: Equals, values: [c2]}
+          wieght: 3
+spec:
+  containers: [{name: c1, image: x}, {name: c2, image: x}]
+"""
+
+
+@case("numa-explain.decoded")
+def _(tmp_path, capsys):
+    status, out, _err = run(capsys, "numa", "explain", os.path.join(NUMA, "pods.yaml"))
+    assert status == 0 and out
+
+
+@case("numa-explain.bad-annotation")
+def _(tmp_path, capsys):
+    bad = tmp_path / "pods.yaml"
+    bad.write_text(BAD_AFFINITY)
+    status, _out, err = run(capsys, "numa", "explain", str(bad))
+    assert status == 2 and one_error(err, "numa explain").endswith(
+        "unknown field 'wieght' (expected scope, match, weight) (line 11, column 11)")
+
+
+@case("numa-plan.placed")
+def _(tmp_path, capsys):
+    status, _out, _err = run(capsys, "numa", "plan", os.path.join(NUMA, "pods.yaml"),
+                             "--machine", os.path.join(NUMA, "machine.yaml"))
+    assert status == 0
+
+
+@case("numa-plan.unplaced")
+def _(tmp_path, capsys):
+    big = write(tmp_path, "big.yaml", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "big", "namespace": "d"},
+        "spec": {"containers": [{"name": "c", "image": "x", "resources": {
+            "requests": {"cpu": "500", "memory": "1Gi"},
+            "limits": {"cpu": "500", "memory": "1Gi"}}}]}})
+    status, _out, err = run(capsys, "numa", "plan", big,
+                            "--machine", os.path.join(NUMA, "machine.yaml"))
+    assert status == 1 and err.startswith("hwaffinity numa plan: d/big/c not placed: ")
+
+
+@case("numa-plan.bad-input")
+def _(tmp_path, capsys):
+    status, _out, err = run(capsys, "numa", "plan", os.path.join(NUMA, "pods.yaml"),
+                            "--machine", str(tmp_path / "none.yaml"))
+    assert status == 2 and "none.yaml" in one_error(err, "numa plan")
+
+
+@case("translate.written")
+def _(tmp_path, capsys):
+    out_dir = tmp_path / "heat"
+    status, out, _err = run(capsys, "translate", os.path.join(ROOT, "csar", "k8s-cluster"),
+                            "--flavour", "podaffinity", "--output-dir", str(out_dir))
+    assert status == 0 and (out_dir / "main.yaml").is_file()
+
+
+@case("translate.bad-input")
+def _(tmp_path, capsys):
+    status, out, err = run(capsys, "translate", os.path.join(ROOT, "csar", "k8s-cluster"),
+                           "--output-dir", str(tmp_path / "heat"))
+    assert (status, out) == (2, "") and "field --flavour: several deployment flavours" \
+        in one_error(err, "translate")
+    assert not (tmp_path / "heat").exists()
+
+
+elsewhere("relabel.correct", "tests/mgmt/test_relabel_cli.py::"
+          "test_relabel_fixes_stale_labels_and_is_idempotent")
+elsewhere("relabel.failed", "tests/mgmt/test_relabel_cli.py::"
+          "test_a_worker_without_a_node_is_listed_and_exits_1")
+
+
+@case("relabel.bad-input")
+def _(tmp_path, capsys, monkeypatch):
+    for var in list(os.environ):
+        if var.startswith("OS_"):
+            monkeypatch.delenv(var)
+    status, out, err = run(capsys, "relabel", "--stack", "vnf", "--worker-aspect", "w")
+    assert (status, out) == (2, "") and one_error(err, "relabel").startswith(
+        "no OpenStack credentials")
+    status, _out, err = run(capsys, "relabel", "--stack", "vnf",
+                            "--params", str(tmp_path / "none.yaml"))
+    assert status == 2 and "field --params: cannot read" in one_error(err, "relabel")
+
+
+elsewhere("daemon.stopped", "tests/webhook/test_cli.py::"
+          "test_ctrl_c_stops_the_webhook_cleanly_with_exit_0")
+
+
+@case("agent.refused")
+def _(tmp_path, capsys):
+    cgroups = tmp_path / "cgroup"
+    (cgroups / "unified").mkdir(parents=True)
+    status, _out, err = run(capsys, "agent", "--node", "n1", "--mode", "cgroupfs",
+                            "--cgroup-root", str(cgroups), "--kubeconfig",
+                            str(tmp_path / "none"))
+    assert status == 2
+    assert err.splitlines()[-1].startswith("hwaffinity agent: error: refusing to run: ")
+
+
+@case("controller.refused")
+def _(tmp_path, capsys):
+    status, _out, err = run(capsys, "controller", "--stack", "vnf")
+    assert status == 2 and one_error(err, "controller") == (
+        "field --stack: name the workers of the stack with --aspect and/or --vdu")
+
+
+@case("webhook-serve.refused")
+def _(tmp_path, capsys):
+    status, _out, err = run(capsys, "webhook", "serve", "--cert", str(tmp_path / "tls.crt"),
+                            "--key", str(tmp_path / "tls.key"))
+    assert status == 2 and one_error(err, "webhook serve").startswith(
+        "field --cert: no such file")
+
+
+@case("completion.printed")
+def _(tmp_path, capsys):
+    status, out, _err = run(capsys, "completion", "bash")
+    assert status == 0 and "hwaffinity" in out
 
 
 @case("usage")

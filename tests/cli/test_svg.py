@@ -22,7 +22,8 @@ MARGIN, PAGE = svg_check.MARGIN, svg_check.PAGE
 
 def _long_names(tmp_path):
     """A cluster whose host, node and pod names are long, a workload with a pod no node
-    takes and five long-named DaemonSets that run on no node, for plan; the same hosts carrying a long-named StatefulSet, for audit."""
+    takes and five long-named DaemonSets that run on no node, for plan; the same hosts
+    carrying a long-named StatefulSet, for audit."""
     nodes = [node("worker-%d-%s" % (i, "x" * 30), labels={"CIS-node": "%s-%d" % (LONG, i)},
                   alloc={"cpu": "4", "memory": "8Gi", "pods": "110"}) for i in range(3)]
     cluster = tmp_path / "cluster.json"

@@ -22,8 +22,8 @@ def test_the_output_folder_is_made(tmp_path, capsys):
 def test_a_directory_as_the_output_is_named(tmp_path, capsys):
     status, out, errors = _build(capsys, CNF, "--output-file", str(tmp_path))
     assert (status, out) == (2, "")
-    assert errors == ["hwaffinity csar: error: %s: field --output-file: is a directory: give the "
-                      "package file to write (PKG.zip)" % tmp_path]
+    assert errors == ["hwaffinity csar build: error: %s: field --output-file: is a directory: "
+                      "give the package file to write (PKG.zip)" % tmp_path]
 
 
 def test_an_output_folder_that_is_a_file_is_named(tmp_path, capsys):
@@ -31,7 +31,7 @@ def test_an_output_folder_that_is_a_file_is_named(tmp_path, capsys):
     target = os.path.join(str(tmp_path / "dist"), "vnf-b.zip")
     status, _, errors = _build(capsys, CNF, "--output-file", target)
     assert status == 2
-    assert errors == ["hwaffinity csar: error: %s: field --output-file: cannot create its "
+    assert errors == ["hwaffinity csar build: error: %s: field --output-file: cannot create its "
                       "directory %s: File exists" % (target, tmp_path / "dist")]
 
 
@@ -41,5 +41,5 @@ def test_a_binary_vnfd_is_one_line(tmp_path, capsys):
         f.write(b"a: \xff\xfe\n")
     status, _, errors = _build(capsys, src, "--output-file", str(tmp_path / "x.zip"))
     assert status == 2
-    assert errors == ["hwaffinity csar: error: Definitions/bad.yaml: not UTF-8 text "
+    assert errors == ["hwaffinity csar build: error: Definitions/bad.yaml: not UTF-8 text "
                       "(invalid start byte): a VNFD is YAML"]

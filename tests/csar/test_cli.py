@@ -58,12 +58,12 @@ def test_unusable_input_exits_2_without_traceback(tmp_path, capsys):
     junk.write_text("not a zip")
     status, out, err = _run(capsys, "validate", str(junk))
     assert status == 2
-    assert err.startswith("hwaffinity csar: error: %s: not a zip archive" % junk)
+    assert err.startswith("hwaffinity csar validate: error: %s: not a zip archive" % junk)
     assert "Traceback" not in err
     status, _, err = _run(capsys, "build", str(tmp_path / "nowhere"), "--output-file",
                           str(tmp_path / "x.zip"))
     assert status == 2
-    assert err == "hwaffinity csar: error: %s: not a directory\n" % (tmp_path / "nowhere")
+    assert err == "hwaffinity csar build: error: %s: not a directory\n" % (tmp_path / "nowhere")
     assert not os.path.exists(tmp_path / "x.zip")
 
 

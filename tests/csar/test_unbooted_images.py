@@ -51,7 +51,7 @@ def test_build_exit_2_one_line(tmp_path, capsys):
                  "--output-file", str(tmp_path / "a.zip")]) == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.splitlines()) == 1
-    assert err.startswith("hwaffinity csar: error: %s: field --image: no VDU boots from it"
+    assert err.startswith("hwaffinity csar build: error: %s: field --image: no VDU boots from it"
                           % wrong)
 
 

@@ -74,11 +74,13 @@ def test_a_run_logs_its_start_lines_runs_its_main_and_closes_after_the_threads(c
     assert line.startswith("fake serving on ") and not line.endswith(" 0")
 
 
-def test_a_refusal_is_one_line_and_exit_2(capsys):
+def test_a_refusal_is_the_cli_s_bad_input():
+    """cli.main prints it as the one error line of the command and exits 2."""
     def start(fake, context):
         raise Refused("no API server")
-    assert component.run(Fake(start)) == 2
-    assert capsys.readouterr().err == "hwaffinity fake: no API server\n"
+    with pytest.raises(InputError) as e:
+        component.run(Fake(start))
+    assert str(e.value) == "no API server"
 
 
 def test_a_port_in_use_is_bad_input_naming_the_flag_and_stops_what_started(busy_port):

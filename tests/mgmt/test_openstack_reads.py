@@ -9,9 +9,9 @@ import pytest
 from keystoneauth1 import noauth, session as ks_session
 
 from mgmt import openstack_replay as replay
+from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.labeling import inventory, params as parameters
 from tacker_hwaffinity.mgmt import lifecycle
-from tacker_hwaffinity.mgmt.reconcile import HookFailed
 from tacker_hwaffinity.openstack import OpenStack, OpenStackError, session
 
 
@@ -110,7 +110,7 @@ def test_a_wrong_aspect_is_reported_before_nova_is_asked():
     p = parameters.parse({"k8s_cluster_installation_param": {
         "worker_node": {"aspect_id": "workers"}}})
     with replay.ReplayCloud(resources, servers, stack_id) as cloud:
-        with pytest.raises(HookFailed, match="worker_node.aspect_id: the stack has no "
+        with pytest.raises(InputError, match="worker_node.aspect_id: the stack has no "
                                              "resource 'workers'"):
             lifecycle.discover(lifecycle.Context(
                 lifecycle.Job("instantiate_end", p, stack_id=stack_id), _openstack(cloud)))
@@ -134,7 +134,7 @@ def test_a_master_vdu_that_is_not_scaled_is_found_by_vdu_id():
         assert [m.server_id for m in inv.masters] == ["master-server-id"]
         assert len(inv.workers) == 2
         p["master"]["vdu_id"] = "ghost"
-        with pytest.raises(HookFailed, match="k8s_cluster_installation_param.master_node."
+        with pytest.raises(InputError, match="k8s_cluster_installation_param.master_node."
                                              "vdu_id: the stack has no server ghost"):
             lifecycle.discover(lifecycle.Context(
                 lifecycle.Job("instantiate_end", p, stack_id=stack_id), _openstack(cloud)))

@@ -63,6 +63,17 @@ def test_relabel_fixes_stale_labels_and_is_idempotent(migrated, control_plane, c
 def test_missing_workers_parameter_is_bad_input(migrated, control_plane, capsys):
     stack_id, _ = migrated
     rc = main(["relabel", "--stack", stack_id, "--kubeconfig", control_plane.kubeconfig])
-    assert rc == 1
+    assert rc == 2
     assert "name the workers: k8s_cluster_installation_param.worker_node.aspect_id" \
         in capsys.readouterr().err
+
+
+def test_a_worker_without_a_node_is_listed_and_exits_1(migrated, control_plane, capsys):
+    """The others are still labelled; the one that could not be handled is named."""
+    stack_id, names = migrated
+    control_plane.delete_node(names[2])
+    rc = main(["relabel", "--stack", stack_id, "--worker-aspect", "worker_instance",
+               "--kubeconfig", control_plane.kubeconfig, "-o", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert rc == 1 and len(out["errors"]) == 1
+    assert _labels(control_plane, names[:2]) == ["c-a", "c-b"]

@@ -59,6 +59,20 @@ def test_not_modelled_parts_of_a_pod_are_named_in_the_notes():
     assert "resourceClaims (DynamicResources)" in text and "hostPort (NodePorts)" in text
 
 
+def test_a_workload_s_not_modelled_parts_are_one_note_for_all_its_pods():
+    """A 40-replica hostPort Deployment is one note, not forty."""
+    hostport = [container(ports=[{"containerPort": 80, "hostPort": 80}])]
+    web = {"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": "web", "namespace": "default"},
+           "spec": {"replicas": 40, "selector": {"matchLabels": {"app": "web"}},
+                    "template": {"metadata": {"labels": {"app": "web"}},
+                                 "spec": {"containers": hostport}}}}
+    p = plan([node("a")], [web, pod("x", containers=hostport)])
+    about = [n for n in p.notes if "hostPort (NodePorts)" in n]
+    assert [n.split(" hostPort")[0] for n in about] == [
+        "the pods of Deployment default/web use", "pod default/x uses"]
+
+
 def test_unplaceable_pod_notes_preemption_and_not_missing_images():
     p = plan([node("a", alloc={"pods": "0"})], [pod("x")])
     assert not p.complete
