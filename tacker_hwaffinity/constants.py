@@ -20,6 +20,14 @@ SCS_HOST_ID_LABEL = "topology.scs.community/host-id"
 # say so; the agent itself trusts no grant it could not have made).
 NUMA_ANNOTATION = "hwaffinity.io/numa"
 
+# The NoSchedule taint a worker node carries until its host label agrees with Nova: the
+# kubelet registers with it (install_k8s.sh's join configuration), else the webhook adds it
+# when the Node is created, else the controller as soon as it sees the node; the MgmtDriver
+# and the controller lift it once they have labelled the node from Nova's answer. A pod that
+# does not tolerate it is not bound to a node whose physical host is not known yet.
+# doc/host-truth.md.
+HOST_UNKNOWN_TAINT = "hwaffinity.io/host-unknown"
+
 # The field manager of every label this project applies (server-side apply, kubectl).
 FIELD_MANAGER = "tacker-hwaffinity"
 

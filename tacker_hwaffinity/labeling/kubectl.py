@@ -8,7 +8,7 @@ round trip.
 import json
 from collections.abc import Iterable, Mapping
 
-from tacker_hwaffinity.constants import FIELD_MANAGER
+from tacker_hwaffinity.constants import FIELD_MANAGER, HOST_UNKNOWN_TAINT
 from tacker_hwaffinity.labeling.nodes import NodeObjectError, kube_node
 from tacker_hwaffinity.labeling.plan import KubeNode
 
@@ -30,6 +30,11 @@ def apply_labels(desired: Mapping[str, Mapping[str, str]]) -> tuple[list[str], s
     argv = ["kubectl", "apply", "--server-side", "--force-conflicts",
             "--field-manager=" + FIELD_MANAGER, "-o", "json", "-f", "-"]
     return argv, json.dumps(doc, sort_keys=True)
+
+
+def lift_host_unknown(nodes: Iterable[str]) -> list[str]:
+    """Remove the host-unknown taint from NODES (each must carry it) in one call."""
+    return ["kubectl", "taint", "nodes"] + sorted(nodes) + [HOST_UNKNOWN_TAINT + ":NoSchedule-"]
 
 
 def cordon(nodes: Iterable[str]) -> list[str]:

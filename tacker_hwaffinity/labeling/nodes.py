@@ -1,8 +1,9 @@
 """The planner's KubeNode of a Kubernetes Node object: the one reading of a node's name,
-labels, InternalIPs and spec.providerID, for the MgmtDriver (kubectl's JSON), the
+labels, InternalIPs, spec.providerID and host-unknown taint, for the MgmtDriver (kubectl's JSON), the
 controller (its informer) and ``hwaffinity audit --openstack`` (snapshot or API)."""
 from typing import Any
 
+from tacker_hwaffinity.constants import HOST_UNKNOWN_TAINT
 from tacker_hwaffinity.labeling import provider_id
 from tacker_hwaffinity.labeling.plan import KubeNode
 
@@ -22,6 +23,13 @@ def kube_node(obj: Any) -> KubeNode:
            and a.get("type") == "InternalIP" and isinstance(a.get("address"), str)
            and a.get("address")]
     labels = meta.get("labels")
+    taints = spec.get("taints") if isinstance(spec, dict) else None
     return KubeNode(meta["name"], ips, labels if isinstance(labels, dict) else {},
                     provider_id.parse(spec.get("providerID") if isinstance(spec, dict)
-                                      else None))
+                                      else None), host_unknown=carries_host_unknown(taints))
+
+
+def carries_host_unknown(taints: Any) -> bool:
+    """Do TAINTS (a node's spec.taints, as read) hold ``HOST_UNKNOWN_TAINT``?"""
+    return isinstance(taints, list) and any(
+        isinstance(t, dict) and t.get("key") == HOST_UNKNOWN_TAINT for t in taints)

@@ -32,16 +32,17 @@ class Worker:
 
 
 class KubeNode:
-    """A Kubernetes node: name, InternalIP addresses, current labels, and the Nova server
-    its spec.providerID names (``labeling.provider_id.ProviderID``; None: names none).
-    Built from a Node object by ``labeling.nodes.kube_node``."""
+    """A Kubernetes node: name, InternalIP addresses, current labels, the Nova server its
+    spec.providerID names (``labeling.provider_id.ProviderID``; None: names none), and
+    whether it carries the taint ``constants.HOST_UNKNOWN_TAINT``. Built from a Node
+    object by ``labeling.nodes.kube_node``."""
 
-    __slots__ = ("name", "internal_ips", "labels", "provider")
+    __slots__ = ("name", "internal_ips", "labels", "provider", "host_unknown")
 
     def __init__(self, name: str, internal_ips: Iterable[str], labels: Mapping[str, str],
-                 provider: ProviderID | None = None):
+                 provider: ProviderID | None = None, host_unknown: bool = False):
         self.name, self.internal_ips, self.labels = name, tuple(internal_ips), dict(labels)
-        self.provider = provider
+        self.provider, self.host_unknown = provider, host_unknown
 
     @property
     def provider_id(self) -> str | None:
@@ -91,6 +92,12 @@ class LabelPlan:
                 if diff:
                     out[a.node.name] = diff
         return out
+
+    def host_known(self) -> list[str]:
+        """The nodes carrying the host-unknown taint whose labels this plan makes true (a
+        matched worker, no error): once the labels are applied, the taint is lifted."""
+        return sorted(a.node.name for a in self.assignments
+                      if a.node and not a.error and a.node.host_unknown)
 
     def mapping(self) -> list[dict[str, Any]]:
         """The worker -> host -> node report (log and VNF instance metadata)."""

@@ -2,8 +2,9 @@
 
 * ``relabel``: read the nodes (1 command), plan, apply every change in ONE
   server-side apply that also prints the result, and check the labels read
-  back. Correct labels are applied even when some workers fail; the failure
-  then lists those workers and why.
+  back; then lift the host-unknown taint (1 command) from the nodes whose labels
+  are now Nova's. Correct labels are applied even when some workers fail; the
+  failure then lists those workers and why.
 * ``evict``: cordon (1 command), drain (1 command for all nodes, PDBs
   honoured, bounded) and, for scale-in, delete (1 command) the nodes of the
   given workers. A node that drain could not empty is not deleted.
@@ -12,6 +13,7 @@
 """
 import time
 
+from tacker_hwaffinity.constants import HOST_UNKNOWN_TAINT
 from tacker_hwaffinity.labeling import kubectl, plan as planning
 
 
@@ -70,6 +72,7 @@ def relabel(kube, workers, hw, log, dry_run=False, nodes=None, region=None):
                            for n, lv in sorted(changes.items())))
     else:
         log.info("all %d worker node label(s) already correct", len(p.desired()))
+    _lift_host_unknown(kube, p.host_known(), log)
     for row in p.mapping():
         log.info("worker %s (server %s) -> host %s (%s) -> node %s%s", row["worker"],
                  row["server"], row["host"], row["hostSource"], row["node"],
@@ -77,6 +80,22 @@ def relabel(kube, workers, hw, log, dry_run=False, nodes=None, region=None):
     if p.errors:
         raise HookFailed("%d problem(s): %s" % (len(p.errors), "; ".join(p.errors)))
     return p
+
+
+def _lift_host_unknown(kube, names, log):
+    """Lift the host-unknown taint from NAMES (their labels are now Nova's). A node that
+    lost it meanwhile fails kubectl's call: the nodes are read again, and only a node that
+    still carries it is a failure."""
+    if not names:
+        return
+    status, _out, err = kube.run(kubectl.lift_host_unknown(names))
+    if status != 0:
+        left = [n.name for n in read_nodes(kube) if n.name in names and n.host_unknown]
+        if left:
+            raise HookFailed("kubectl taint (lift %s) failed (%s, exit %d) on node(s) %s: %s"
+                             % (HOST_UNKNOWN_TAINT, kube.where, status, ", ".join(left),
+                                _tail(err) or "(no message)"))
+    log.info("host known: lifted %s from node(s) %s", HOST_UNKNOWN_TAINT, ", ".join(names))
 
 
 def nodes_of(workers, nodes):

@@ -435,9 +435,10 @@ def wait_until(predicate, timeout, interval=0.2, what="condition"):
         time.sleep(interval)
 
 
-def node_object(name, labels, address, cpu, memory, pods):
+def node_object(name, labels, address, cpu, memory, pods, taints=()):
     """A Ready Node as a kubelet registers it (capacity = allocatable, the
-    pressure conditions, InternalIP/Hostname addresses, nodeInfo)."""
+    pressure conditions, InternalIP/Hostname addresses, nodeInfo), with TAINTS
+    (the kubelet's --register-with-taints)."""
     all_labels = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                   "kubernetes.io/arch": "amd64"}
     all_labels.update(labels or {})
@@ -446,7 +447,7 @@ def node_object(name, labels, address, cpu, memory, pods):
     return {
         "apiVersion": "v1", "kind": "Node",
         "metadata": {"name": name, "labels": all_labels},
-        "spec": {},
+        "spec": {"taints": list(taints)} if taints else {},
         "status": {
             "capacity": capacity, "allocatable": dict(capacity),
             "conditions": [
@@ -989,13 +990,14 @@ class ControlPlane:
         self.admin.request("DELETE", "/api/v1/namespaces/" + name, ok=(200, 202, 404))
 
     def add_node(self, name, labels=None, cpu="4", memory="8Gi", pods="110", wait=True,
-                 timeout=30, address=None):
+                 timeout=30, address=None, taints=()):
         """Create a kubelet-less Ready node with the given labels (and InternalIP
-        ADDRESS, default 127.0.1.N) and let the fake kubelet keep it alive; wait
-        until it is schedulable."""
+        ADDRESS, default 127.0.1.N), registered with TAINTS, and let the fake kubelet
+        keep it alive; wait until it is schedulable."""
         index = len(self.nodes) + 1
         address = address or "127.0.1.%d" % (index % 250 + 1)
-        self.admin.create("/api/v1/nodes", node_object(name, labels, address, cpu, memory, pods))
+        self.admin.create("/api/v1/nodes", node_object(name, labels, address, cpu, memory, pods,
+                                                       taints))
         crt, key = self.pki.issue("node-" + name, "/O=system:nodes/CN=system:node:" + name)
         node_client = KubeClient(self.server, self.pki.ca_crt, crt, key)
         self.nodes[name] = address

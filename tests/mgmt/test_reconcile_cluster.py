@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
+from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL, HOST_UNKNOWN_TAINT
 from tacker_hwaffinity.labeling import params as parameters
 from tacker_hwaffinity.labeling.plan import Worker
 from tacker_hwaffinity.mgmt import kubectl_runner as kube, reconcile
@@ -31,13 +31,13 @@ class Fleet:
     def __init__(self, cp):
         self.cp, self.names, self.tag = cp, [], uuid.uuid4().hex[:6]
 
-    def add(self, count, labels=None):
+    def add(self, count, labels=None, taints=()):
         base = len(self.names)
         out = []
         for i in range(base, base + count):
             name = "w%s-%d" % (self.tag, i)
             addr = "10.77.%d.%d" % (int(self.tag[:2], 16), i + 1)
-            self.cp.add_node(name, labels, address=addr, wait=False)
+            self.cp.add_node(name, labels, address=addr, wait=False, taints=taints)
             self.names.append(name)
             out.append((name, addr))
         return out
@@ -273,6 +273,27 @@ def test_local_kubectl_with_a_kubeconfig_labels_too(fleet, control_plane):
     assert [fleet.labels(n)[DEFAULT_HOST_LABEL] for n, _ in nodes] == ["h-a", "h-b"]
     import os
     assert not os.path.exists(path)  # the kubeconfig copy is gone
+
+
+def test_the_host_unknown_taint_is_lifted_once_the_label_is_nova_s(fleet, control_plane):
+    """Workers registered with the taint (install_k8s.sh's join): labelled from Nova's
+    answer, their taint is lifted and the other taints kept; a node no worker matches
+    keeps it. Run twice: the second run has nothing to lift and changes nothing."""
+    from controlplane import harness
+    unknown = {"key": HOST_UNKNOWN_TAINT, "effect": "NoSchedule"}
+    other = {"key": "dedicated", "value": "cnf", "effect": "NoSchedule"}
+    nodes = fleet.add(2, taints=[unknown, other])
+    (stray, _addr), = fleet.add(1, taints=[unknown])
+    with open(control_plane.kubeconfig) as f:
+        runner = kube.LocalKubectl(f.read(), kubectl=harness.find_binaries()["kubectl"])
+    try:
+        for _ in range(2):
+            reconcile.relabel(runner, _workers(nodes, ["h-a", "h-b"]), _hw(), LOG)
+            assert [fleet.labels(n)[DEFAULT_HOST_LABEL] for n, _ in nodes] == ["h-a", "h-b"]
+            assert [fleet.node(n)["spec"]["taints"] for n, _ in nodes] == [[other]] * 2
+            assert fleet.node(stray)["spec"]["taints"] == [unknown]
+    finally:
+        runner.close()
 
 
 def test_kubeconfig_from_a_kubernetes_vim_is_valid():

@@ -14,6 +14,8 @@ import subprocess
 
 import pytest
 
+from tacker_hwaffinity.constants import HOST_UNKNOWN_TAINT
+
 from .pkgtools import INSTALL_SCRIPT, PACKAGE_DOC, missing
 
 TOKEN = "abcdef.0123456789abcdef"
@@ -308,3 +310,21 @@ def test_refresh_join_only_on_a_control_plane_node_this_script_made(tmp_path):
     proc = run("--role", "refresh-join", "--dry-run", env=_state(tmp_path / "b", done="init"))
     assert proc.returncode == 0, proc.stderr
     assert "create a bootstrap token" in proc.stdout
+
+
+@pytest.mark.parametrize("role,taints", [
+    ("join-worker", [{"key": HOST_UNKNOWN_TAINT, "effect": "NoSchedule"}]),
+    ("join-control-plane", None)])
+def test_a_worker_registers_with_the_host_unknown_taint(role, taints, tmp_path):
+    """kubeadm's JoinConfiguration (its nodeRegistration.taints become the kubelet's
+    --register-with-taints): a worker is created tainted until the MgmtDriver has
+    labelled it from Nova; a control-plane node keeps kubeadm's own taints."""
+    import yaml
+    cfg = tmp_path / "join.yaml"
+    proc = sourced("role=%s node_name=w1 node_ip=10.10.0.12 join_endpoint=%s join_token=%s "
+                   "join_ca_hash=%s join_cert_key=%s; write_join_config %s"
+                   % (role, ENDPOINT, TOKEN, CA_HASH, CERT_KEY, cfg))
+    assert proc.returncode == 0, proc.stderr
+    doc = yaml.safe_load(cfg.read_text())
+    assert doc["kind"] == "JoinConfiguration"
+    assert doc["nodeRegistration"].get("taints") == taints

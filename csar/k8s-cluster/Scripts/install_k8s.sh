@@ -16,7 +16,10 @@
 #   init                 first control-plane node: kubeadm init, CNI (flannel),
 #                        then the join information (as refresh-join)
 #   join-control-plane   another control-plane node (kubeadm join --control-plane)
-#   join-worker          a worker (kubeadm join)
+#   join-worker          a worker (kubeadm join), registered with the taint
+#                        hwaffinity.io/host-unknown:NoSchedule, which the
+#                        MgmtDriver lifts once the node's compute-host label
+#                        is Nova's (no pod lands on it before its host is known)
 #   refresh-join         on a control-plane node: a new bootstrap token and
 #                        certificate key, written to the join file
 #
@@ -72,6 +75,8 @@ readonly LOG="${LOG_DIR}/install.log"
 readonly KEYRING="/etc/apt/keyrings/kubernetes-apt-keyring.gpg"
 readonly APT_SOURCE="/etc/apt/sources.list.d/kubernetes.list"
 readonly CRI_SOCKET="unix:///var/run/containerd/containerd.sock"
+# tacker_hwaffinity.constants.HOST_UNKNOWN_TAINT (a test keeps the two equal)
+readonly HOST_UNKNOWN_TAINT="hwaffinity.io/host-unknown"
 readonly APT_OPTS=(-y -q -o DPkg::Lock::Timeout=600)
 # what this script made of the node: the role whose kubeadm step succeeded,
 # and the role whose kubeadm step was started (a failed run leaves the latter)
@@ -534,6 +539,11 @@ write_join_config() {
         printf '    caCertHashes: ["%s"]\n' "${join_ca_hash}"
         printf 'nodeRegistration:\n  name: "%s"\n  criSocket: "%s"\n' "${node_name}" "${CRI_SOCKET}"
         printf '  kubeletExtraArgs:\n  - name: node-ip\n    value: "%s"\n' "${node_ip}"
+        if [ "${role}" = join-worker ]; then
+            # kubeadm join passes it as the kubelet's --register-with-taints: the Node
+            # is created tainted, so nothing is bound to it before the MgmtDriver lifts it
+            printf '  taints:\n  - key: "%s"\n    effect: NoSchedule\n' "${HOST_UNKNOWN_TAINT}"
+        fi
         if [ "${role}" = join-control-plane ]; then
             printf 'controlPlane:\n  certificateKey: "%s"\n' "${join_cert_key}"
             printf '  localAPIEndpoint:\n    advertiseAddress: "%s"\n    bindPort: 6443\n' "${node_ip}"
