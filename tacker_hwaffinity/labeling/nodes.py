@@ -1,6 +1,7 @@
 """The planner's KubeNode of a Kubernetes Node object: the one reading of a node's name,
-labels, InternalIPs, spec.providerID and host-unknown taint, for the MgmtDriver (kubectl's JSON), the
-controller (its informer) and ``hwaffinity audit --openstack`` (snapshot or API)."""
+labels, InternalIPs, spec.providerID and host-unknown taint, for the MgmtDriver (kubectl's
+JSON), the controller (its informer) and ``hwaffinity audit --openstack`` (snapshot or
+API)."""
 from typing import Any
 
 from tacker_hwaffinity.constants import HOST_UNKNOWN_TAINT
