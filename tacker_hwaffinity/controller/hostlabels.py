@@ -10,10 +10,11 @@ import time
 
 from tacker_hwaffinity.controller.events import meta_of
 from tacker_hwaffinity.controller.hosts import SETTLED, HostTracker
+from tacker_hwaffinity.controller.hosttruth import HostTruth
 from tacker_hwaffinity.kube import labels
 from tacker_hwaffinity.kube.client import KubeError
 from tacker_hwaffinity.labeling import plan as planning
-from tacker_hwaffinity.labeling.nodes import kube_node
+from tacker_hwaffinity.labeling.nodes import carries_host_unknown, kube_node
 from tacker_hwaffinity.labeling.sanitize import label_value
 
 
@@ -30,6 +31,9 @@ class HostLabels:
         self.workers = {}           # server id -> ServerState (worker servers only)
         self.moved_nodes = set()    # nodes relabelled since the last move: evicted first
         self.resync = False         # relabel every worker at the next poll
+        self.labelled = {}          # node -> the labels this poll applied to it
+        self.truth = HostTruth(conn, metrics.nodes_host_unknown, term, events, log,
+                               settings.dry_run)
 
     def concerns(self, event_type, server_id):
         """Does a Nova notification of EVENT_TYPE about SERVER_ID call for a poll: it
@@ -39,7 +43,8 @@ class HostLabels:
 
     def poll(self):
         """Poll Nova and relabel the workers that settled on a new host (all of them
-        after the first poll and on a resync). Nova failing keeps the labels."""
+        after the first poll and on a resync), then judge the nodes that carry the
+        host-unknown taint. Nova failing keeps the labels and the taints."""
         t0 = time.monotonic()
         try:
             states = self.poll_nova.poll()
@@ -49,6 +54,12 @@ class HostLabels:
             return
         finally:
             self.metrics.poll.observe(time.monotonic() - t0)
+        self.labelled = {}
+        self._follow(states)
+        self._judge_host_truth()
+
+    def _follow(self, states):
+        """Relabel the workers among STATES (one poll's) that settled on a new host."""
         chosen = self.s.workers.select(states)
         ids = {s.id for s in chosen}
         states = chosen + [s for s in states if s.id in self.workers and s.id not in ids]
@@ -81,6 +92,17 @@ class HostLabels:
                 st.id for st in joined if st.id not in moved and st.status in SETTLED
                 and not st.task_state]
             self._relabel([self.workers[i] for i in todo], moved)
+
+    def _judge_host_truth(self):
+        """Lift the host-unknown taint from the nodes whose labels are now Nova's
+        (``controller.hosttruth``); the plan of every worker is made only when a node
+        carries it."""
+        node_objs = self.nodes.list()
+        tainted = any(carries_host_unknown((o.get("spec") or {}).get("taints"))
+                      for o in node_objs)
+        assignments = (self._plan(list(self.workers.values())).assignments
+                       if tainted and self.tracker is not None and self.workers else [])
+        self.truth.judge(node_objs, assignments, self.workers, self.labelled)
 
     def _plan(self, servers):
         """The MgmtDriver planner's Plan for SERVERS on the nodes of the cache, each
@@ -123,6 +145,7 @@ class HostLabels:
                 self.log.warning("node %s not relabelled: %s", node, e)
                 continue
             self.metrics.relabels.inc()
+            self.labelled[node] = wanted
             a = by_node[node]
             move = moves.get(a.worker.server_id)
             text = ("worker %s (server %s) %s: labels %s" % (

@@ -96,6 +96,10 @@ class Metrics:
             "(a pod, a node), exposure gauges not updated (exposure) and ticks cut short by "
             "a bug (tick), by kind and reason (the exception's type)", ["kind", "reason"],
             registry=registry)
+        self.nodes_host_unknown = Gauge(
+            "hwaffinity_controller_nodes_host_unknown", "Nodes that keep the host-unknown "
+            "taint after the last Nova poll, by why their host is not known "
+            "(controller.hosttruth)", ["reason"], registry=registry)
         self.abandoned = Counter("hwaffinity_controller_ticks_abandoned",
                                  "Ticks abandoned before a side effect: the lease was not "
                                  "confirmed", registry=registry)

@@ -14,7 +14,7 @@ from tacker_hwaffinity.kube import events, labels
 from tacker_hwaffinity.labeling import params
 from tacker_hwaffinity.openstack.servers import ServerState
 from tests import builders
-from tests.controller.test_runner import Cache, Poll
+from tests.controller.tick_world import Cache, Poll
 
 S = ["%d%d%d%d%d%d%d%d-0000-4000-8000-000000000000" % ((i,) * 8) for i in range(1, 6)]
 

@@ -33,7 +33,8 @@ FAMILIES = ["hwaffinity_informer_object_errors", "hwaffinity_workload_replicas",
             "hwaffinity_controller_evictions", "hwaffinity_controller_violations",
             "hwaffinity_controller_poll_seconds", "hwaffinity_controller_poll_errors",
             "hwaffinity_controller_notifications", "hwaffinity_controller_evictions_stuck",
-            "hwaffinity_controller_object_errors", "hwaffinity_controller_ticks_abandoned"]
+            "hwaffinity_controller_object_errors", "hwaffinity_controller_nodes_host_unknown",
+            "hwaffinity_controller_ticks_abandoned"]
 
 
 class ApiGroup:

@@ -1,6 +1,6 @@
 """The controller's exposure gauges (controller.exposure): on Nova's hosts, once per poll,
 also in a dry run; bounded and cleaned up. The controller is run on plain objects as in
-tests/controller/test_runner (its caches and Nova stand-ins)."""
+tests/controller/tick_world (its caches and Nova stand-ins)."""
 import logging
 import time
 
@@ -12,7 +12,7 @@ from tacker_hwaffinity.controller.workers import MetadataWorkers
 from tacker_hwaffinity.kube.evict import Eviction
 from tacker_hwaffinity.labeling import params
 
-from controller.test_runner import ANNOTATION, Cache, Poll, State, node, pod
+from controller.tick_world import ANNOTATION, Cache, Poll, State, node, pod
 
 W = ("default", "ReplicaSet", "web")
 

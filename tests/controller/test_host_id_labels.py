@@ -3,12 +3,13 @@
 ``topology.scs.community/host-id`` equal to Nova's hostId, in the same plan and the same
 write as ``CIS-node``, through each kind of move Nova makes: live migration, evacuation,
 resize (confirmed and reverted) and a heal that replaces the VM. The API calls are the
-stand-ins of ``test_runner``."""
+stand-ins of ``tick_world``."""
 import pytest
 
 from tacker_hwaffinity.constants import OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LABEL
 from tacker_hwaffinity.errors import InputError
-from tests.controller.test_runner import State, world  # noqa: F401 (world: a fixture)
+from tests.controller.test_runner import world  # noqa: F401 (a fixture)
+from tests.controller.tick_world import State
 
 KEYS = (OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LABEL)
 

@@ -17,7 +17,8 @@ from tacker_hwaffinity.kube import events, labels
 from tacker_hwaffinity.kube.evict import Eviction
 from tacker_hwaffinity.labeling import params
 from tests import builders
-from tests.controller.test_runner import Cache, Poll, State, object_errors
+from tests.controller.test_runner import object_errors
+from tests.controller.tick_world import Cache, Poll, State
 
 ANTI = builders.affinity(req_anti=[builders.term("CIS-node", {"app": "web"})])
 RS = ("ReplicaSet", "web-abc")

@@ -21,7 +21,7 @@ from tacker_hwaffinity.kube import events, labels
 from tacker_hwaffinity.kube.evict import Eviction
 from tacker_hwaffinity.labeling import params
 from tests import builders
-from tests.controller.test_runner import Cache, Poll, State
+from tests.controller.tick_world import Cache, Poll, State
 
 YEAR_S = 365 * 24 * 3600
 INTERVAL_S = 10                 # --eviction-interval

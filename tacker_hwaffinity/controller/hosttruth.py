@@ -1,0 +1,119 @@
+"""Host truth before scheduling: a node carrying the host-unknown taint
+(``constants.HOST_UNKNOWN_TAINT``; the kubelet registers with it, or the webhook adds it
+when the Node is created) has it lifted once its host labels are Nova's answer; until
+then no pod that does not tolerate it is bound there. A tainted node whose host cannot
+be read keeps it, with a Warning Event on the node and the gauge
+``hwaffinity_controller_nodes_host_unknown{reason}`` saying why:
+
+* ``no-server``: no worker server matches the node (its providerID names a server Nova
+  does not list to these credentials, or no worker has its InternalIP);
+* ``unresolved``: a worker matches it but its host cannot be said (the planner's error,
+  e.g. two nodes claim the server);
+* ``moving``: its server is being built or migrated: judged once it settles;
+* ``unlabelled``: its labels are not Nova's yet (the relabel failed; tried again).
+
+After each Nova poll ``controller.hostlabels.HostLabels`` hands over what it knows: the
+planner's assignments of every worker and the labels it has just applied.
+"""
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from prometheus_client import Gauge
+
+from tacker_hwaffinity.constants import HOST_UNKNOWN_TAINT
+from tacker_hwaffinity.controller.hosts import SETTLED
+from tacker_hwaffinity.kube import taints
+from tacker_hwaffinity.kube.client import KubeError
+from tacker_hwaffinity.labeling.nodes import carries_host_unknown
+from tacker_hwaffinity.labeling.plan import Assignment
+from tacker_hwaffinity.openstack.servers import ServerState
+
+REASONS = ("no-server", "unresolved", "moving", "unlabelled")
+
+
+class HostTruth:
+    """Lifts the taint through CONN while TERM (``controller.term.Term``) confirms the
+    lease; Events through EVENTS (``controller.events.EventLog``); GAUGE: the gauge
+    above (label ``reason``). DRY_RUN: only say what would be lifted."""
+
+    def __init__(self, conn: Any, gauge: Gauge, term: Any, events: Any, log: logging.Logger,
+                 dry_run: bool = False) -> None:
+        self.conn, self.gauge, self.term, self.events = conn, gauge, term, events
+        self.log, self.dry_run = log, dry_run
+        for reason in REASONS:
+            gauge.labels(reason).set(0)
+
+    def judge(self, node_objs: Iterable[Any], assignments: Iterable[Assignment],
+              workers: Mapping[str, ServerState], labelled: Mapping[str, Mapping[str, str]]
+              ) -> None:
+        """Judge every tainted node of NODE_OBJS (the node cache's) by ASSIGNMENTS (the
+        planner's, of every worker server), WORKERS (server id -> its state) and
+        LABELLED (node -> the labels applied to it by this poll): lift the taint where
+        the labels are Nova's, else say why not."""
+        by_node = {a.node.name: a for a in assignments if a.node is not None}
+        counts = dict.fromkeys(REASONS, 0)
+        for obj in node_objs:
+            spec = obj.get("spec") or {}
+            if not carries_host_unknown(spec.get("taints")):
+                continue
+            name = obj["metadata"]["name"]
+            reason, why = _why_unknown(obj, by_node.get(name), workers, labelled.get(name))
+            if reason is None and not self._lift(obj, by_node[name]):
+                reason, why = "unlabelled", "the node changed while its taint was lifted"
+            if reason is not None:
+                counts[reason] += 1
+                self.events.record(obj, "Warning", "HostUnknown", "%s stays: %s"
+                                   % (HOST_UNKNOWN_TAINT, why))
+        for reason, n in counts.items():
+            self.gauge.labels(reason).set(n)
+
+    def _lift(self, obj: Any, a: Assignment) -> bool:
+        """Lift the taint from OBJ, whose labels are Nova's (A); False when the node
+        changed since it was read (judged again at the next poll)."""
+        name = obj["metadata"]["name"]
+        text = "host %s is Nova's answer for server %s: %s lifted" % (
+            a.host, a.worker.server_id, HOST_UNKNOWN_TAINT)
+        if self.dry_run:
+            self.log.info("node %s: would lift %s (host %s)", name, HOST_UNKNOWN_TAINT, a.host)
+            return True
+        try:
+            with self.term.acting("lifting %s from node %s" % (HOST_UNKNOWN_TAINT, name)):
+                lifted = taints.lift(self.conn, name, obj["metadata"]["uid"],
+                                     obj["spec"]["taints"], HOST_UNKNOWN_TAINT)
+        except KubeError as e:
+            self.log.warning("node %s: %s not lifted: %s", name, HOST_UNKNOWN_TAINT, e)
+            return False
+        if lifted:
+            self.log.info("node %s: %s", name, text)
+            self.events.record(obj, "Normal", "HostKnown", text)
+        return lifted
+
+
+def _why_unknown(obj: Any, a: Assignment | None, workers: Mapping[str, ServerState],
+                 applied: Mapping[str, str] | None) -> tuple[str | None, str]:
+    """(reason, message) of why OBJ's host is not known (reason None: it is) from its
+    assignment A, the WORKERS' states and the labels APPLIED to it by this poll."""
+    if a is None:
+        spec, status = obj.get("spec") or {}, obj.get("status") or {}
+        provider = spec.get("providerID")
+        if provider:
+            return "no-server", ("its providerID %s names no worker server Nova lists to "
+                                 "these credentials" % provider)
+        ips = [x.get("address") for x in status.get("addresses") or ()
+               if isinstance(x, dict) and x.get("type") == "InternalIP"]
+        return "no-server", ("no worker server has its InternalIP (%s)"
+                             % (", ".join(str(i) for i in ips) or "none"))
+    if a.error:
+        return "unresolved", "server %s: %s" % (a.worker.server_id, a.error)
+    state = workers.get(a.worker.server_id)
+    if state is None or state.status not in SETTLED or state.task_state:
+        return "moving", "server %s is %s%s: judged once it settles" % (
+            a.worker.server_id, state.status if state else "gone",
+            " (%s)" % state.task_state if state and state.task_state else "")
+    current = applied if applied is not None else obj["metadata"].get("labels") or {}
+    wrong = sorted(k for k, v in a.labels.items() if current.get(k) != v)
+    if wrong:
+        return "unlabelled", "its label %s is not yet Nova's answer (%s)" % (
+            ", ".join(wrong), ", ".join("%s=%s" % (k, a.labels[k]) for k in wrong))
+    return None, ""

@@ -1,0 +1,140 @@
+"""The host-unknown taint in the controller's tick (``controller.hosttruth``): lifted once
+a node's labels are Nova's answer, kept with a Warning Event and the gauge's reason while
+they cannot be. The API calls are stand-ins (``kube.taints.lift`` runs against the real
+control plane in tests/controlplane/test_host_truth_e2e.py)."""
+import pytest
+
+from tacker_hwaffinity.constants import HOST_UNKNOWN_TAINT
+from tacker_hwaffinity.kube import taints
+from tests import builders
+
+from .tick_world import State, make_world
+
+UNKNOWN = {"key": HOST_UNKNOWN_TAINT, "effect": "NoSchedule"}
+OTHER = {"key": "dedicated", "value": "cnf", "effect": "NoSchedule"}
+
+
+@pytest.fixture
+def world(monkeypatch):
+    return make_world(monkeypatch)
+
+
+@pytest.fixture
+def lifts(world, monkeypatch):
+    """The calls of kube.taints.lift, applied to the node cache; ``refuse`` makes the
+    next one find the node changed."""
+    c, _poll, nodes, *_ = world
+    calls, refuse = [], []
+
+    def lift(conn, name, uid, current, key):
+        calls.append((name, uid, list(current), key))
+        if refuse:
+            refuse.pop()
+            return False
+        obj = nodes.objs[("", name)]
+        obj["spec"]["taints"] = [t for t in current if t.get("key") != key]
+        return True
+    monkeypatch.setattr(taints, "lift", lift)
+    return calls, refuse
+
+
+def _join(nodes, name, ip, labels=None):
+    """A node registered with the taint (and another one), without a host label."""
+    obj = builders.node(name, labels or {}, ip=ip, uid="u-" + name, taints=[OTHER, UNKNOWN])
+    nodes.objs[("", name)] = obj
+    return obj
+
+
+def _gauge(c, reason):
+    return c.metrics.nodes_host_unknown.labels(reason)._value.get()
+
+
+def _events(calls, reason):
+    return [(n, m) for n, r, m in calls["events"] if r == reason]
+
+
+def test_a_new_worker_is_labelled_then_its_taint_lifted_the_others_kept(world, lifts):
+    c, poll, nodes, _pods, calls, now, _ = world
+    lifted, _ = lifts
+    _join(nodes, "w4", "10.0.0.4")
+    poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3"), State("4", "h1")]
+    c.tick()
+    assert calls["labels"] == [("w4", {"CIS-node": "h1"})]
+    assert lifted == [("w4", "u-w4", [OTHER, UNKNOWN], HOST_UNKNOWN_TAINT)]
+    assert nodes.get("", "w4")["spec"]["taints"] == [OTHER]
+    assert _events(calls, "HostKnown") == [
+        ("w4", "host h1 is Nova's answer for server 4: %s lifted" % HOST_UNKNOWN_TAINT)]
+    assert [_gauge(c, r) for r in ("no-server", "unresolved", "moving", "unlabelled")] \
+        == [0, 0, 0, 0]
+    now[0] += 30
+    c.tick()
+    assert len(lifted) == 1                     # nothing left to lift
+
+
+def test_a_node_no_worker_server_matches_keeps_it_and_says_why(world, lifts):
+    c, poll, nodes, _pods, calls, now, _ = world
+    lifted, _ = lifts
+    _join(nodes, "stray", "10.9.9.9")
+    ghost = _join(nodes, "ghost", "10.9.9.8")
+    ghost["spec"]["providerID"] = "openstack:///0000-gone"
+    poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3")]
+    c.tick()
+    assert lifted == [] and _gauge(c, "no-server") == 2
+    assert sorted(_events(calls, "HostUnknown")) == [
+        ("ghost", "%s stays: its providerID openstack:///0000-gone names no worker server "
+                  "Nova lists to these credentials" % HOST_UNKNOWN_TAINT),
+        ("stray", "%s stays: no worker server has its InternalIP (10.9.9.9)"
+         % HOST_UNKNOWN_TAINT)]
+    now[0] += 30
+    c.tick()
+    assert len(_events(calls, "HostUnknown")) == 2      # said once per node
+
+
+def test_a_moving_server_s_node_waits_until_it_settles(world, lifts):
+    c, poll, nodes, _pods, calls, now, _ = world
+    lifted, _ = lifts
+    _join(nodes, "w4", "10.0.0.4")
+    poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3"),
+                   State("4", "h2", status="BUILD")]
+    c.tick()
+    assert lifted == [] and _gauge(c, "moving") == 1
+    poll.states = [State("4", "h2")]
+    now[0] += 30
+    c.tick()
+    assert [name for name, *_ in lifted] == ["w4"] and _gauge(c, "moving") == 0
+    assert nodes.get("", "w4")["metadata"]["labels"]["CIS-node"] == "h2"
+
+
+def test_a_node_that_changed_meanwhile_is_judged_again(world, lifts):
+    c, poll, nodes, _pods, _calls, now, _ = world
+    lifted, refuse = lifts
+    _join(nodes, "w4", "10.0.0.4", labels={"CIS-node": "h3"})
+    refuse.append(True)
+    poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3"), State("4", "h3")]
+    c.tick()
+    assert len(lifted) == 1 and _gauge(c, "unlabelled") == 1
+    assert UNKNOWN in nodes.get("", "w4")["spec"]["taints"]
+    now[0] += 30
+    c.tick()
+    assert len(lifted) == 2 and _gauge(c, "unlabelled") == 0
+    assert nodes.get("", "w4")["spec"]["taints"] == [OTHER]
+
+
+def test_nova_failing_lifts_nothing(world, lifts):
+    c, poll, nodes, *_ = world
+    lifted, _ = lifts
+    _join(nodes, "w4", "10.0.0.4", labels={"CIS-node": "h1"})
+    poll.fail = True
+    c.tick()
+    assert lifted == [] and UNKNOWN in nodes.get("", "w4")["spec"]["taints"]
+
+
+def test_a_dry_run_lifts_nothing(world, lifts):
+    c, poll, nodes, *_ = world
+    lifted, _ = lifts
+    c.s.dry_run = True
+    c.hosts.truth.dry_run = True
+    _join(nodes, "w4", "10.0.0.4", labels={"CIS-node": "h1"})
+    poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3"), State("4", "h1")]
+    c.tick()
+    assert lifted == [] and UNKNOWN in nodes.get("", "w4")["spec"]["taints"]
