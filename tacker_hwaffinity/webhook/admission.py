@@ -58,7 +58,7 @@ from tacker_hwaffinity.objects import jsondepth
 from tacker_hwaffinity.scheduling import annotations
 from tacker_hwaffinity.scheduling.selectors import LabelSelector
 from tacker_hwaffinity.scheduling.terms import RawTerm, parse_namespace_selector
-from tacker_hwaffinity.webhook import answer, namespaces, patches, podcache
+from tacker_hwaffinity.webhook import answer, namespaces, nodes, patches, podcache
 from tacker_hwaffinity.webhook.answer import Answer
 from tacker_hwaffinity.webhook.marking import Marking
 
@@ -86,11 +86,13 @@ def handle(kind: str, body: bytes | str, allowed_keys: Iterable[str] = DEFAULT_A
            agent_user: str | None = DEFAULT_AGENT_SERVICE_ACCOUNT,
            marking: Marking | None = None) -> Answer:
     """The ``webhook.answer.Answer`` (HTTP status, response body, outcome) for the
-    AdmissionReview BODY (bytes) sent to the ``validate`` or ``mutate`` webhook (KIND).
+    AdmissionReview BODY (bytes) sent to the ``validate``, ``mutate`` or ``register-node``
+    webhook (KIND).
     MARKING: the extender's ``marking.Marking`` (None: no extender, no mark).
     A body that is no AdmissionReview with a request gets 400 and ``{"error": ...}``."""
-    if kind not in ("validate", "mutate"):
-        return _error(404, "unknown webhook %r (expected validate or mutate)" % (kind,))
+    if kind not in ("validate", "mutate", "register-node"):
+        return _error(404, "unknown webhook %r (expected validate, mutate or register-node)"
+                      % (kind,))
     depth = jsondepth.nesting(body) if isinstance(body, bytes) else None
     if depth is not None:
         return _error(400, "the body nests %d levels deep, over the limit of %d"
@@ -110,8 +112,10 @@ def handle(kind: str, body: bytes | str, allowed_keys: Iterable[str] = DEFAULT_A
         return _error(400, "the AdmissionReview's request has no uid")
     if kind == "validate":
         response, outcome = validate(request, allowed_keys, agent_user, marking)
-    else:
+    elif kind == "mutate":
         response, outcome = mutate(request, marking)
+    else:
+        response, outcome = register_node(request)
     return Answer(200, _json({"apiVersion": review["apiVersion"], "kind": "AdmissionReview",
                               "response": response}), outcome)
 
@@ -169,6 +173,25 @@ def mutate(request: ReadOnlyJson, marking: Marking | None = None) -> Verdict:
         LOG.exception("mutating webhook: internal error on request %s; allowed unpatched",
                       uid)
         return Verdict({"uid": uid, "allowed": True}, answer.ERROR)
+    return _patched(uid, ops)
+
+
+def register_node(request: ReadOnlyJson) -> Verdict:
+    """The :class:`Verdict` of the node-registration webhook on REQUEST: a Node CREATE
+    gets the host-unknown taint (``webhook.nodes``)."""
+    uid = request.get("uid") if isinstance(request, dict) else None
+    try:
+        ops = nodes.registration_patch(request)
+    except Exception as e:  # refused: failurePolicy Fail, the kubelet registers again
+        LOG.exception("node-registration webhook: internal error on request %s", uid)
+        return Verdict(_deny(uid, "internal error in the hwaffinity node-registration "
+                             "webhook (%s)" % type(e).__name__, 500, "InternalError"),
+                       answer.ERROR)
+    return _patched(uid, ops)
+
+
+def _patched(uid: object, ops: list[patches.Operation]) -> Verdict:
+    """Allowed, with the JSON Patch OPS when there are any."""
     if not ops:
         return Verdict({"uid": uid, "allowed": True}, answer.ALLOWED)
     patch = base64.b64encode(_json(ops)).decode("ascii")

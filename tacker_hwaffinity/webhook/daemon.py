@@ -154,6 +154,8 @@ class WebhookDaemon:
             ADMISSION_MAX_BODY)
         posts["/mutate"] = Route(route("/mutate", lambda b: admission.handle(
             "mutate", b, marking=marking), metrics), ADMISSION_MAX_BODY)
+        posts["/register-node"] = Route(route("/register-node", lambda b: admission.handle(
+            "register-node", b), metrics), ADMISSION_MAX_BODY)
 
         def ready() -> tuple[bool, str]:
             if not extender.synced():

@@ -1091,8 +1091,9 @@ class ControlPlane:
 
 def register_webhooks(cp, url, bundle, namespace_labels):
     """deploy/webhook/webhooks.yaml pointed at the webhook process at URL (BUNDLE: its CA,
-    base64) and limited to the namespaces labelled NAMESPACE_LABELS; returned once the API
-    server calls both (it picks them up asynchronously): the paths to delete them by."""
+    base64) and limited to the namespaces labelled NAMESPACE_LABELS (the node-registration
+    webhook, whose Nodes have no namespace: to the Nodes labelled so); returned once the
+    API server calls each (it picks them up asynchronously): the paths to delete them by."""
     import copy
     import yaml
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -1104,7 +1105,10 @@ def register_webhooks(cp, url, bundle, namespace_labels):
         for hook in doc["webhooks"]:
             path = hook["clientConfig"]["service"]["path"]
             hook["clientConfig"] = {"url": url + path, "caBundle": bundle}
-            hook["namespaceSelector"]["matchLabels"] = dict(namespace_labels)
+            if "namespaceSelector" in hook:
+                hook["namespaceSelector"]["matchLabels"] = dict(namespace_labels)
+            else:       # cluster-scoped: only this test's nodes
+                hook["objectSelector"] = {"matchLabels": dict(namespace_labels)}
         plural = "/apis/admissionregistration.k8s.io/v1/%ss" % doc["kind"].lower()
         cp.admin.create(plural, doc)
         made.append("%s/%s" % (plural, doc["metadata"]["name"]))
@@ -1113,9 +1117,9 @@ def register_webhooks(cp, url, bundle, namespace_labels):
 
 
 def _wait_webhooks_called(cp, namespace_labels):
-    """Until the API server calls both webhooks: dry-run pod creations (nothing stored;
-    both webhooks are sideEffects: None) in a labelled namespace, one /validate must deny
-    and one /mutate must patch."""
+    """Until the API server calls each webhook: dry-run creations (nothing stored; the
+    webhooks are sideEffects: None): of pods in a labelled namespace, one /validate must
+    deny and one /mutate must patch; of a labelled Node, /register-node must taint."""
     probe = "wh-probe-" + secrets.token_hex(4)
     cp.admin.create("/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {
         "name": probe, "labels": dict(namespace_labels)}})
@@ -1139,9 +1143,15 @@ def _wait_webhooks_called(cp, namespace_labels):
             "hwaffinity.io/required-during-execution": json.dumps(rde)}),
             query={"dryRun": "All"})
         return "nodeAffinity" in (made["spec"].get("affinity") or {})
+    def registering():
+        node = node_object(probe, namespace_labels, "127.9.9.9", "1", "1Gi", "10")
+        _, made = cp.admin.request("POST", "/api/v1/nodes", node, query={"dryRun": "All"})
+        return any(t.get("key") == "hwaffinity.io/host-unknown"
+                   for t in made["spec"].get("taints") or ())
     try:
         wait_until(validating, 30, what="the API server calling /validate")
         wait_until(mutating, 30, what="the API server calling /mutate")
+        wait_until(registering, 30, what="the API server calling /register-node")
     finally:
         cp.delete_namespace(probe)
 

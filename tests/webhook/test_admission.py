@@ -358,7 +358,9 @@ VALID_PODS = [
     workload("CronJob", pod(notes={RDE: {"podAffinity": [term("zone", exprs=[gt("v", 1)])]}})),
 ]
 VALID_BODIES = [review_body(p) for p in VALID_PODS] + [
-    review_body(VALID_PODS[0], "UPDATE", VALID_PODS[0])]
+    review_body(VALID_PODS[0], "UPDATE", VALID_PODS[0]),
+    review_body(builders.node("w1", taints=[{"key": "k", "effect": "NoSchedule"}],
+                              provider_id="openstack:///x"))]
 BYTE_BITS = st.sampled_from([b'"', b"{", b"}", b"[", b"]", b",", b":", b"null", b"1e999",
                              LONG_NUMBER.encode(), b"[" * 300, b'{"a":' * 80, rb"\ud800",
                              b'"Gt"', b'"UPDATE"', rb"\u0000", b"\\", b"\xff"])
@@ -369,7 +371,7 @@ POD_KEYS = st.sampled_from(["metadata", "spec", "annotations", "affinity", "podA
                             REQ, "template", "labelSelector", "matchExpressions", "values",
                             "namespaceSelector", "topologyKey", PA, RDE, "hwaffinity.io/numa",
                             "labels", "containers", "initContainers", "resources", "limits",
-                            "requests", EXTENDER_RESOURCE, "nodeName"])
+                            "requests", EXTENDER_RESOURCE, "nodeName", "taints", "kind"])
 
 
 def edited(body, edits):
@@ -408,7 +410,8 @@ BODIES = st.one_of(
     lambda b: len(b) <= 300_000)
 
 
-@given(st.sampled_from(["validate", "mutate"]), BODIES, st.sampled_from([None, MARKING]))
+@given(st.sampled_from(["validate", "mutate", "register-node"]), BODIES,
+       st.sampled_from([None, MARKING]))
 @example("validate", review_body(pod(notes={PA: DEEP})), MARKING)
 @example("validate", review_body(pod(notes={PA: {"podAffinity": {REQ: [
     term("CIS-node", exprs=[gt("v", LONG_NUMBER)])]}}})), MARKING)
