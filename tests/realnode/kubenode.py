@@ -127,13 +127,15 @@ def remove_kube_chains():
 
 class KubeNode:
     """``KubeNode(control_plane, name, images=[OCI archive, ...]).start()``; ``.stop()``;
-    ``.runtime`` is its :class:`Containerd` (the archives imported for its pods)."""
+    ``.runtime`` is its :class:`Containerd` (the archives imported for its pods).
+    REGISTER_WITH_TAINTS: ["key:Effect", ...], the kubelet's ``--register-with-taints``."""
 
-    def __init__(self, control_plane, name="realnode-1", images=()):
+    def __init__(self, control_plane, name="realnode-1", images=(), register_with_taints=()):
         if control_plane.service_cidr != SERVICE_CIDR:
             raise NodeError("the control plane's service CIDR must be %s (ControlPlane("
                             "service_cidr=kubenode.SERVICE_CIDR))" % SERVICE_CIDR)
         self.cp, self.name, self.images = control_plane, name, list(images)
+        self.register_with_taints = list(register_with_taints)
         self.bin = harness.kube_bin_dir()
         self.dir = tempfile.mkdtemp(prefix="hwaffinity-node-")
         os.chmod(self.dir, 0o755)
@@ -307,7 +309,9 @@ class KubeNode:
             "--container-runtime-endpoint", "unix://" + self.runtime.cri_socket,
             "--runtime-request-timeout", "5m", "--hostname-override", self.name,
             "--node-ip", NODE_IP, "--pod-infra-container-image", _pause_ref(),
-            "--logtostderr=true", "--v=1"])
+            "--logtostderr=true", "--v=1"] + (
+            ["--register-with-taints=" + ",".join(self.register_with_taints)]
+            if self.register_with_taints else []))
 
     def _start_kube_proxy(self):
         kubeconfig = self._kubeconfig("kube-proxy-" + self.name, "/CN=system:kube-proxy")
