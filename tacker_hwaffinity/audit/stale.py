@@ -18,12 +18,16 @@ Each node checked gets a state:
 * ``stale``: the label names another host (a live migration or an evacuation the
   labels have not followed), or the node has no label although its VM is known;
 * ``moving``: the VM is being migrated (its host is not settled): not judged;
-* ``unknown``: the node carries the label but no server Nova lists is its VM (the VM
-  was deleted, or belongs to a project the credentials do not see);
+* ``unknown``: no server Nova lists is the node's VM (the VM was deleted, or belongs to
+  a project the credentials do not see), and the node carries the label or its
+  spec.providerID names an OpenStack server of the credentials' region
+  (``openstack:///ID``, ``openstack://REGION/ID``): ``server`` is then that id, and
+  the node's host cannot be read;
 * ``ambiguous``: several servers have its address: not judged.
 
-Nodes without the label and without a server are not workers the labels manage and
-are left out, and so are control-plane nodes without the label that no pod may land on
+A node with neither the label, nor a server, nor such a providerID is no worker the
+labels manage and is left out, and so is a control-plane node without the label (and
+without such a providerID) that no pod may land on
 (kubeadm's ``node-role.kubernetes.io/control-plane`` or ``master`` taint, NoSchedule or
 NoExecute): the masters of a cluster whose workers the MgmtDriver labels.
 ``check_nodes`` is pure; ``check`` reads the credentials and Nova.
@@ -37,7 +41,7 @@ from tacker_hwaffinity.constants import OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LAB
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.labeling import provider_id
 from tacker_hwaffinity.labeling.nodes import NodeObjectError, kube_node
-from tacker_hwaffinity.labeling.plan import NodeIndex, Worker, choose_source
+from tacker_hwaffinity.labeling.plan import NO_SERVER, NodeIndex, Worker, choose_source
 from tacker_hwaffinity.labeling.sanitize import label_value
 
 HOST_ID_KEYS = (OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LABEL)    # hold Nova's hostId
@@ -55,7 +59,7 @@ class NodeCheck(typing.NamedTuple):
     server: typing.Optional[str] = None
     server_name: typing.Optional[str] = None
     status: typing.Optional[str] = None
-    provider: typing.Optional[str] = None    # the node's providerID (OCCM's form), if any
+    provider: typing.Optional[provider_id.ProviderID] = None    # the node's, if any
 
     def to_json(self):
         return {"node": self.node, "state": self.state, "label": self.label,
@@ -69,11 +73,15 @@ class NodeCheck(typing.NamedTuple):
         if self.state == "stale":
             return "node %s is labelled %s=%s but Nova has its VM %s on %s" % (
                 self.node, key, self.label, self.server_name or self.server, self.expected)
+        if self.state == "unknown" and self.server and self.provider:
+            return "node %s (%s): providerID %s: %s" % (
+                self.node, "labelled %s=%s" % (key, self.label) if self.label is not None
+                else "no %s label" % key, provider_id.text(self.provider), NO_SERVER)
         if self.state == "unknown":
             return ("node %s (labelled %s=%s): no Nova server is its VM (%s; VM deleted, "
                     "or not visible to these credentials)" % (
                         self.node, key, self.label,
-                        "none is %s" % self.provider if self.provider else
+                        "none is %s" % provider_id.text(self.provider) if self.provider else
                         "none has its address"))
         if self.state == "moving":
             return "node %s: its VM %s is moving (%s)" % (
@@ -178,17 +186,23 @@ def check_nodes(nodes, servers, key, host_source="auto", scope=None, region=None
     ([openstack.servers.ServerState]); REGION: the credentials' region; MASTERS: the
     names of the nodes ``tainted_masters`` found."""
     matched = servers_of(nodes, servers, region)
+    serverless = {n.name for n in NodeIndex(nodes, region).serverless(
+        s.id for s in servers if s.status != "DELETED")}
     settled = [s[0] for s in matched.values() if len(s) == 1]
     source = choose_source(settled, source_for(key, host_source))
     checks = []
     for n in nodes:
         label, found = n.labels.get(key), matched[n.name]
+        if n.name in serverless:        # its providerID names a server Nova lacks
+            checks.append(NodeCheck(n.name, "unknown", label, None, n.provider_id,
+                                    provider=n.provider))
+            continue
         if label is None and n.name in masters:
             continue
         if not found:
             if label is not None:
-                checks.append(NodeCheck(n.name, "unknown", label, None, provider=(
-                    provider_id.text(n.provider) if n.provider else None)))
+                checks.append(NodeCheck(n.name, "unknown", label, None,
+                                        provider=n.provider))
             continue
         if len(found) > 1:
             checks.append(NodeCheck(n.name, "ambiguous", label, None,

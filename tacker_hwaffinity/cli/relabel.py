@@ -1,14 +1,18 @@
 """``hwaffinity relabel``: the driver's reconciliation, outside Tacker.
 
 Live migration (or anything that moves a worker VM behind Tacker's back)
-leaves the compute-host labels stale. This command reads the stack's workers
-from Heat and Nova (OpenStack credentials from clouds.yaml / ``OS_*``), the
-nodes from Kubernetes (a kubeconfig, or kubectl on a master over SSH), and
-sets every label that differs, exactly as the driver's ``instantiate_end``
-does. ``--dry-run`` reads and prints the changes without applying them.
+leaves the compute-host labels stale. This command reads the workers from Nova
+(OpenStack credentials from clouds.yaml / ``OS_*``): a Tacker VNF's from its Heat
+stack (``--stack``), or, for any cluster on OpenStack, chosen as the controller
+chooses them (``--cluster-nodes``, ``--worker-metadata``: ``controller.workers``);
+the nodes from Kubernetes (a kubeconfig, or kubectl on a master over SSH); and
+sets every label that differs, exactly as the driver's ``instantiate_end`` does.
+A node whose providerID names a server Nova does not list is named. ``--dry-run``
+reads and prints the changes without applying them.
 
 Exit status: 0 labels correct (or, with --dry-run, plan printed and every
-worker resolvable); 1 some workers could not be handled (listed); 2 bad input.
+worker resolvable); 1 some workers could not be handled, or some nodes have no
+server in Nova (listed); 2 bad input.
 """
 import argparse
 import logging
@@ -30,31 +34,48 @@ PASSWORD_ENV = "HWAFFINITY_SSH_PASSWORD"
 # module: mgmt.lifecycle would add ~700 ms to it, labeling.params and openstack ~35 and
 # ~20 ms (measured over the rest of --help).
 if typing.TYPE_CHECKING:
-    from tacker_hwaffinity.labeling.plan import LabelPlan
+    from tacker_hwaffinity.labeling.params import Parsed
+    from tacker_hwaffinity.mgmt.lifecycle import Relabelled, SelectWorkers
+
+# the ways of choosing the workers; exactly one is given
+WAYS = "--cluster-nodes, --worker-metadata KEY=VALUE or --stack NAME_OR_ID"
 
 
 def register(subparsers: typing.Any) -> None:
     p = subparsers.add_parser(
-        "relabel", help="set the compute-host labels of a stack's Kubernetes workers",
+        "relabel", help="set the compute-host labels of a cluster's Kubernetes workers",
         description="Reconcile the compute-host node labels of the Kubernetes workers of "
-                    "a Heat stack, as the MgmtDriver's instantiate_end does: read the "
-                    "stack's workers from Heat and Nova (credentials from clouds.yaml or "
-                    "the OS_* variables) and the nodes from Kubernetes (a kubeconfig, or "
-                    "kubectl on a master over SSH), and set every label that differs. Run "
-                    "it after live migration, by hand or on a schedule. Exit 0: labels "
-                    "correct (with --dry-run: the changes printed, every worker "
-                    "resolvable); 1: some workers could not be handled (listed); 2: bad "
-                    "input.")
-    p.add_argument("--stack", required=True, metavar="NAME_OR_ID", help="the VNF's Heat stack")
+                    "a cluster on OpenStack, as the MgmtDriver's instantiate_end does: "
+                    "read the workers from Nova (credentials from clouds.yaml or the OS_* "
+                    "variables), chosen one way: every server that is a node of the "
+                    "cluster (--cluster-nodes), the servers with given metadata "
+                    "(--worker-metadata), or a Tacker VNF's Heat stack (--stack); read the "
+                    "nodes from Kubernetes (a kubeconfig, or kubectl on a master over "
+                    "SSH), and set every label that differs. A node whose spec.providerID "
+                    "names a server Nova does not list is named. Run it after live "
+                    "migration, by hand or on a schedule. Exit 0: labels correct (with "
+                    "--dry-run: the changes printed, every worker resolvable); 1: some "
+                    "workers could not be handled, or some nodes have no server in Nova "
+                    "(listed); 2: bad input.")
+    p.add_argument("--cluster-nodes", action="store_true",
+                   help="the workers are every server that is a node of the cluster (its "
+                        "spec.providerID names it, else its InternalIP is the server's): "
+                        "any cluster on OpenStack, no Heat stack or metadata needed")
+    p.add_argument("--worker-metadata", action="append", default=[], metavar="KEY=VALUE",
+                   help="the workers are the servers whose metadata has KEY=VALUE "
+                        "(repeatable: every pair)")
+    p.add_argument("--stack", metavar="NAME_OR_ID",
+                   help="the workers are those of this Heat stack (a Tacker VNF's), named "
+                        "by --worker-aspect/--worker-vdu or --params")
     p.add_argument("--os-cloud", metavar="NAME",
                    help="cloud in clouds.yaml (default: $OS_CLOUD, else the OS_* variables)")
     p.add_argument("--params", metavar="FILE",
                    help="YAML/JSON with the instantiate request's additionalParams "
                         "(hwaffinity_param and/or k8s_cluster_installation_param)")
     p.add_argument("--worker-aspect", metavar="ID",
-                   help="AutoScalingGroup (scaling aspect) of the workers")
+                   help="with --stack: AutoScalingGroup (scaling aspect) of the workers")
     p.add_argument("--worker-vdu", action="append", default=[], metavar="NAME",
-                   help="a top-stack server that is a worker (repeatable)")
+                   help="with --stack: a top-stack server that is a worker (repeatable)")
     p.add_argument("--label-key", action="append", default=[], metavar="KEY",
                    help="label key to set (repeatable; default CIS-node)")
     p.add_argument("--host-source", choices=("auto", "host", "hostId"),
@@ -150,15 +171,73 @@ def additional_params(args: argparse.Namespace,
     return params
 
 
+def worker_metadata(items: typing.Iterable[str]) -> typing.Dict[str, str]:
+    """{key: value} of the --worker-metadata KEY=VALUE items."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError("expected KEY=VALUE, got %r" % item, field="--worker-metadata")
+        out[key] = value
+    return out
+
+
+def check_ways(args: argparse.Namespace) -> None:
+    """InputError unless exactly one way of choosing the workers is given (each
+    --worker-metadata a KEY=VALUE), and the stack's own flags only with --stack."""
+    given = [flag for flag, on in (("--cluster-nodes", args.cluster_nodes),
+                                   ("--worker-metadata", args.worker_metadata),
+                                   ("--stack", args.stack)) if on]
+    if not given:
+        raise InputError("say which servers are the workers: give one of %s" % WAYS)
+    if len(given) > 1:
+        raise InputError("give one of %s, not %s" % (WAYS, " and ".join(given)),
+                         field=given[1])
+    if not args.stack and (args.worker_aspect or args.worker_vdu):
+        raise InputError("--worker-aspect and --worker-vdu name a stack's workers: they "
+                         "need --stack", field="--worker-aspect" if args.worker_aspect
+                         else "--worker-vdu")
+    worker_metadata(args.worker_metadata)
+
+
+def check_without_stack(parsed: "Parsed") -> None:
+    """InputError when the --params of a run without --stack name a stack's workers, or
+    no way to reach the cluster (no stack to find a master in)."""
+    hw = parsed["hwaffinity"]
+    if parsed["worker"].get("aspect_id") or hw.worker_vdus:
+        raise InputError("names a stack's workers (k8s_cluster_installation_param."
+                         "worker_node.aspect_id, hwaffinity_param.worker_vdus): they need "
+                         "--stack", field="--params")
+    if not hw.kubeconfig and not hw.ssh.get("host"):
+        raise InputError("without --stack there is no master to find: reach the cluster "
+                         "with --kubeconfig or --ssh-host", field="--kubeconfig")
+
+
+def select_workers(args: argparse.Namespace) -> typing.Optional["SelectWorkers"]:
+    """The controller's worker selector the flags name, made from the cluster's Node
+    objects and the region (None: the workers are the stack's)."""
+    if args.stack:
+        return None
+    # lazy: see the module's head
+    from tacker_hwaffinity.controller import workers
+    if args.cluster_nodes:
+        return workers.ClusterNodeWorkers
+    metadata = worker_metadata(args.worker_metadata)
+    return lambda _node_objects, _region: workers.MetadataWorkers(metadata)
+
+
 def run(args: argparse.Namespace) -> int:
+    check_ways(args)
     extras.require("relabel")       # before the credentials are read
     # lazy: see the module's head
     from tacker_hwaffinity.labeling import params as parameters
     from tacker_hwaffinity.mgmt import lifecycle
     from tacker_hwaffinity.openstack import access_from_environment
     parsed = parameters.parse(additional_params(args), where="--params")
+    if not args.stack:
+        check_without_stack(parsed)
     job = lifecycle.Job("relabel", parsed, access=access_from_environment(args.os_cloud),
-                        stack_id=args.stack)
+                        stack_id=args.stack, select_workers=select_workers(args))
     log = logging.getLogger("tacker_hwaffinity.relabel")
     if not log.handlers:
         handler = logging.StreamHandler(sys.stderr)
@@ -166,26 +245,26 @@ def run(args: argparse.Namespace) -> int:
         log.addHandler(handler)
         log.setLevel(logging.WARNING)
     try:
-        plan = lifecycle.relabel(job, args.dry_run, log)
+        done = lifecycle.relabel(job, args.dry_run, log)
     except Exception as e:
         if isinstance(e, (InputError, ModuleNotFoundError)):
             raise                   # cli.main: exit 2; a missing extra is named there
         sys.stderr.write("hwaffinity relabel: error: %s\n" % lifecycle.reason(e))
         return 1
-    changes = plan.changes()
+    plan, changes = done.plan, done.plan.changes()
     if args.output in output.STRUCTURED:
         output.dump(output.document("Relabel", {
             "dryRun": args.dry_run, "hostSource": plan.source, "workers": plan.mapping(),
-            "changes": changes, "warnings": plan.warnings, "errors": plan.errors}),
+            "changes": changes, "warnings": plan.warnings, "errors": done.errors}),
             args.output)
     else:
-        _text(plan, changes, args.dry_run)
-    return 1 if plan.errors else 0
+        _text(done, changes, args.dry_run)
+    return 1 if done.errors else 0
 
 
-def _text(plan: "LabelPlan", changes: typing.Mapping[str, typing.Mapping[str, str]],
+def _text(done: "Relabelled", changes: typing.Mapping[str, typing.Mapping[str, str]],
           dry_run: bool) -> None:
-    out = sys.stdout
+    out, plan = sys.stdout, done.plan
     for row in plan.mapping():
         change = changes.get(row["node"]) if row["node"] else None
         if row["error"]:
@@ -200,7 +279,7 @@ def _text(plan: "LabelPlan", changes: typing.Mapping[str, typing.Mapping[str, st
                                                     state))
     for w in plan.warnings:
         out.write("warning: %s\n" % w)
-    for e in plan.errors:
+    for e in done.errors:
         out.write("error: %s\n" % e)
     out.write("%d worker(s), %d node(s) %s\n" % (
         len(plan.assignments), len(changes), "to change (dry run)" if dry_run else "changed"))

@@ -6,6 +6,7 @@ and it prints the resulting nodes, so the labels are read back in the same
 round trip.
 """
 import json
+from typing import Any
 from collections.abc import Iterable, Mapping
 
 from tacker_hwaffinity.constants import FIELD_MANAGER, HOST_UNKNOWN_TAINT
@@ -60,16 +61,23 @@ def delete_nodes(nodes: Iterable[str]) -> list[str]:
 
 def parse_nodes(text: str | bytes) -> list[KubeNode]:
     """Nodes from 'kubectl get nodes -o json' (or apply -o json): [plan.KubeNode]."""
+    return parse_node_objects(text)[1]
+
+
+def parse_node_objects(text: str | bytes) -> tuple[list[Any], list[KubeNode]]:
+    """(the Node objects, their plan.KubeNodes) from 'kubectl get nodes -o json' (or
+    apply -o json)."""
     try:
         doc = json.loads(text)
     except ValueError as e:
         raise KubectlOutputError("kubectl did not print JSON: %s" % e)
     if not isinstance(doc, dict):
         raise KubectlOutputError("kubectl printed %s, expected an object" % type(doc).__name__)
-    items = doc.get("items") if doc.get("kind", "").endswith("List") else [doc]
+    kind = doc.get("kind")
+    items = doc.get("items") if isinstance(kind, str) and kind.endswith("List") else [doc]
     if not isinstance(items, list):
         raise KubectlOutputError("kubectl printed a list without items")
     try:
-        return [kube_node(item) for item in items]
+        return items, [kube_node(item) for item in items]
     except NodeObjectError as e:
         raise KubectlOutputError("kubectl printed %s" % e) from None

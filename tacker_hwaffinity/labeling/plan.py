@@ -18,6 +18,8 @@ NO_HOST = ("the compute host is not visible (Nova attribute OS-EXT-SRV-ATTR:host
            "user lacks the admin role that policy os_compute_api:os-extended-server-attributes "
            "requires; give it the role, or set hwaffinity_param.host_source to hostId")
 NO_HOST_ID = "the server has no hostId (is it ACTIVE?)"
+# a node whose providerID names a server Nova does not list: its host cannot be read
+NO_SERVER = "no such server in Nova (or these credentials cannot see it)"
 
 
 class Worker:
@@ -145,6 +147,13 @@ class NodeIndex:
     def by_address(self, worker: Worker) -> dict[str, KubeNode]:
         """{name: node} of the nodes with an InternalIP among WORKER's addresses."""
         return {n.name: n for ip in worker.addresses for n in self.by_ip.get(ip, ())}
+
+    def serverless(self, server_ids: Iterable[str]) -> list[KubeNode]:
+        """The nodes, by name, whose providerID names a server of this region that
+        SERVER_IDS (every server Nova lists) lacks: nodes whose host cannot be read."""
+        listed = {i.lower() for i in server_ids}
+        return sorted((n for sid, named in self.by_server.items() if sid not in listed
+                       for n in named if not self.foreign(n)), key=lambda n: n.name)
 
     def eligible(self, worker: Worker) -> list[KubeNode]:
         """The nodes WORKER may be the VM of: those whose providerID names its server;

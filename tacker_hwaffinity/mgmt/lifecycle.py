@@ -13,7 +13,8 @@ import logging
 import typing
 
 from tacker_hwaffinity.errors import InputError
-from tacker_hwaffinity.labeling import inventory
+from tacker_hwaffinity.labeling import inventory, provider_id
+from tacker_hwaffinity.labeling import plan as planning
 from tacker_hwaffinity.labeling.params import Parsed
 from tacker_hwaffinity.labeling.plan import LabelPlan, Worker
 from tacker_hwaffinity.mgmt import install as cluster_install
@@ -23,6 +24,7 @@ from tacker_hwaffinity.mgmt.reconcile import HookFailed
 
 if typing.TYPE_CHECKING:      # imported where it is first used (Context.openstack)
     from tacker_hwaffinity.openstack import OpenStack
+    from tacker_hwaffinity.openstack.servers import ServerState
 
 LOG = logging.getLogger("tacker_hwaffinity.mgmt")
 ACTIVE = ("instantiate_end", "scale_start", "scale_end", "heal_start", "heal_end")
@@ -35,6 +37,21 @@ NOTHING = {
     "modify_information_start": "VNF information does not move VMs",
     "modify_information_end": "VNF information does not move VMs",
 }
+
+
+class WorkerSelector(typing.Protocol):
+    """Which Nova servers are workers, for a cluster without a Heat stack: what the
+    controller's selectors serve (``controller.workers``: by server metadata, or every
+    server that is a node of the cluster)."""
+
+    def select(self, states: typing.List["ServerState"]) -> typing.List["ServerState"]:
+        """The workers among STATES (every server Nova lists)."""
+
+
+SelectWorkers = typing.Callable[[typing.Callable[[], typing.List[typing.Any]],
+                                 typing.Optional[str]], WorkerSelector]
+"""Makes the WorkerSelector, given a callable that returns the cluster's Node objects
+and the credentials' region (None: unknown)."""
 
 
 @dataclasses.dataclass
@@ -58,6 +75,9 @@ class Job:
     """The VNF package directory, or a callable giving it."""
     record: typing.Optional[typing.Dict[str, typing.Any]] = None
     """Added to the report (v2 heal_start: healed VNFCs' stacks)."""
+    select_workers: typing.Optional[SelectWorkers] = None
+    """``hwaffinity relabel`` without a stack: which servers are workers (None: the
+    stack's, or the VNFC servers)."""
 
 
 @dataclasses.dataclass
@@ -233,14 +253,16 @@ def run(job, log=LOG, openstack=None, connect=None):
             wait = job.params["hwaffinity"].join_timeout
             if wait:
                 nodes = reconcile.wait_joined(kube, inv.workers, wait, log, nodes)
-            if job.hook == "heal_end" and not job.full_heal:
-                # one read serves both: uncordoning does not change labels or addresses
-                if nodes is None:
-                    nodes = reconcile.read_nodes(kube)
-                report["uncordonedNodes"], _ = reconcile.uncordon(kube, _targets(job, inv), log,
-                                                                  nodes)
+            if nodes is None:
+                nodes = reconcile.read_nodes(kube)
+            # labelled before the healed nodes are uncordoned: until then the cordon keeps
+            # pods off a worker whose VM may be on another host now (one read serves both:
+            # labelling does not change what is cordoned)
             p = reconcile.relabel(kube, inv.workers, job.params["hwaffinity"], log,
                                   nodes=nodes, region=(job.access or {}).get("region_name"))
+            if job.hook == "heal_end" and not job.full_heal:
+                report["uncordonedNodes"], _ = reconcile.uncordon(kube, _targets(job, inv), log,
+                                                                  nodes)
             report.update({"hostSource": p.source, "workers": p.mapping(),
                            "warnings": p.warnings})
         report["openstackCalls"] = ctx.openstack.calls
@@ -250,18 +272,70 @@ def run(job, log=LOG, openstack=None, connect=None):
         kube.close()
 
 
+@dataclasses.dataclass
+class Relabelled:
+    """What ``hwaffinity relabel`` found and did."""
+
+    plan: LabelPlan
+    serverless: typing.List[str]
+    """One message per node whose providerID names a server Nova does not list."""
+
+    @property
+    def errors(self) -> typing.List[str]:
+        """The workers not handled, then the nodes without a server (exit 1 when any)."""
+        return self.plan.errors + self.serverless
+
+
 def relabel(job: Job, dry_run: bool = False, log: logging.Logger = LOG,
-            openstack: typing.Optional["OpenStack"] = None) -> LabelPlan:
-    """``hwaffinity relabel``: the reconciliation of instantiate_end, for a
-    stack outside Tacker (e.g. after live migration). Returns the LabelPlan."""
+            openstack: typing.Optional["OpenStack"] = None,
+            connect: typing.Optional[typing.Callable[[Context, Inventory], typing.Any]] = None
+            ) -> Relabelled:
+    """``hwaffinity relabel``: the reconciliation of instantiate_end, outside Tacker
+    (e.g. after live migration), for the workers of a stack or those JOB's
+    ``select_workers`` chooses among every server Nova lists (one Nova list either
+    way). Nodes whose providerID names a server Nova does not list are named, the
+    others labelled: after the workers' problems (HookFailed, naming both) or in
+    ``Relabelled.serverless``. OPENSTACK and CONNECT replace the defaults, as for
+    ``run``."""
     ctx = Context(job, openstack)
-    inv = discover(ctx)
-    kube = open_cluster(ctx, inv)
+    region = (job.access or {}).get("region_name")
+    if job.select_workers is None:
+        inv = discover(ctx)
+        servers = list((inv.servers or {}).values())
+    else:
+        inv = Inventory([], [], [], [])
+        servers = ctx.openstack.servers()
+    kube = (connect or open_cluster)(ctx, inv)
     try:
-        return reconcile.relabel(kube, inv.workers, job.params["hwaffinity"], log, dry_run,
-                                 region=(job.access or {}).get("region_name"))
+        objects, nodes = reconcile.read_node_objects(kube)
+        workers = inv.workers
+        if job.select_workers is not None:
+            workers = _selected(job.select_workers(lambda: objects, region), servers)
+        serverless = ["node %s (providerID %s): %s" % (
+            n.name, provider_id.text(n.provider), planning.NO_SERVER)
+            for n in planning.NodeIndex(nodes, region).serverless(
+                s.get("id") or "" for s in servers) if n.provider]
+        try:
+            plan = reconcile.relabel(kube, workers, job.params["hwaffinity"], log, dry_run,
+                                     nodes=nodes, region=region)
+        except HookFailed as e:
+            if serverless:
+                raise HookFailed("%s; also %s" % (e, "; ".join(serverless))) from None
+            raise
+        return Relabelled(plan, serverless)
     finally:
         kube.close()
+
+
+def _selected(selector: WorkerSelector,
+              servers: typing.List[typing.Dict[str, typing.Any]]) -> typing.List[Worker]:
+    """The Workers SELECTOR chooses among SERVERS (Nova's JSON), in Nova's order."""
+    from tacker_hwaffinity.openstack.servers import ServerState
+    chosen = {s.id for s in selector.select([ServerState.from_nova(s) for s in servers])}
+    found, _ = inventory.workers(servers, [
+        inventory.ServerRef(s["id"], s.get("name") or s["id"], None, s.get("name") or "")
+        for s in servers if s["id"] in chosen])
+    return found
 
 
 EXPECTED = ("InputError", "HookFailed", "OpenStackError", "KubeAccessError", "SSHError")

@@ -35,9 +35,15 @@ def _tail(text, limit=600):
 
 
 def read_nodes(kube):
+    """The cluster's nodes (KubeNodes), from one ``kubectl get nodes``."""
+    return read_node_objects(kube)[1]
+
+
+def read_node_objects(kube):
+    """(the Node objects, their KubeNodes) from one ``kubectl get nodes``."""
     out = _checked(kube, kubectl.get_nodes(), what="kubectl get nodes")
     try:
-        return kubectl.parse_nodes(out)
+        return kubectl.parse_node_objects(out)
     except kubectl.KubectlOutputError as e:
         raise HookFailed("kubectl get nodes (%s): %s" % (kube.where, e)) from None
 

@@ -402,6 +402,9 @@ def _(tmp_path, capsys, monkeypatch):
     status, _out, err = run(capsys, "relabel", "--stack", "vnf",
                             "--params", str(tmp_path / "none.yaml"))
     assert status == 2 and "field --params: cannot read" in one_error(err, "relabel")
+    status, _out, err = run(capsys, "relabel", "--cluster-nodes", "--stack", "vnf")
+    assert status == 2 and one_error(err, "relabel").startswith("field --stack: give one of "
+                                                                "--cluster-nodes, ")
 
 
 elsewhere("daemon.stopped", "tests/webhook/test_cli.py::"

@@ -191,6 +191,8 @@ def test_an_audit_with_stale_labels(fmt):
     from tacker_hwaffinity.openstack.servers import ServerState
     nodes = [node("w%d" % i, {"CIS-node": "cmp-%d" % i}, ip="10.0.0.%d" % i) for i in range(3)]
     pods = [pod("web-%d" % i, {"app": "web"}, on="w%d" % i) for i in range(3)]
+    gone = "dddddddd-0000-4000-8000-000000000000"     # a server Nova does not list
+    nodes.append(node("ghost", {}, ip="10.0.0.9", provider_id="openstack:///" + gone))
     servers = [ServerState("s0", "vm-0", "ACTIVE", None, "cmp-9", "h0", "", {}, ("10.0.0.0",)),
                ServerState("s1", "vm-1", "MIGRATING", None, "cmp-1", "h1", "", {},
                            ("10.0.0.1",))]
@@ -203,6 +205,10 @@ def test_an_audit_with_stale_labels(fmt):
                 out)
     doc = check(parse(out.getvalue(), fmt))
     assert {n["state"] for n in doc["staleLabels"]["nodes"]} == {"stale", "moving", "unknown"}
+    assert {"node": "ghost", "state": "unknown", "label": None, "novaHost": None,
+            "server": gone, "serverName": None,
+            "serverStatus": None} in doc["staleLabels"]["nodes"]
+    assert "node ghost: host label stale or VM unknown to Nova" in doc["findings"]
 
 
 @pytest.fixture
@@ -218,7 +224,8 @@ def relabel_logger():
 def test_a_relabel(fmt, monkeypatch, capsys, relabel_logger):
     """Heat, Nova and Kubernetes need a cloud (tests/mgmt/test_relabel_cli.py, marked
     controlplane): here the command runs with the reconciliation replaced by its
-    LabelPlan of three workers (a change, a colocation warning, an error)."""
+    LabelPlan of three workers (a change, a colocation warning, an error) and a node
+    whose server Nova does not list."""
     from tacker_hwaffinity import openstack
     from tacker_hwaffinity.labeling import params, plan as label_plan
     from tacker_hwaffinity.mgmt import lifecycle
@@ -230,9 +237,12 @@ def test_a_relabel(fmt, monkeypatch, capsys, relabel_logger):
     hw = params.parse({"hwaffinity_param": {"host_source": "host"}})["hwaffinity"]
     plan = label_plan.plan(workers, nodes, hw)
     monkeypatch.setattr(openstack, "access_from_environment", lambda cloud: {})
-    monkeypatch.setattr(lifecycle, "relabel", lambda job, dry_run, log: plan)
+    ghost = "node ghost (providerID openstack:///ID): no such server in Nova"
+    monkeypatch.setattr(lifecycle, "relabel",
+                        lambda job, dry_run, log: lifecycle.Relabelled(plan, [ghost]))
     status, doc = run(capsys, ["relabel", "--stack", "vnf", "--worker-vdu", "w0",
                                "--dry-run"], fmt)
     assert status == 1
     assert doc["changes"] == {"n0": {"CIS-node": "cmp-a"}}
-    assert doc["warnings"] and doc["errors"] and doc["workers"][2]["node"] is None
+    assert doc["warnings"] and doc["workers"][2]["node"] is None
+    assert doc["errors"] == plan.errors + [ghost] and len(doc["errors"]) == 2

@@ -1,7 +1,7 @@
 """Nodes matched to Nova servers by spec.providerID first, InternalIP second, end to end
-(issue #41 item 1): the real control plane, a Nova of three compute hosts (no Heat, no
-server metadata), `hwaffinity controller --cluster-nodes` and `hwaffinity audit
---openstack` as processes.
+(issue #41 item 1, issue #55): the real control plane, a Nova of three compute hosts (no
+Heat, no server metadata), `hwaffinity controller --cluster-nodes`, `hwaffinity relabel
+--cluster-nodes` and `hwaffinity audit --openstack` as processes.
 
 Four servers, three of them nodes whose spec.providerID OCCM's way names their server
 (both forms: ``openstack:///ID`` and ``openstack://RegionOne/ID``, the credentials' region
@@ -10,7 +10,9 @@ reused), so by InternalIP alone ``c`` would match two nodes and ``a`` none; a fo
 ``ghost``, names a server that no longer exists and has ``b``'s address. The controller
 must take exactly the three servers that are nodes as its workers, label each node with
 its own server's host, never label ``ghost``, and follow a live migration of ``a``'s VM;
-the audit must judge each node against its own server.
+the audit must judge each node against its own server and name ``ghost``. `relabel
+--cluster-nodes`, run by hand, must do what the controller does and name ``ghost`` (exit
+1).
 """
 import json
 import os
@@ -70,6 +72,22 @@ def nodes(control_plane, servers):
             control_plane.delete_node(name)
 
 
+def _ghost(cp, nodes):
+    """(the ghost node's name, the server id its providerID names)."""
+    name = next(n for n, r in nodes.items() if r is None)
+    return name, cp.admin.get("/api/v1/nodes/" + name)["spec"]["providerID"].rsplit("/", 1)[1]
+
+
+def _relabel(cloud, cp, *argv):
+    """`hwaffinity relabel --cluster-nodes ARGV` as a process: (exit status, stdout,
+    stderr)."""
+    p = subprocess.run(
+        [sys.executable, "-m", "tacker_hwaffinity.cli.main", "relabel", "--cluster-nodes",
+         "--kubeconfig", cp.kubeconfig] + list(argv),
+        capture_output=True, text=True, env=osharness.cli_env(cloud), cwd=ROOT, timeout=120)
+    return p.returncode, p.stdout, p.stderr
+
+
 def _audit(cloud, cp):
     """{node: (state, server id)} of `hwaffinity audit --openstack -o json`."""
     p = subprocess.run(
@@ -94,14 +112,15 @@ def test_each_node_is_labelled_with_its_own_servers_host(
         text = log.read_text()
         assert "workers are every server that is a node of this cluster" in text
         assert "Nova: 3 worker server(s)" in text, text
-        ghost = next(n for n, r in nodes.items() if r is None)
+        ghost, ghost_server = _ghost(cp, nodes)
         assert label(cp, ghost) is None
         # the audit matches as the controller does: each node against its own server
         found = _audit(cloud, cp)
         for name, role in nodes.items():
             if role:
                 assert found[name] == ("ok", servers[role][0]), (name, found)
-        assert ghost not in found         # unlabelled and no server: not a worker's node
+        # unlabelled, but its providerID names a server Nova does not list: named
+        assert found[ghost] == ("unknown", ghost_server), found
         # a's VM moves to b's host: its node follows (matched by providerID, not by the
         # address it shares with c's node)
         node_a = next(n for n, r in nodes.items() if r == "a")
@@ -114,3 +133,37 @@ def test_each_node_is_labelled_with_its_own_servers_host(
         assert proc.poll() is None, log.read_text()
     finally:
         _kill(proc)
+
+
+def test_relabel_without_a_stack_labels_each_node_and_names_the_ghost(
+        cloud, control_plane, servers, nodes):
+    """No Heat: `relabel --cluster-nodes` takes the servers that are nodes as workers,
+    labels each node with its own server's host, names the node whose server Nova lacks
+    (exit 1, the others labelled), and follows a live migration when run again."""
+    cp = control_plane
+    ghost, ghost_server = _ghost(cp, nodes)
+    named = ("node %s (providerID openstack:///%s): no such server in Nova (or these "
+             "credentials cannot see it)" % (ghost, ghost_server))
+    status, out, err = _relabel(cloud, cp, "-o", "json")
+    assert status == 1, err
+    doc = json.loads(out)
+    assert doc["errors"] == [named], doc
+    assert sorted((w["node"], w["server"], w["host"]) for w in doc["workers"]) == sorted(
+        (n, servers[r][0], servers[r][1]) for n, r in nodes.items() if r)
+    for name, role in nodes.items():
+        assert label(cp, name) == (servers[role][1] if role else None), name
+    # a's VM moves to b's host; run again: a's node follows, the others stay
+    node_a = next(n for n, r in nodes.items() if r == "a")
+    cloud.live_migrate(servers["a"][0], host=servers["b"][1])
+    status, out, err = _relabel(cloud, cp)
+    assert status == 1, err
+    assert "error: %s\n" % named in out
+    assert "1 node(s) changed" in out, out
+    assert label(cp, node_a) == servers["b"][1]
+    for name, role in nodes.items():
+        if role != "a":
+            assert label(cp, name) == (servers[role][1] if role else None), name
+    # the audit names the ghost too, and finds no stale label
+    found = _audit(cloud, cp)
+    assert found[ghost] == ("unknown", ghost_server)
+    assert {found[n][0] for n, r in nodes.items() if r} == {"ok"}, found
