@@ -37,7 +37,7 @@ TICK_S = 1.0        # how often the main loop looks at the lease and ticks the c
 # informers keep these keys of these fields, nothing else (objects.pruning);
 # tests/kube/test_projection.py checks the readers against them.
 NODE_FIELDS = {"metadata": ("name", "namespace", "uid", "labels", "resourceVersion"),
-               "spec": ("providerID", "taints"), "status": ("addresses",)}
+               "spec": ("providerID", "taints"), "status": ("addresses", "conditions")}
 POD_FIELDS = {
     "metadata": ("name", "namespace", "uid", "labels", "annotations", "creationTimestamp",
                  "deletionTimestamp", "deletionGracePeriodSeconds", "resourceVersion",

@@ -10,11 +10,12 @@ import time
 
 from tacker_hwaffinity.controller.events import meta_of
 from tacker_hwaffinity.controller.hosts import SETTLED, HostTracker
+from tacker_hwaffinity.controller import hosttruth
 from tacker_hwaffinity.controller.hosttruth import HostTruth
 from tacker_hwaffinity.kube import labels
 from tacker_hwaffinity.kube.client import KubeError
 from tacker_hwaffinity.labeling import plan as planning
-from tacker_hwaffinity.labeling.nodes import carries_host_unknown, kube_node
+from tacker_hwaffinity.labeling.nodes import kube_node
 from tacker_hwaffinity.labeling.sanitize import label_value
 
 
@@ -94,14 +95,13 @@ class HostLabels:
             self._relabel([self.workers[i] for i in todo], moved)
 
     def _judge_host_truth(self):
-        """Lift the host-unknown taint from the nodes whose labels are now Nova's
-        (``controller.hosttruth``); the plan of every worker is made only when a node
-        carries it."""
+        """Lift the host-unknown taint from the nodes whose labels are now Nova's, and
+        taint the workers' nodes that are down (``controller.hosttruth``); the plan of
+        every worker is made only when a node carries the taint or is not Ready."""
         node_objs = self.nodes.list()
-        tainted = any(carries_host_unknown((o.get("spec") or {}).get("taints"))
-                      for o in node_objs)
         assignments = (self._plan(list(self.workers.values())).assignments
-                       if tainted and self.tracker is not None and self.workers else [])
+                       if self.tracker is not None and self.workers
+                       and any(map(hosttruth.to_judge, node_objs)) else [])
         self.truth.judge(node_objs, assignments, self.workers, self.labelled)
 
     def _plan(self, servers):

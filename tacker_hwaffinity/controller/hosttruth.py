@@ -10,7 +10,15 @@ be read keeps it, with a Warning Event on the node and the gauge
 * ``unresolved``: a worker matches it but its host cannot be said (the planner's error,
   e.g. two nodes claim the server);
 * ``moving``: its server is being built or migrated: judged once it settles;
+* ``not-ready``: the node is not Ready: judged once it is;
 * ``unlabelled``: its labels are not Nova's yet (the relabel failed; tried again).
+
+A worker's node that is not Ready (its Ready condition says False or Unknown) gets the
+taint too, with a ``HostUnverified`` Event: its VM may be rebooting, or coming back on
+another compute host (an evacuation, a cold migration), and a node whose Node object
+survives that does not register again, so nothing else would taint it. Once it is Ready
+and its labels are Nova's answer again, the taint is lifted as above. (It is not
+schedulable while down anyway: kube's node lifecycle controller taints it not-ready.)
 
 After each Nova poll ``controller.hostlabels.HostLabels`` hands over what it knows: the
 planner's assignments of every worker and the labels it has just applied.
@@ -29,7 +37,8 @@ from tacker_hwaffinity.labeling.nodes import carries_host_unknown
 from tacker_hwaffinity.labeling.plan import Assignment
 from tacker_hwaffinity.openstack.servers import ServerState
 
-REASONS = ("no-server", "unresolved", "moving", "unlabelled")
+REASONS = ("no-server", "unresolved", "moving", "not-ready", "unlabelled")
+TAINT = {"key": HOST_UNKNOWN_TAINT, "effect": "NoSchedule"}
 
 
 class HostTruth:
@@ -55,18 +64,42 @@ class HostTruth:
         counts = dict.fromkeys(REASONS, 0)
         for obj in node_objs:
             spec = obj.get("spec") or {}
-            if not carries_host_unknown(spec.get("taints")):
-                continue
             name = obj["metadata"]["name"]
+            if not carries_host_unknown(spec.get("taints")):
+                if name in by_node and not _ready(obj) and self._taint(obj):
+                    counts["not-ready"] += 1
+                continue
             reason, why = _why_unknown(obj, by_node.get(name), workers, labelled.get(name))
             if reason is None and not self._lift(obj, by_node[name]):
                 reason, why = "unlabelled", "the node changed while its taint was lifted"
             if reason is not None:
                 counts[reason] += 1
-                self.events.record(obj, "Warning", "HostUnknown", "%s stays: %s"
-                                   % (HOST_UNKNOWN_TAINT, why))
+                if reason != "not-ready":   # said by HostUnverified, and by the node itself
+                    self.events.record(obj, "Warning", "HostUnknown", "%s stays: %s"
+                                       % (HOST_UNKNOWN_TAINT, why))
         for reason, n in counts.items():
             self.gauge.labels(reason).set(n)
+
+    def _taint(self, obj: Any) -> bool:
+        """Taint OBJ, a worker's node that is not Ready; False when it was not (the node
+        changed since it was read, a dry run, or the API failed: judged again)."""
+        name, meta = obj["metadata"]["name"], obj["metadata"]
+        if self.dry_run:
+            self.log.info("node %s: not Ready, would add %s", name, HOST_UNKNOWN_TAINT)
+            return False
+        try:
+            with self.term.acting("adding %s to node %s" % (HOST_UNKNOWN_TAINT, name)):
+                added = taints.add(self.conn, name, meta["uid"], meta.get("resourceVersion"),
+                                   (obj.get("spec") or {}).get("taints"), TAINT)
+        except KubeError as e:
+            self.log.warning("node %s: %s not added: %s", name, HOST_UNKNOWN_TAINT, e)
+            return False
+        if added:
+            text = ("the node is not Ready: its VM may come back on another compute host; "
+                    "%s until Nova's host is read again" % HOST_UNKNOWN_TAINT)
+            self.log.info("node %s: %s", name, text)
+            self.events.record(obj, "Normal", "HostUnverified", text)
+        return added
 
     def _lift(self, obj: Any, a: Assignment) -> bool:
         """Lift the taint from OBJ, whose labels are Nova's (A); False when the node
@@ -111,9 +144,27 @@ def _why_unknown(obj: Any, a: Assignment | None, workers: Mapping[str, ServerSta
         return "moving", "server %s is %s%s: judged once it settles" % (
             a.worker.server_id, state.status if state else "gone",
             " (%s)" % state.task_state if state and state.task_state else "")
+    if not _ready(obj):
+        return "not-ready", "the node is not Ready: judged once it is"
     current = applied if applied is not None else obj["metadata"].get("labels") or {}
     wrong = sorted(k for k, v in a.labels.items() if current.get(k) != v)
     if wrong:
         return "unlabelled", "its label %s is not yet Nova's answer (%s)" % (
             ", ".join(wrong), ", ".join("%s=%s" % (k, a.labels[k]) for k in wrong))
     return None, ""
+
+
+def to_judge(obj: Any) -> bool:
+    """Has the node OBJ anything for ``HostTruth.judge`` to do: it carries the taint, or
+    it is not Ready?"""
+    return carries_host_unknown((obj.get("spec") or {}).get("taints")) or not _ready(obj)
+
+
+def _ready(obj: Any) -> bool:
+    """Is the node OBJ Ready? Only a Ready condition that says False or Unknown is not
+    (a node the kubelet has not reported on yet has none, and is judged as it is)."""
+    status = obj.get("status") or {}
+    for cond in status.get("conditions") or ():
+        if isinstance(cond, dict) and cond.get("type") == "Ready":
+            return cond.get("status") == "True"
+    return True

@@ -21,10 +21,17 @@ def world(monkeypatch):
 
 @pytest.fixture
 def lifts(world, monkeypatch):
-    """The calls of kube.taints.lift, applied to the node cache; ``refuse`` makes the
-    next one find the node changed."""
+    """The calls of kube.taints.lift (and .add, as ("add", node, resourceVersion)),
+    applied to the node cache; ``refuse`` makes the next lift find the node changed."""
     c, _poll, nodes, *_ = world
     calls, refuse = [], []
+
+    def add(conn, name, uid, resource_version, current, taint):
+        calls.append(("add", name, resource_version))
+        obj = nodes.objs[("", name)]
+        obj["spec"]["taints"] = list(current or []) + [dict(taint)]
+        return True
+    monkeypatch.setattr(taints, "add", add)
 
     def lift(conn, name, uid, current, key):
         calls.append((name, uid, list(current), key))
@@ -64,8 +71,8 @@ def test_a_new_worker_is_labelled_then_its_taint_lifted_the_others_kept(world, l
     assert nodes.get("", "w4")["spec"]["taints"] == [OTHER]
     assert _events(calls, "HostKnown") == [
         ("w4", "host h1 is Nova's answer for server 4: %s lifted" % HOST_UNKNOWN_TAINT)]
-    assert [_gauge(c, r) for r in ("no-server", "unresolved", "moving", "unlabelled")] \
-        == [0, 0, 0, 0]
+    assert [_gauge(c, r) for r in ("no-server", "unresolved", "moving", "not-ready",
+                                   "unlabelled")] == [0, 0, 0, 0, 0]
     now[0] += 30
     c.tick()
     assert len(lifted) == 1                     # nothing left to lift
@@ -138,3 +145,43 @@ def test_a_dry_run_lifts_nothing(world, lifts):
     poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3"), State("4", "h1")]
     c.tick()
     assert lifted == [] and UNKNOWN in nodes.get("", "w4")["spec"]["taints"]
+
+
+def _ready(obj, status):
+    obj["status"]["conditions"] = [{"type": "Ready", "status": status}]
+    obj["metadata"]["resourceVersion"] = "rv-%s" % status
+
+
+def test_a_worker_that_goes_down_is_tainted_until_nova_s_host_is_read_again(world, lifts):
+    """Its Node survives a reboot or an evacuation: nothing registers it again."""
+    c, poll, nodes, _pods, calls, now, _ = world
+    lifted, _ = lifts
+    poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3")]
+    c.tick()
+    w1 = nodes.get("", "w1")
+    _ready(w1, "Unknown")
+    now[0] += 30
+    c.tick()
+    assert lifted == [("add", "w1", "rv-Unknown")]
+    assert UNKNOWN in w1["spec"]["taints"] and _gauge(c, "not-ready") == 1
+    assert [r for _n, r, _m in calls["events"]] == ["HostUnverified"]
+    now[0] += 30
+    c.tick()                                    # still down: kept, not added again
+    assert len(lifted) == 1 and _gauge(c, "not-ready") == 1
+    _ready(w1, "True")                          # back, on another host
+    poll.states = [State("1", "h3")]
+    now[0] += 30
+    c.tick()
+    assert w1["metadata"]["labels"]["CIS-node"] == "h3" and UNKNOWN not in w1["spec"]["taints"]
+    assert [entry[0] for entry in lifted] == ["add", "w1"] and _gauge(c, "not-ready") == 0
+
+
+def test_a_node_that_is_no_worker_s_is_not_tainted_when_it_goes_down(world, lifts):
+    c, poll, nodes, *_ = world
+    lifted, _ = lifts
+    stray = builders.node("stray", {}, ip="10.9.9.9", uid="u-stray")
+    _ready(stray, "False")
+    nodes.objs[("", "stray")] = stray
+    poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3")]
+    c.tick()
+    assert lifted == [] and not stray["spec"].get("taints")

@@ -126,9 +126,10 @@ def test_a_pod_binds_only_once_the_controller_knows_the_node_s_host(
                 cp.delete_node(name)
 
 
-def test_a_lift_is_refused_when_the_node_changed_since_it_was_read(control_plane):
-    """The patch tests the taint's index and the node's uid: a taint added before ours,
-    or a node deleted and made again under its name, leaves the node as it is."""
+def test_a_patch_is_refused_when_the_node_changed_since_it_was_read(control_plane):
+    """A lift tests the taint's index and the node's uid: a taint added before ours, or a
+    node deleted and made again under its name, leaves the node as it is. An add tests
+    the node's uid and resourceVersion."""
     cp = control_plane
     name = "ht-lift-" + uuid.uuid4().hex[:4]
     conn = kube_client.connect(cp.kubeconfig)
@@ -144,6 +145,15 @@ def test_a_lift_is_refused_when_the_node_changed_since_it_was_read(control_plane
         assert taints.lift(conn, name, uid, [OTHER, UNKNOWN], HOST_UNKNOWN_TAINT)
         assert _taints(cp, name) == [OTHER]
         assert not taints.lift(conn, name, uid, [OTHER], HOST_UNKNOWN_TAINT)
+        assert not taints.add(conn, name, uid, read["metadata"]["resourceVersion"], [OTHER],
+                              UNKNOWN)                    # read before the two patches
+        now = cp.admin.get("/api/v1/nodes/" + name)["metadata"]["resourceVersion"]
+        assert taints.add(conn, name, uid, now, [OTHER], UNKNOWN)
+        assert _taints(cp, name) == [OTHER, UNKNOWN]
+        cp.admin.patch("/api/v1/nodes/" + name, {"spec": {"taints": None}})
+        now = cp.admin.get("/api/v1/nodes/" + name)["metadata"]["resourceVersion"]
+        assert taints.add(conn, name, uid, now, None, UNKNOWN)
+        assert _taints(cp, name) == [UNKNOWN]
     finally:
         conn.close()
         cp.delete_node(name)
