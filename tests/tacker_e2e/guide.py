@@ -18,7 +18,15 @@ The page's blocks are read as the README's are (``tests/doccommands.py``), and:
   ``each``);
 * a block after ``<!-- file: NAME -->`` is a file the user writes: :meth:`Guide.write`
   writes it into the working directory with the placeholders filled (a value of several
-  lines indented as its placeholder is).
+  lines indented as its placeholder is), or, for a file the story makes its own way (its
+  harness's values), :meth:`Guide.check_file` checks the file against the block as an
+  output is checked (``...`` for lines left out) and binds its placeholders;
+* the steps run in the page's order: a step the page shows before one already run
+  fails (:meth:`Guide.run`);
+* the working directory holds only what the page accounts for: the clone's ``csar/``
+  and ``samples/`` and the image the page downloads (``GIVEN``), what the page's
+  commands made, and the files it shows; anything else the story put there fails the
+  next step, so a file the run uses is one the page shows.
 
 A command that fails, or prints something else, fails the step with the guide's line,
 what it shows and what was printed (normalised: the values bound shown as their
@@ -29,7 +37,7 @@ import re
 import subprocess
 import time
 
-from doccommands import blocks, commands, match
+from doccommands import Command, blocks, commands, match
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GUIDE = os.path.join(os.path.dirname(os.path.dirname(HERE)), "doc", "user-guide.md")
@@ -41,6 +49,9 @@ COMMAND_TIMEOUT_S = 120
 # The image the guide downloads for VNF-A's TOSCA flavour (the working directory holds a
 # stand-in: the download is a command the story cannot run).
 IMAGE = "ubuntu-24.04-server-cloudimg-amd64.img"
+# What the working directory holds before the first step, as for a user: a clone's
+# directories the commands read, and the download.
+GIVEN = ("csar", "samples", IMAGE)
 
 
 class GuideError(AssertionError):
@@ -80,6 +91,11 @@ def output_matches(shown, printed, values):
     return match(shown, printed, values, _same)
 
 
+def repeats(command: Command) -> bool:
+    """Whether COMMAND is one the page says to repeat until it prints what is shown."""
+    return command.text.rstrip().endswith(REPEAT)
+
+
 def fill(text, values):
     """TEXT with its placeholders replaced by their VALUES (a value of several lines
     indented as its placeholder is); an unbound one is an error."""
@@ -106,6 +122,8 @@ class Guide:
         self.files = {b.marks["file"]: b for b in blocks(text) if "file" in b.marks}
         self.values = {}
         self.seconds = {}
+        self.ran = []                     # the steps run, in order
+        self.accounted = set(GIVEN)       # the working directory's entries the page explains
 
     def steps(self):
         """The story's steps the page has blocks for, in order."""
@@ -118,22 +136,52 @@ class Guide:
         path = os.path.join(self.workdir, name)
         with open(path, "w") as f:
             f.write(fill("\n".join(block.lines) + "\n", self.values))
+        self.accounted.add(name)
         return path
+
+    def check_file(self, name: str) -> dict:
+        """Check the file NAME the story made in the working directory against the block
+        the page shows for it (placeholders as in an output, ``...`` for lines left out);
+        returns the values bound."""
+        block = self.files[name]
+        with open(os.path.join(self.workdir, name), encoding="utf-8") as f:
+            made = [line.rstrip() for line in f.read().splitlines() if line.strip()]
+        shown = [line.rstrip() for line in block.lines if line.strip()]
+        after = match(shown, made, self.values, _same)
+        if after is None:
+            raise GuideError("%s:%d: the story's %s is not what the page shows:\n%s\n"
+                             "made:\n%s" % (self.path, block.line, name, "\n".join(shown),
+                                             "\n".join(self.normalised(made))))
+        self.values = after
+        self.accounted.add(name)
+        return self.values
 
     def run(self, step, each=None):
         """Run the commands of STEP; returns the values bound."""
         todo = [c for c in self.commands if c.marks.get("story") == step]
         if not todo:
             raise GuideError("%s shows no block for the story's step %r" % (self.path, step))
+        order = self.steps()
+        if self.ran and order.index(step) < order.index(self.ran[-1]):
+            raise GuideError("%s: the story runs the step %r after %r, which the page "
+                             "shows after it: the page's order is not the run's" % (
+                                 self.path, step, self.ran[-1]))
+        unshown = sorted(set(os.listdir(self.workdir)) - self.accounted)
+        if unshown:
+            raise GuideError("%s: before the step %r the working directory holds %s, which "
+                             "the page neither shows nor makes" % (
+                                 self.path, step, ", ".join(unshown)))
+        self.ran.append(step)
         t0 = time.monotonic()
         for command in todo:
             self._one(command, each)
         self.seconds[step] = time.monotonic() - t0
+        self.accounted.update(os.listdir(self.workdir))     # what its commands made
         return self.values
 
     def _one(self, command, each):
         text = command.text
-        repeat = text.rstrip().endswith(REPEAT)
+        repeat = repeats(command)
         if repeat:
             text = text.rstrip()[:-len(REPEAT)].rstrip()
         argv = fill(text, self.values)
