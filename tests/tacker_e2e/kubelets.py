@@ -4,13 +4,16 @@ ACTIVE server with an address registers once as the node ``vm-<address>`` with t
 address as InternalIP (the real control plane, kept alive by its fake kubelet). A
 master VM's node (its Heat name holds the VDU ``masterNode``) carries what kubeadm
 init gives a v1.20 control-plane node: the ``node-role.kubernetes.io/master`` label and
-NoSchedule taint, so workloads go to the workers.
+NoSchedule taint, so workloads go to the workers. A worker's node registers with the
+taint ``hwaffinity.io/host-unknown:NoSchedule``, as install_k8s.sh's join configuration
+makes its kubelet do: nothing is bound to it until the MgmtDriver has labelled it with
+its host and lifted the taint.
 
 A healed VM keeps its port, so its new server takes its old node back, as a kubelet
 registering under an existing name does. Nodes are never removed here: removing the
 node of a scaled-in worker is the MgmtDriver's job, and that is what the tests check.
 """
-
+from tacker_hwaffinity.constants import HOST_UNKNOWN_TAINT
 
 MASTER_VDU = "masterNode"
 MASTER_ROLE = "node-role.kubernetes.io/master"
@@ -46,7 +49,9 @@ class Kubelets:
             if name not in existing:
                 master = MASTER_VDU in server.name
                 self.cp.add_node(name, labels={MASTER_ROLE: ""} if master else None,
-                                 address=self.address(server), wait=False)
+                                 address=self.address(server), wait=False,
+                                 taints=() if master else [
+                                     {"key": HOST_UNKNOWN_TAINT, "effect": "NoSchedule"}])
                 if master:
                     self.cp.admin.patch("/api/v1/nodes/" + name, {"spec": {"taints": [
                         {"key": MASTER_ROLE, "effect": "NoSchedule"}]}})

@@ -94,6 +94,8 @@ def cluster(v2, vnf_a_onboarded, guide, tacker_cloud, master, kubelets, control_
                            "scale_out_workers.json")["additionalParams"]})):
         with open(os.path.join(guide.workdir, name), "w") as f:
             json.dump(body, f, indent=2)
+    guide.check_file("instantiate-vnf-a.json")
+    guide.check_file("vnf-a-params.json")
     cp = control_plane
     # {node: (cordoned, its CIS-node or None)} of the other tests' nodes: cordoned, and
     # without the host label, since kube-scheduler 1.20's topology spread counts the
@@ -485,6 +487,18 @@ def test_v1_instantiate_scale_heal_terminate(cluster, vnf_b_v1, kubernetes_vim,
 
 
 def test_terminate_vnf_a(cluster, guide, tacker_cloud):
+    """Terminate leaves nothing of VNF-A in OpenStack: no stack, and none of the servers
+    and server groups its stack made (Heat deletes them with the stack; a resource it
+    failed to delete would outlive the stack's record)."""
+    heat, nova = tacker_cloud.heat("admin"), tacker_cloud.nova("admin", version="2.64")
+    (stack,) = [s for s in heat.stacks.list() if cluster.id in s.stack_name]
+    made = {r.physical_resource_id: r.resource_type
+            for r in heat.resources.list(stack.id, nested_depth=2)
+            if r.resource_type in ("OS::Nova::Server", "OS::Nova::ServerGroup")
+            and r.physical_resource_id}
+    assert sorted(set(made.values())) == ["OS::Nova::Server", "OS::Nova::ServerGroup"]
     guide.run("terminate-vnf-a")
-    assert not [s for s in tacker_cloud.heat("admin").stacks.list()
-                if cluster.id in s.stack_name]
+    assert not [s for s in heat.stacks.list() if cluster.id in s.stack_name]
+    servers = {s.id for s in nova.servers.list(search_opts={"all_tenants": 1})}
+    groups = {g.id for g in nova.server_groups.list(all_projects=True)}
+    assert [(i, t) for i, t in made.items() if i in servers | groups] == []
