@@ -166,5 +166,5 @@ def _ready(obj: Any) -> bool:
     status = obj.get("status") or {}
     for cond in status.get("conditions") or ():
         if isinstance(cond, dict) and cond.get("type") == "Ready":
-            return cond.get("status") == "True"
+            return cond.get("status") not in ("False", "Unknown")
     return True
