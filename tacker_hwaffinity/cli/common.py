@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable
 
 from tacker_hwaffinity.cli import warnings
+from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.intake.read import Phase
 from tacker_hwaffinity.intake.source import Source, cluster_source
 from tacker_hwaffinity.objects import schema
@@ -114,3 +115,14 @@ def add_limit_args(parser: argparse.ArgumentParser) -> None:
                         metavar="N",
                         help="refuse, before making any pod, workloads that create more than "
                              "N pods in all (the sum of their replicas)")
+
+
+def worker_metadata(items: Iterable[str]) -> dict[str, str]:
+    """{key: value} of the --worker-metadata KEY=VALUE items."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InputError("expected KEY=VALUE, got %r" % item, field="--worker-metadata")
+        out[key] = value
+    return out

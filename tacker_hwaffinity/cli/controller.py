@@ -12,6 +12,7 @@ import socket
 import typing
 
 from tacker_hwaffinity import extras
+from tacker_hwaffinity.cli.common import worker_metadata
 from tacker_hwaffinity.constants import OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LABEL
 from tacker_hwaffinity.errors import InputError
 
@@ -143,22 +144,12 @@ def register(sub: typing.Any) -> None:
     p.set_defaults(func=run)
 
 
-def _metadata(items: typing.Iterable[str]) -> typing.Dict[str, str]:
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InputError("expected KEY=VALUE, got %r" % item, field="--worker-metadata")
-        out[key] = value
-    return out
-
-
 def _workers(args: argparse.Namespace) -> "SelectWorkers":
     """A function of the OpenStack client, the node cache's ``list`` and the region giving
     the worker selector (flags checked now)."""
     # lazy: see the module's head
     from tacker_hwaffinity.controller import workers
-    metadata = _metadata(args.worker_metadata)
+    metadata = worker_metadata(args.worker_metadata)
     if args.cluster_nodes:
         if metadata or args.stack or args.aspect or args.vdu:
             raise InputError("give one of --cluster-nodes, --worker-metadata or --stack",

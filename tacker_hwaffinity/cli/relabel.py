@@ -24,6 +24,7 @@ import yaml
 
 from tacker_hwaffinity import extras
 from tacker_hwaffinity.cli import output
+from tacker_hwaffinity.cli.common import worker_metadata
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.redaction import yaml_error
 
@@ -169,17 +170,6 @@ def additional_params(args: argparse.Namespace,
     if ref:
         params["k8s_cluster_installation_param"] = ref
     return params
-
-
-def worker_metadata(items: typing.Iterable[str]) -> typing.Dict[str, str]:
-    """{key: value} of the --worker-metadata KEY=VALUE items."""
-    out = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InputError("expected KEY=VALUE, got %r" % item, field="--worker-metadata")
-        out[key] = value
-    return out
 
 
 def check_ways(args: argparse.Namespace) -> None:

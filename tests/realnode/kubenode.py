@@ -399,3 +399,36 @@ class KubeNode:
 def _pause_ref():
     from .images import image_ref
     return image_ref("pause")
+
+
+@contextlib.contextmanager
+def cluster_of_one(name, images=(), register_with_taints=()):
+    """A test control plane and one real node NAME joined to it (``KubeNode``'s IMAGES and
+    REGISTER_WITH_TAINTS), as (control plane, node, seconds the node took to start);
+    both stopped after, and the node must leave nothing behind. Not available (skipped,
+    failed under CI) where this process cannot run them."""
+    from ci_policy import unavailable
+
+    from .conftest import require_node_runtime
+    require_node_runtime()
+    missing = missing_capabilities()
+    if missing:
+        unavailable("a real node needs: " + ", ".join(missing))
+    binaries = harness.find_binaries()
+    if binaries is None:
+        unavailable(harness.BUILD_HINT)
+    cp = harness.ControlPlane(binaries, service_cidr=SERVICE_CIDR)
+    node = None
+    try:
+        cp.start(timeout=90)
+        started = time.monotonic()
+        node = KubeNode(cp, name, images=images,
+                        register_with_taints=register_with_taints).start(timeout=180)
+        yield cp, node, time.monotonic() - started
+    finally:
+        if node is not None:
+            node.stop()
+            left = node.leftovers()
+        cp.stop(keep_logs=False)
+        if node is not None:
+            assert left == [], "the node left %s" % left

@@ -11,7 +11,6 @@ import time
 
 import pytest
 
-from ci_policy import unavailable
 from controlplane import harness
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL, HOST_UNKNOWN_TAINT
 from tacker_hwaffinity.labeling import params
@@ -19,7 +18,6 @@ from tacker_hwaffinity.labeling.plan import Worker
 from tacker_hwaffinity.mgmt import kubectl_runner, reconcile
 
 from . import kubenode
-from .conftest import require_node_runtime
 from .images import image_ref
 
 pytestmark = pytest.mark.realnode
@@ -30,27 +28,9 @@ HOST = "compute-7"
 @pytest.fixture(scope="module")
 def tainted_node():
     """A control plane and one real node whose kubelet registers with the taint."""
-    require_node_runtime()
-    missing = kubenode.missing_capabilities()
-    if missing:
-        unavailable("a real node needs: " + ", ".join(missing))
-    binaries = harness.find_binaries()
-    if binaries is None:
-        unavailable(harness.BUILD_HINT)
-    cp = harness.ControlPlane(binaries, service_cidr=kubenode.SERVICE_CIDR)
-    node = None
-    try:
-        cp.start(timeout=90)
-        node = kubenode.KubeNode(cp, NODE, register_with_taints=[
-            HOST_UNKNOWN_TAINT + ":NoSchedule"]).start(timeout=180)
+    with kubenode.cluster_of_one(NODE, register_with_taints=[
+            HOST_UNKNOWN_TAINT + ":NoSchedule"]) as (cp, _node, _seconds):
         yield cp
-    finally:
-        if node is not None:
-            node.stop()
-            left = node.leftovers()
-        cp.stop(keep_logs=False)
-        if node is not None:
-            assert left == [], "the node left %s" % left
 
 
 def _pod(cp):

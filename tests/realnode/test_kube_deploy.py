@@ -36,7 +36,6 @@ import test_readme_commands as readme
 from controlplane import harness
 
 from . import kubenode
-from .conftest import require_node_runtime
 from .hwimage import image_archive
 from .images import image_ref
 
@@ -180,38 +179,18 @@ def _user_steps(cluster, image_reference):
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    require_node_runtime()
-    missing = kubenode.missing_capabilities()
-    if missing:
-        unavailable("a real node needs: " + ", ".join(missing))
-    binaries = harness.find_binaries()
-    if binaries is None:
-        unavailable(harness.BUILD_HINT)
     archive = image_archive()
     if archive is None:
         unavailable("the hwaffinity image is not built (tools/build-image.sh)")
     path, reference = archive
     workdir = str(tmp_path_factory.mktemp("user"))
     shutil.copytree(os.path.join(ROOT, "deploy"), os.path.join(workdir, "deploy"))
-    cp = harness.ControlPlane(binaries, service_cidr=kubenode.SERVICE_CIDR)
-    node = None
-    try:
-        cp.start(timeout=90)
-        started = time.monotonic()
-        node = kubenode.KubeNode(cp, NODE, images=[path]).start(timeout=180)
-        node_seconds = time.monotonic() - started
+    with kubenode.cluster_of_one(NODE, images=[path]) as (cp, node, node_seconds):
         cp.admin.patch("/api/v1/nodes/" + NODE, {"metadata": {"labels": {"CIS-node": HOST}}})
         c = Cluster(cp, node, workdir, reference)
         c.node_seconds = node_seconds
         c.applied, c.apply_failed = _user_steps(c, reference)
         yield c
-    finally:
-        if node is not None:
-            node.stop()
-            left = node.leftovers()
-        cp.stop(keep_logs=False)
-        if node is not None:
-            assert left == [], "the node left %s" % left
 
 
 def test_apply_k_deploy_creates_everything_the_server_serves(cluster):
