@@ -51,7 +51,7 @@ def _hwaffinity_without(modules, argv, tmp_path, credentials=True):
 
 
 @pytest.mark.parametrize("modules,argv,command,extra", [
-    (["cryptography"], ["webhook", "certs", "--out", "certs"], "webhook", "webhook"),
+    (["cryptography"], ["webhook", "certs", "--out", "certs"], "webhook certs", "webhook"),
     (["keystoneauth1"], ["controller", "--stack", "s", "--aspect", "worker_instance"],
      "controller", "controller"),
     (["keystoneauth1"], ["relabel", "--stack", "s", "--worker-aspect", "worker_instance"],

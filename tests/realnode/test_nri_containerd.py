@@ -164,7 +164,8 @@ def test_a_killed_agent_never_stops_a_start_and_the_next_sync_pins(containerd17,
         assert time.monotonic() - t0 < 10
         agent.start()
         assert "1 cpuset(s) corrected" in agent.text()
-        assert now_allowed(containerd17, cid) == "0"
+        # containerd applies the Synchronize reply's updates after the agent logged them
+        wait_for(lambda: now_allowed(containerd17, cid) == "0", 10, "the resync to pin it")
     finally:
         pod.remove()
 
