@@ -83,9 +83,11 @@ def register(subparsers: typing.Any) -> None:
                    help="what names a compute host: Nova's host (admin), its hostId (any "
                         "user), or auto: host when Nova shows it (default: the --params "
                         "file's, else auto)")
-    p.add_argument("--on-colocation", choices=("warn", "fail"),
-                   help="two workers on one compute host: warn and label, or fail before "
-                        "labelling (default: the --params file's, else warn)")
+    p.add_argument("--on-colocation", choices=("warn", "fail", "respread"),  # params.ON_COLOCATION
+                   help="two workers on one compute host: warn, fail (exit 1; the labels "
+                        "are set either way), or respread: live-migrate all but one, Nova's "
+                        "scheduler choosing the host, then label (default: the --params "
+                        "file's, else warn)")
     p.add_argument("--kubeconfig", metavar="FILE", help="reach Kubernetes with this kubeconfig")
     p.add_argument("--ssh-host", metavar="HOST", help="a master to run kubectl on over SSH")
     p.add_argument("--ssh-port", type=int, metavar="PORT",
@@ -245,7 +247,8 @@ def run(args: argparse.Namespace) -> int:
     if args.output in output.STRUCTURED:
         output.dump(output.document("Relabel", {
             "dryRun": args.dry_run, "hostSource": plan.source, "workers": plan.mapping(),
-            "changes": changes, "warnings": plan.warnings, "errors": done.errors}),
+            "changes": changes, "warnings": plan.warnings, "errors": done.errors,
+            "respread": done.respread.report() if done.respread else None}),
             args.output)
     else:
         _text(done, changes, args.dry_run)
@@ -255,6 +258,10 @@ def run(args: argparse.Namespace) -> int:
 def _text(done: "Relabelled", changes: typing.Mapping[str, typing.Mapping[str, str]],
           dry_run: bool) -> None:
     out, plan = sys.stdout, done.plan
+    for move in done.respread.moves if done.respread else ():
+        out.write("respread: worker %s (server %s) %s\n" % (
+            move["worker"], move["server"], "moved from %s to %s" % (move["from"], move["to"])
+            if move["to"] != move["from"] else "stays on %s: no other host" % move["from"]))
     for row in plan.mapping():
         change = changes.get(row["node"]) if row["node"] else None
         if row["error"]:

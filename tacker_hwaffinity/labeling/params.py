@@ -15,7 +15,7 @@ from tacker_hwaffinity.objects.validation import qualified_name_error
 BLOCK = "hwaffinity_param"
 REFERENCE_BLOCK = "k8s_cluster_installation_param"
 HOST_SOURCES = ("auto", "host", "hostId")
-ON_COLOCATION = ("warn", "fail")
+ON_COLOCATION = ("warn", "fail", "respread")
 
 
 class F:
@@ -75,7 +75,11 @@ SPEC = {
                      doc="auto: OS-EXT-SRV-ATTR:host when the VIM user may see it, else "
                          "hostId; host or hostId: forced"),
     "on_colocation": F("string", default="warn", enum=ON_COLOCATION,
-                       doc="two workers on one compute host: warn, or fail the operation"),
+                       doc="two workers on one compute host: warn, fail the operation, or "
+                           "respread: live-migrate all but one, Nova's scheduler choosing "
+                           "the host, then warn of what is left (doc/mgmt-driver.md)"),
+    "respread_timeout": F("number", default=300, minimum=1, maximum=3600,
+                          doc="seconds the moves of on_colocation respread may take in all"),
     "kubeconfig": F("string", secret=True,
                     doc="reach the cluster through this kubeconfig (YAML or JSON text; kubectl "
                         "runs where the driver runs) instead of SSH"),
@@ -185,6 +189,7 @@ class HwParams:
     zone_label_key: typing.Optional[str]
     host_source: str
     on_colocation: str
+    respread_timeout: float
     kubeconfig: typing.Optional[str]
     join_timeout: float
     worker_vdus: typing.Tuple[str, ...]
@@ -198,7 +203,8 @@ class HwParams:
         """Of the validated block BLOCK (``_validate_object`` over ``SPEC``)."""
         return cls(label_keys=tuple(block["label_keys"]),
                    zone_label_key=block["zone_label_key"], host_source=block["host_source"],
-                   on_colocation=block["on_colocation"], kubeconfig=block["kubeconfig"],
+                   on_colocation=block["on_colocation"],
+                   respread_timeout=block["respread_timeout"], kubeconfig=block["kubeconfig"],
                    join_timeout=block["join_timeout"],
                    worker_vdus=tuple(block["worker_vdus"]),
                    openstack=OpenStackParams(**block["openstack"]), ssh=block["ssh"],

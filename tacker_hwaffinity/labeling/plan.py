@@ -77,7 +77,7 @@ class LabelPlan:
 
     @property
     def warnings(self) -> list[str]:
-        if self.colocated and self.on_colocation == "warn":
+        if self.colocated and self.on_colocation in ("warn", "respread"):
             return colocation_messages(self.colocated)
         return []
 

@@ -27,6 +27,7 @@ OPTIONS = (
     ("zone_label_key", ("zone_label_key",)),
     ("host_source", ("host_source",)),
     ("on_colocation", ("on_colocation",)),
+    ("respread_timeout", ("respread_timeout",)),
     ("join_timeout", ("join_timeout",)),
     ("openstack_timeout", ("openstack", "timeout")),
     ("openstack_retries", ("openstack", "retries")),

@@ -16,13 +16,14 @@ from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.labeling import inventory, provider_id
 from tacker_hwaffinity.labeling import plan as planning
 from tacker_hwaffinity.labeling.params import Parsed
-from tacker_hwaffinity.labeling.plan import LabelPlan, Worker
+from tacker_hwaffinity.labeling.plan import KubeNode, LabelPlan, Worker
 from tacker_hwaffinity.mgmt import install as cluster_install
 from tacker_hwaffinity.mgmt import kubectl_runner as kube_access
 from tacker_hwaffinity.mgmt import reconcile
 from tacker_hwaffinity.mgmt.reconcile import HookFailed
 
 if typing.TYPE_CHECKING:      # imported where it is first used (Context.openstack)
+    from tacker_hwaffinity.mgmt.respread import Respread
     from tacker_hwaffinity.openstack import OpenStack
     from tacker_hwaffinity.openstack.servers import ServerState
 
@@ -255,21 +256,61 @@ def run(job, log=LOG, openstack=None, connect=None):
                 nodes = reconcile.wait_joined(kube, inv.workers, wait, log, nodes)
             if nodes is None:
                 nodes = reconcile.read_nodes(kube)
+            region = (job.access or {}).get("region_name")
+            latest = [inv]
+
+            def reread():
+                latest[0] = discover(ctx)
+                return latest[0].workers
+            moved = _respread(ctx, inv.workers, reread, nodes, region, log)
+            inv = latest[0]
             # labelled before the healed nodes are uncordoned: until then the cordon keeps
             # pods off a worker whose VM may be on another host now (one read serves both:
             # labelling does not change what is cordoned)
             p = reconcile.relabel(kube, inv.workers, job.params["hwaffinity"], log,
-                                  nodes=nodes, region=(job.access or {}).get("region_name"))
+                                  nodes=nodes, region=region)
             if job.hook == "heal_end" and not job.full_heal:
                 report["uncordonedNodes"], _ = reconcile.uncordon(kube, _targets(job, inv), log,
                                                                   nodes)
             report.update({"hostSource": p.source, "workers": p.mapping(),
                            "warnings": p.warnings})
+            if moved is not None:
+                report["respread"] = moved.report()
+                if moved.error:
+                    raise HookFailed("; ".join([moved.error] + p.warnings))
         report["openstackCalls"] = ctx.openstack.calls
         report.update(job.record or {})
         return report
     finally:
         kube.close()
+
+
+def _respread(ctx: Context, workers: typing.List[Worker],
+              reread: typing.Callable[[], typing.List[Worker]], nodes: typing.List[KubeNode],
+              region: typing.Optional[str], log: logging.Logger,
+              dry_run: bool = False) -> typing.Optional["Respread"]:
+    """``on_colocation: respread``: the moves of ``mgmt.respread`` for WORKERS (None: not
+    asked for, or a dry run, which only logs what it would move). A worker whose node
+    carries its host label already is the one kept on a shared host."""
+    hw = ctx.job.params["hwaffinity"]
+    if hw.on_colocation != "respread":
+        return None
+    from tacker_hwaffinity.labeling import colocation
+    from tacker_hwaffinity.mgmt import respread
+    source = planning.choose_source(workers, hw.host_source)
+    index = planning.NodeIndex(nodes, region)
+    settled = set()
+    for w in workers:
+        node, _ = planning.node_of(w, index)
+        if node is not None and not node.host_unknown and hw.label_keys[0] in node.labels:
+            settled.add(w.server_id)
+    if dry_run:
+        for w in colocation.movers(workers, source, settled):
+            log.info("respread (dry run): would ask Nova to move worker %s (server %s) off "
+                     "host %s", w.name, w.server_id, colocation.host_of(w, source))
+        return None
+    return respread.converge(ctx.openstack, workers, reread, source, settled,
+                             hw.respread_timeout, log)
 
 
 @dataclasses.dataclass
@@ -279,11 +320,15 @@ class Relabelled:
     plan: LabelPlan
     serverless: typing.List[str]
     """One message per node whose providerID names a server Nova does not list."""
+    respread: typing.Optional["Respread"] = None
+    """The moves of ``on_colocation: respread`` (None: not asked for, or a dry run)."""
 
     @property
     def errors(self) -> typing.List[str]:
-        """The workers not handled, then the nodes without a server (exit 1 when any)."""
-        return self.plan.errors + self.serverless
+        """The workers not handled, then the nodes without a server, then a respread that
+        stopped short (exit 1 when any)."""
+        return self.plan.errors + self.serverless + (
+            [self.respread.error] if self.respread and self.respread.error else [])
 
 
 def relabel(job: Job, dry_run: bool = False, log: logging.Logger = LOG,
@@ -309,8 +354,18 @@ def relabel(job: Job, dry_run: bool = False, log: logging.Logger = LOG,
     try:
         objects, nodes = reconcile.read_node_objects(kube)
         workers = inv.workers
-        if job.select_workers is not None:
-            workers = _selected(job.select_workers(lambda: objects, region), servers)
+        if job.select_workers is None:
+            def reread():
+                return discover(ctx).workers
+        else:
+            selector = job.select_workers(lambda: objects, region)
+            workers = _selected(selector, servers)
+
+            def reread():
+                return _selected(selector, ctx.openstack.servers())
+        moved = _respread(ctx, workers, reread, nodes, region, log, dry_run)
+        if moved is not None:
+            workers = moved.workers
         serverless = ["node %s (providerID %s): %s" % (
             n.name, provider_id.text(n.provider), planning.NO_SERVER)
             for n in planning.NodeIndex(nodes, region).serverless(
@@ -319,10 +374,11 @@ def relabel(job: Job, dry_run: bool = False, log: logging.Logger = LOG,
             plan = reconcile.relabel(kube, workers, job.params["hwaffinity"], log, dry_run,
                                      nodes=nodes, region=region)
         except HookFailed as e:
-            if serverless:
-                raise HookFailed("%s; also %s" % (e, "; ".join(serverless))) from None
+            also = serverless + ([moved.error] if moved and moved.error else [])
+            if also:
+                raise HookFailed("%s; also %s" % (e, "; ".join(also))) from None
             raise
-        return Relabelled(plan, serverless)
+        return Relabelled(plan, serverless, moved)
     finally:
         kube.close()
 

@@ -51,17 +51,28 @@ class OpenStack:
                  expect_json: bool = True) -> typing.Any:
         """The JSON answer of one GET of PATH on SERVICE (NAME in messages), retried
         on no answer and 5xx; OpenStackError for the rest."""
+        return self._request("GET", service, name, path, self.retries)
+
+    def _request(self, method: str, service: str, name: str, path: str, retries: int,
+                 body: typing.Any = None, microversion: typing.Optional[str] = None
+                 ) -> typing.Any:
+        """The JSON answer of METHOD PATH on SERVICE (None for an empty body), tried
+        1 + RETRIES times on no answer and 5xx; OpenStackError for the rest."""
         from keystoneauth1 import exceptions as ks_exc
         filt = {"service_type": service, "interface": self.interface}
         if self.region_name:
             filt["region_name"] = self.region_name
+        extra = {"json": body} if body is not None else {}
+        if microversion:
+            extra.update(microversion=microversion, microversion_service_type=service)
         last = None
-        for attempt in range(self.retries + 1):
+        for attempt in range(retries + 1):
             if attempt:
                 time.sleep(self.backoff * 2 ** (attempt - 1))
             try:
-                resp = self.session.get(path, endpoint_filter=filt, raise_exc=False,
-                                        headers={"Accept": "application/json"})
+                resp = self.session.request(path, method, endpoint_filter=filt,
+                                            raise_exc=False,
+                                            headers={"Accept": "application/json"}, **extra)
             except (ks_exc.ConnectFailure, ks_exc.ConnectTimeout, ks_exc.RequestTimeout,
                     ks_exc.UnknownConnectionError) as e:
                 last = "no answer (%s)" % type(e).__name__
@@ -78,14 +89,18 @@ class OpenStack:
                 last = "HTTP %d %s" % (resp.status_code, _message(resp))
                 continue
             if resp.status_code >= 400:
-                raise OpenStackError("%s GET %s: HTTP %d %s" % (
-                    name, path, resp.status_code, _message(resp)), status=resp.status_code)
+                raise OpenStackError("%s %s %s: HTTP %d %s" % (
+                    name, method, path, resp.status_code, _message(resp)),
+                    status=resp.status_code)
+            if not resp.content:
+                return None
             try:
                 return resp.json()
             except ValueError:
-                raise OpenStackError("%s GET %s: the answer is not JSON" % (name, path)) from None
-        raise OpenStackError("%s GET %s: %s (after %d attempts)" % (
-            name, path, last, self.retries + 1))
+                raise OpenStackError("%s %s %s: the answer is not JSON" % (
+                    name, method, path)) from None
+        raise OpenStackError("%s %s %s: %s (after %d attempts)" % (
+            name, method, path, last, retries + 1))
 
     def stack_resources(self, stack_id: str,
                         nested_depth: int = 2) -> typing.List[typing.Dict[str, typing.Any]]:
@@ -132,6 +147,20 @@ class OpenStack:
             if len(page) < PAGE:
                 return out
             marker = page[-1]["id"]
+
+    def server(self, server_id: str) -> typing.Dict[str, typing.Any]:
+        """One server (``GET /servers/{id}``), with its task state and host."""
+        return self.get_json("compute", "Nova", "/servers/%s" % _quote(server_id)
+                             ).get("server") or {}
+
+    def live_migrate(self, server_id: str) -> None:
+        """Ask Nova to live-migrate SERVER_ID to a host its scheduler chooses
+        (``os-migrateLive``, compute API 2.25: no host, block migration when needed).
+        Not retried: a second request would find the first one's task. Nova answers 202
+        once the server's task is ``migrating``; the move itself follows."""
+        self._request("POST", "compute", "Nova", "/servers/%s/action" % _quote(server_id), 0,
+                      body={"os-migrateLive": {"host": None, "block_migration": "auto"}},
+                      microversion="2.25")
 
 
 def _quote(value):

@@ -36,7 +36,7 @@ def test_every_option_has_the_parameters_default_and_bounds():
     fresh(args=[], default_config_files=[])
     assert conf.defaults(fresh) == {
         "label_keys": ["CIS-node"], "host_source": "auto", "on_colocation": "warn",
-        "join_timeout": 0,
+        "respread_timeout": 300, "join_timeout": 0,
         "openstack": {"timeout": 30, "retries": 2},
         "ssh": {"connect_timeout": 10, "command_timeout": 120, "retries": 3,
                 "insecure_ignore_host_key": False},

@@ -288,6 +288,66 @@ def test_two_vdus_forced_onto_one_host_are_detected(manager, cloud, control_plan
         vnf.cleanup()
 
 
+def test_respread_moves_one_of_two_workers_on_one_host_and_labels_the_truth(
+        manager, cloud, control_plane, ssh_params):
+    """on_colocation respread: the second worker of a soft group's pair is live-migrated
+    with no host named; Nova's scheduler, weighing the group, puts it on a free host."""
+    vnf = Vnf(cloud, control_plane, "soft_pair.yaml", [], {"zone": "nova:%s" % cloud.hosts[0]})
+    try:
+        params = {"hwaffinity_param": {"ssh": ssh_params, "worker_vdus": ["workerA", "workerB"],
+                                       "on_colocation": "respread"}}
+        inst = _instantiate(manager, cloud, vnf, params)
+        report = json.loads(inst.vnf_metadata["hwaffinity"])
+        hosts = {s.id: getattr(s, HOST) for s in vnf.servers()}
+        assert len(set(hosts.values())) == 2 and cloud.hosts[0] in hosts.values()
+        (move,) = report["respread"]["moves"]
+        assert report["respread"]["error"] is None and report["warnings"] == []
+        assert (move["from"], move["to"]) == (cloud.hosts[0], hosts[move["server"]])
+        assert {sid: vnf.labels(sid)[DEFAULT_HOST_LABEL] for sid in hosts} == hosts
+        assert {w["server"]: w["host"] for w in report["workers"]} == hosts
+    finally:
+        vnf.cleanup()
+
+
+def test_respread_with_more_workers_than_hosts_moves_once_then_warns(
+        manager, cloud, control_plane, ssh_params):
+    """Four workers of a soft group on three hosts: the first move cannot add a host, so
+    it is the only one; what is left is Nova's best, a warning, not a failure."""
+    vnf = Vnf(cloud, control_plane, "k8s_workers.yaml", ["worker_member.yaml"],
+              {"policy": "soft-anti-affinity", "worker_count": 4})
+    try:
+        inst = _instantiate(manager, cloud, vnf, _params(ssh_params, on_colocation="respread"))
+        report = json.loads(inst.vnf_metadata["hwaffinity"])
+        assert len(report["respread"]["moves"]) == 1 and report["respread"]["error"] is None
+        assert len(report["warnings"]) == 1 and "share compute host" in report["warnings"][0]
+        hosts = {s.id: getattr(s, HOST) for s in vnf.servers()}
+        assert len(set(hosts.values())) == 3
+        assert {sid: vnf.labels(sid)[DEFAULT_HOST_LABEL] for sid in hosts} == hosts
+    finally:
+        vnf.cleanup()
+
+
+def test_respread_that_nova_refuses_fails_the_hook_after_labelling(
+        manager, cloud, control_plane, ssh_params):
+    """A VIM user whom Nova's policy refuses live migration (not admin): the hook fails
+    naming the refusal and the colocation, and the labels are Nova's hostIds."""
+    from tacker.common import exceptions
+    vnf = Vnf(cloud, control_plane, "k8s_workers.yaml", ["worker_member.yaml"],
+              {"policy": "soft-anti-affinity", "worker_count": 4}, user="member")
+    try:
+        with pytest.raises(exceptions.MgmtDriverOtherError) as e:
+            _instantiate(manager, cloud, vnf, _params(ssh_params, on_colocation="respread"),
+                         user="member")
+        assert "respread: live migration of worker" in str(e.value)
+        assert "HTTP 403" in str(e.value) and "share compute host" in str(e.value)
+        ids = {s.id: s.hostId for s in cloud.nova("member", version="latest").servers.list(
+            detailed=True) if s.id in vnf.nodes}
+        assert len(ids) == 4
+        assert {sid: vnf.labels(sid)[DEFAULT_HOST_LABEL] for sid in ids} == ids
+    finally:
+        vnf.cleanup()
+
+
 def test_a_worker_that_never_joined_is_listed(manager, cloud, control_plane, ssh_params,
                                               anti_affine):
     from tacker.common import exceptions

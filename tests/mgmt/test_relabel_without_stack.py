@@ -148,3 +148,22 @@ def test_a_ghost_and_a_worker_that_cannot_be_handled_are_both_named():
                               "visible" % C), message
     assert message.endswith("; also node ghost (providerID openstack:///%s): %s"
                             % (GHOST, NO_SERVER)), message
+
+
+def test_a_respread_dry_run_names_the_worker_it_would_move_and_moves_nothing(caplog):
+    """vm-a and vm-c share h1; n-a carries its host label already (settled), so vm-c is
+    the one Nova would be asked to move. A dry run asks nothing of Nova (one list)."""
+    caplog.set_level(logging.INFO, logger=LOG.name)
+    servers = [_server(A, "vm-a", "10.0.0.1", "h1"), _server(B, "vm-b", "10.0.0.2", "h2"),
+               _server(C, "vm-c", "10.0.0.3", "h1")]
+    parsed = parameters.parse({"hwaffinity_param": {"on_colocation": "respread"}})
+    job = lifecycle.Job("relabel", parsed, access={"region_name": "RegionOne"},
+                        select_workers=selectors.ClusterNodeWorkers)
+    nova, kube = Nova(servers), Kubectl(_nodes())
+    done = lifecycle.relabel(job, True, LOG, openstack=nova, connect=lambda _c, _i: kube)
+    assert nova.lists == 1 and done.respread is None
+    assert "respread (dry run): would ask Nova to move worker vm-c (server %s) off host h1" \
+        % C in caplog.text
+    assert caplog.text.count("would ask Nova") == 1
+    assert done.plan.warnings == ["workers vm-a, vm-c share compute host h1: one hardware "
+                                  "fault takes them all down"]
