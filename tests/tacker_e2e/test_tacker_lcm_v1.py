@@ -8,7 +8,10 @@ file, creates the stack from the BaseHOT and our UserData class, and calls the h
    our driver inside the conductor; the master comes up; Tacker's retry completes and
    every worker's node carries ``CIS-node=<its compute host>``, with the report in the
    instance's ``metadata``;
-2. another instance: instantiate, then scale out; the new worker's node is labelled;
+2. another instance: instantiate, then scale out (the new worker's node is labelled),
+   scale in (the removed worker's node drained and deleted), heal a worker (its new
+   server's node labelled, then uncordoned) and terminate (no stack, server or server
+   group left);
 3. the TOSCA flavour (no BaseHOT): the translator's server group spreads the workers, the
    VMs boot from the image the package carries (uploaded by Tacker, checked against the
    VDUs' checksum), and terminate removes the stack and the image.
@@ -79,15 +82,22 @@ def test_instantiate_fails_while_the_master_is_down_and_a_retry_completes(
     assert len(vnf.assert_labelled("instantiate_end")) == 3
 
 
-def test_instantiate_then_scale_out_labels_the_new_worker(new_vnf, master):
-    # A fresh instance: Tacker 16's v1 conductor loses the VNF's `scale_group` attribute
-    # when an instantiate is retried (the retry skips the stack creation that sets it),
-    # so a scale of the retried instance above answers 500 KeyError 'scale_group'.
+@pytest.fixture(scope="module")
+def vnf_v1(new_vnf, master):
+    """VNF-A instantiated through v1, for the operations after it. A fresh instance:
+    Tacker 16's v1 conductor loses the VNF's `scale_group` attribute when an
+    instantiate is retried (the retry skips the stack creation that sets it), so a
+    scale of the retried instance above answers 500 KeyError 'scale_group'."""
     master.start()                                       # up (already, after the test above)
     vnf = new_vnf("vnf-a-v1")
     occ = vnf.run("INSTANTIATE", vnf.client.instantiate_vnf_instance, vnf.id,
                   vnf.request("instantiate_podaffinity.json"))
     assert occ["operationState"] == "COMPLETED", occ.get("error")
+    return vnf
+
+
+def test_instantiate_then_scale_out_labels_the_new_worker(vnf_v1):
+    vnf = vnf_v1
     before = vnf.workers()
     assert len(vnf.assert_labelled("instantiate_end")) == len(before) == 3
     occ = vnf.run("SCALE", vnf.client.scale_vnf_instance, vnf.id,
@@ -95,6 +105,18 @@ def test_instantiate_then_scale_out_labels_the_new_worker(new_vnf, master):
     assert occ["operationState"] == "COMPLETED", occ.get("error")
     assert len(vnf.workers()) == len(before) + 1
     assert len(vnf.assert_labelled("scale_end")) == 4    # one per compute host
+
+
+def test_scale_in_drains_and_deletes_the_removed_workers_node(vnf_v1):
+    vnf_v1.scale_in_checked()
+
+
+def test_heal_of_a_worker_relabels_its_node_before_it_is_uncordoned(vnf_v1):
+    vnf_v1.heal_worker_checked()
+
+
+def test_terminate_removes_the_stack_its_servers_and_server_groups(vnf_v1):
+    vnf_v1.terminate_checked()
 
 
 def test_the_tosca_flavour_boots_from_the_packages_image_and_spreads_its_workers(

@@ -109,48 +109,12 @@ def test_scale_out_labels_the_new_worker(vnf):
 
 
 def test_scale_in_drains_and_deletes_the_removed_workers_node(vnf):
-    before = vnf.workers()
-    nodes = {s: vnf.node_name(s) for s in before.values()}
-    occ = vnf.run("SCALE", vnf.client.scale_vnf_instance, vnf.id,
-                  vnf.request("scale_in_workers.json"), label="scale in")
-    assert occ["operationState"] == "COMPLETED", occ.get("error")
-    after = vnf.workers()
-    removed = set(before.values()) - set(after.values())
-    assert len(removed) == 1 and len(after) == len(before) - 1
-    names = {n["metadata"]["name"] for n in vnf.kubelets.cp.admin.get("/api/v1/nodes")["items"]}
-    gone = nodes[removed.pop()]
-    assert gone not in names                             # the driver deleted it
-    assert {nodes[s] for s in after.values()} <= names
-    vnf.assert_labelled()
-    # scale_end of a scale-in has nothing to do: the report is scale_start's
-    report = vnf.report()
-    assert (report["hook"], report["removedNodes"]) == ("scale_start", [gone]), report
+    vnf.scale_in_checked()
 
 
 def test_heal_of_a_worker_relabels_its_node(vnf):
-    before = vnf.workers()
-    vnfc_id = sorted(before)[0]
-    body = vnf.request("heal_worker.json")
-    body["vnfcInstanceId"] = [vnfc_id]
-    occ = vnf.run("HEAL", vnf.client.heal_vnf_instance, vnf.id, body)
-    assert occ["operationState"] == "COMPLETED", occ.get("error")
-    after = vnf.workers()
-    assert len(after) == len(before)
-    healed = set(after.values()) - set(before.values())
-    assert len(healed) == 1, (before, after)             # a new server for that VNFC
-    server = healed.pop()
-    node = vnf.kubelets.node(server)
-    assert not node["spec"].get("unschedulable")         # drained, then uncordoned
-    vnf.assert_labelled("heal_end")
-    report = vnf.report()
-    assert report["uncordonedNodes"] == [node["metadata"]["name"]]
+    vnf.heal_worker_checked()
 
 
-def test_terminate_removes_the_stack(vnf, tacker_cloud):
-    occ = vnf.run("TERMINATE", vnf.client.terminate_vnf_instance, vnf.id,
-                  {"terminationType": "FORCEFUL"})
-    assert occ["operationState"] == "COMPLETED", occ.get("error")
-    assert vnf.instance()["instantiationState"] == "NOT_INSTANTIATED"
-    heat = tacker_cloud.heat("admin")
-    assert not [s for s in heat.stacks.list() if vnf.id in s.stack_name]
-    lcm.start_operation(vnf.client.delete_vnf_instance, vnf.id)
+def test_terminate_removes_the_stack_its_servers_and_server_groups(vnf):
+    vnf.terminate_checked()

@@ -106,6 +106,70 @@ class Vnf:
             s: (hosts[s], self.node_name(s)) for s in servers}
         return hosts
 
+    def scale_in_checked(self):
+        """Scale the workers in by one (the sample request): the removed worker's node is
+        drained and deleted by scale_start, whose report says so; the others stay
+        labelled. Returns the removed node's name."""
+        before = self.workers()
+        nodes = {s: self.node_name(s) for s in before.values()}
+        occ = self.run("SCALE", self.client.scale_vnf_instance, self.id,
+                       self.request("scale_in_workers.json"), label="scale in")
+        assert occ["operationState"] == "COMPLETED", occ.get("error")
+        after = self.workers()
+        removed = set(before.values()) - set(after.values())
+        assert len(removed) == 1 and len(after) == len(before) - 1
+        names = {n["metadata"]["name"]
+                 for n in self.kubelets.cp.admin.get("/api/v1/nodes")["items"]}
+        gone = nodes[removed.pop()]
+        assert gone not in names                             # the driver deleted it
+        assert {nodes[s] for s in after.values()} <= names
+        self.assert_labelled()
+        # scale_end of a scale-in has nothing to do: the report is scale_start's
+        report = self.report()
+        assert (report["hook"], report["removedNodes"]) == ("scale_start", [gone]), report
+        return gone
+
+    def heal_worker_checked(self):
+        """Heal the first worker's VNFC (the sample request): a new server for it, its
+        node labelled with its host and then uncordoned (heal_end). Returns the
+        occurrence."""
+        before = self.workers()
+        vnfc_id = sorted(before)[0]
+        body = self.request("heal_worker.json")
+        body["vnfcInstanceId"] = [vnfc_id]
+        occ = self.run("HEAL", self.client.heal_vnf_instance, self.id, body)
+        assert occ["operationState"] == "COMPLETED", occ.get("error")
+        after = self.workers()
+        assert len(after) == len(before)
+        healed = set(after.values()) - set(before.values())
+        assert len(healed) == 1, (before, after)             # a new server for that VNFC
+        node = self.kubelets.node(healed.pop())
+        assert not node["spec"].get("unschedulable")         # drained, then uncordoned
+        self.assert_labelled("heal_end")
+        assert self.report()["uncordonedNodes"] == [node["metadata"]["name"]]
+        return occ
+
+    def terminate_checked(self):
+        """Terminate (forceful) and delete the instance: NOT_INSTANTIATED first, and
+        neither its stack nor any server or server group the stack made is left."""
+        heat = self.cloud.heat("admin")
+        nova = self.cloud.nova("admin", version="2.64")
+        (stack,) = [st for st in heat.stacks.list() if self.id in st.stack_name]
+        made = {r.physical_resource_id for r in heat.resources.list(stack.id, nested_depth=2)
+                if r.resource_type in ("OS::Nova::Server", "OS::Nova::ServerGroup")
+                and r.physical_resource_id}
+        assert made
+        occ = self.run("TERMINATE", self.client.terminate_vnf_instance, self.id,
+                       {"terminationType": "FORCEFUL"})
+        assert occ["operationState"] == "COMPLETED", occ.get("error")
+        assert self.instance()["instantiationState"] == "NOT_INSTANTIATED"
+        assert not [st for st in heat.stacks.list() if self.id in st.stack_name]
+        left = {x.id for x in nova.servers.list(search_opts={"all_tenants": 1})} | {
+            g.id for g in nova.server_groups.list(all_projects=True)}
+        assert made & left == set()
+        lcm.start_operation(self.client.delete_vnf_instance, self.id)
+        return occ
+
     def notified(self, occ_id):
         """The operation states notified for OCC_ID, in order."""
         lines = [json.loads(x) for x in self.received.read_text().splitlines() if x.strip()]
