@@ -45,6 +45,10 @@ deferred_auth_method = trusts
 reauthentication_auth_method = trusts
 action_retry_limit = {action_retry_limit}
 client_retry_limit = 0
+# a port moved to a heal's new server is detached, then attached, each polled every 0.5 s
+# this many times; the default 10 (5 s) is shorter than a detach takes on 2 loaded cores
+# (a story heal failed InterfaceDetachFailed with a CI run beside it)
+max_interface_check_attempts = 120
 auth_encryption_key = 0123456789abcdef0123456789abcdef
 region_name_for_services = RegionOne
 heat_metadata_server_url = {url}

@@ -19,6 +19,7 @@ import mariadb  # noqa: E402
 import osharness  # noqa: E402
 import rabbit  # noqa: E402
 import tackerharness  # noqa: E402
+from . import lcm  # noqa: E402
 
 
 @pytest.fixture(scope="package")
@@ -68,6 +69,7 @@ def pytest_runtest_makereport(item, call):
     CI keeps no run directory, and a hang in one server is a timeout in another."""
     outcome = yield
     report = outcome.get_result()
+    setattr(item, "rep_" + report.when, report)     # read by _no_cascade
     if not report.failed:
         return
     for name, path in _harness_logs(item.funcargs):
@@ -79,6 +81,25 @@ def pytest_runtest_makereport(item, call):
         for name, process in tacker.processes():
             report.sections.append(("%s stacks (Guru Meditation Report)" % name,
                                     tackerharness.stacks_only(process.stacks())))
+
+
+@pytest.fixture(autouse=True)
+def _no_cascade(request):
+    """A test that fails leaves no LCM operation blocking the next one: the story's steps
+    run in order on the same instances, and one step's FAILED_TEMP would otherwise be
+    every later step's 409. After a failed test that used Tacker, every occurrence still
+    running is waited for, and every FAILED_TEMP one rolled back or marked FAILED, as an
+    operator would (``lcm.settle_left``); what was done is printed. A test that passes
+    keeps what it leaves (a FAILED_TEMP that the next step retries on purpose)."""
+    clients = [request.getfixturevalue(name) for name in ("v2", "v1_client")] \
+        if "tacker" in request.fixturenames else []
+    yield
+    call = getattr(request.node, "rep_call", None)
+    if not clients or call is None or not call.failed:
+        return
+    for client in clients:
+        for line in lcm.settle_left(client):
+            sys.stdout.write("\nafter the failed %s: %s\n" % (request.node.name, line))
 
 
 def _timed_out(excinfo):

@@ -129,6 +129,49 @@ def wait_operation(show, occ_id, timeout=240, each=lambda: None):
         occ_id, occ and occ["operationState"], timeout))
 
 
+# what an operator does with an occurrence left FAILED_TEMP: SOL003 rolls back only these
+ROLLBACK = ("INSTANTIATE", "SCALE", "CHANGE_EXT_CONN", "MODIFY_INFO")
+
+
+def settle_left(client, timeout=240):
+    """Bring every occurrence CLIENT lists out of the states that block an instance's next
+    operation, as an operator would: one still running is waited for; one FAILED_TEMP is
+    rolled back where SOL003 allows it, else (or if the rollback does not end) marked
+    FAILED. Returns one line per occurrence it acted on."""
+    done = []
+    for occ in client.list_vnf_lcm_op_occs():
+        state = occ["operationState"]
+        if state not in SETTLED:
+            occ = wait_operation(client.show_vnf_lcm_op_occs, occ["id"], timeout)
+            state = occ["operationState"]
+        if state != "FAILED_TEMP":
+            continue
+        what = "%s %s of instance %s" % (occ["operation"], occ["id"], occ["vnfInstanceId"])
+        if occ["operation"] in ROLLBACK:
+            start_operation(client.rollback_vnf_instance, occ["id"])
+            try:
+                occ = _wait_state(client, occ["id"], ("ROLLED_BACK", "FAILED"), timeout)
+                done.append("%s: rolled back (%s)" % (what, occ["operationState"]))
+                continue
+            except AssertionError as e:
+                done.append("%s: the rollback did not end (%s)" % (what, e))
+        start_operation(client.fail_vnf_instance, occ["id"])
+        _wait_state(client, occ["id"], ("FAILED",), timeout)
+        done.append("%s: marked FAILED" % what)
+    return done
+
+
+def _wait_state(client, occ_id, states, timeout):
+    deadline, occ = time.monotonic() + timeout, None
+    while time.monotonic() < deadline:
+        occ = client.show_vnf_lcm_op_occs(occ_id)
+        if occ["operationState"] in states:
+            return occ
+        time.sleep(1)
+    raise AssertionError("operation %s still %s after %d s" % (
+        occ_id, occ and occ["operationState"], timeout))
+
+
 def secret_free(detail, cloud):
     """Neither the SSH key nor the VIM password appears in DETAIL."""
     return PRIVATE_KEY.splitlines()[1] not in detail \
