@@ -89,6 +89,8 @@ def cluster(v2, vnf_a_onboarded, guide, tacker_cloud, master, kubelets, control_
     # the guide's choice: workers that may share a host when one is moved (section 9)
     instantiate["additionalParams"]["nfv"]["VDU"]["workerNode"]["server_group_policy"] = \
         SOFT
+    # and the MgmtDriver spreads what the soft group's creation race put on one host
+    instantiate["additionalParams"]["hwaffinity_param"]["on_colocation"] = "respread"
     for name, body in (("instantiate-vnf-a.json", instantiate),
                        ("vnf-a-params.json", {"additionalParams": vnf_a.request(
                            "scale_out_workers.json")["additionalParams"]})):
