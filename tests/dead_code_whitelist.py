@@ -113,8 +113,8 @@ _.node_labels  # unused method (tacker_hwaffinity/webhook/podcache.py:244)
 
 # Not yet reviewed (owned by other helpers of #37 when this check was added; each to be
 # removed or moved to a section above with its reason)
-_.reads  # unused attribute (tacker_hwaffinity/controller/workers.py:42)
-_.reads  # unused attribute (tacker_hwaffinity/controller/workers.py:73)
+_.reads  # unused attribute (tacker_hwaffinity/openstack/workers.py:42)
+_.reads  # unused attribute (tacker_hwaffinity/openstack/workers.py:73)
 _.relists  # unused attribute (tacker_hwaffinity/kube/informer.py:143)
 _.last_event_time  # unused attribute (tacker_hwaffinity/kube/informer.py:146)
 _.last_event_time  # unused attribute (tacker_hwaffinity/kube/informer.py:292)

@@ -20,7 +20,7 @@ DEFAULT_PORT = 9465
 
 # The controller's own modules are imported in the functions that use them, not here:
 # ``hwaffinity --help`` imports every command's module, and these would add to it
-# (measured over the rest of --help: controller.workers ~50 ms, labeling.params ~35 ms,
+# (measured over the rest of --help: openstack.workers ~50 ms, labeling.params ~35 ms,
 # kube.component ~20 ms, controller.daemon, which brings the Kubernetes client, ~200 ms).
 if typing.TYPE_CHECKING:
     from tacker_hwaffinity.controller.daemon import ControllerConfig, SelectWorkers
@@ -148,7 +148,7 @@ def _workers(args: argparse.Namespace) -> "SelectWorkers":
     """A function of the OpenStack client, the node cache's ``list`` and the region giving
     the worker selector (flags checked now)."""
     # lazy: see the module's head
-    from tacker_hwaffinity.controller import workers
+    from tacker_hwaffinity.openstack import workers
     metadata = worker_metadata(args.worker_metadata)
     if args.cluster_nodes:
         if metadata or args.stack or args.aspect or args.vdu:

@@ -4,7 +4,7 @@ Live migration (or anything that moves a worker VM behind Tacker's back)
 leaves the compute-host labels stale. This command reads the workers from Nova
 (OpenStack credentials from clouds.yaml / ``OS_*``): a Tacker VNF's from its Heat
 stack (``--stack``), or, for any cluster on OpenStack, chosen as the controller
-chooses them (``--cluster-nodes``, ``--worker-metadata``: ``controller.workers``);
+chooses them (``--cluster-nodes``, ``--worker-metadata``: ``openstack.workers``);
 the nodes from Kubernetes (a kubeconfig, or kubectl on a master over SSH); and
 sets every label that differs, exactly as the driver's ``instantiate_end`` does.
 A node whose providerID names a server Nova does not list is named. ``--dry-run``
@@ -211,7 +211,7 @@ def select_workers(args: argparse.Namespace) -> typing.Optional["SelectWorkers"]
     if args.stack:
         return None
     # lazy: see the module's head
-    from tacker_hwaffinity.controller import workers
+    from tacker_hwaffinity.openstack import workers
     if args.cluster_nodes:
         return workers.ClusterNodeWorkers
     metadata = worker_metadata(args.worker_metadata)

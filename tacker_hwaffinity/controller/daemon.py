@@ -19,7 +19,7 @@ from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 from tacker_hwaffinity.controller import runner
 from tacker_hwaffinity.controller.exposure import Exposure, ExposureMetrics
 from tacker_hwaffinity.controller.rebalance import RebalanceInputs, RebalanceMetrics
-from tacker_hwaffinity.controller.workers import WorkerSelector
+from tacker_hwaffinity.openstack.workers import WorkerSelector
 from tacker_hwaffinity.kube import client as kube_client
 from tacker_hwaffinity.kube import leader
 from tacker_hwaffinity.kube.component import Address, Context, Refused, Started
@@ -65,7 +65,7 @@ class Lease:
 SelectWorkers = typing.Callable[
     [OpenStack, typing.Callable[[], typing.List[typing.Any]], typing.Optional[str]],
     WorkerSelector]
-"""Makes the worker selector (``controller.workers``), given the OpenStack client, the
+"""Makes the worker selector (``openstack.workers``), given the OpenStack client, the
 node cache's ``list`` and the credentials' region."""
 
 

@@ -106,7 +106,7 @@ class Metrics:
 
 
 class Settings:
-    """WORKERS: which servers are workers (``controller.workers``). TERMINATION_MARGIN:
+    """WORKERS: which servers are workers (``openstack.workers``). TERMINATION_MARGIN:
     seconds an evicted pod may take beyond its grace period to go, MAX_TERMINATION_WAIT:
     the most of that grace period waited for (module docstring).
     REGION: the OpenStack credentials' region (None: unknown; ``labeling.plan.NodeIndex``).

@@ -25,7 +25,7 @@ from tacker_hwaffinity.mgmt.reconcile import HookFailed
 if typing.TYPE_CHECKING:      # imported where it is first used (Context.openstack)
     from tacker_hwaffinity.mgmt.respread import Respread
     from tacker_hwaffinity.openstack import OpenStack
-    from tacker_hwaffinity.openstack.servers import ServerState
+    from tacker_hwaffinity.openstack.workers import WorkerSelector
 
 LOG = logging.getLogger("tacker_hwaffinity.mgmt")
 ACTIVE = ("instantiate_end", "scale_start", "scale_end", "heal_start", "heal_end")
@@ -40,19 +40,11 @@ NOTHING = {
 }
 
 
-class WorkerSelector(typing.Protocol):
-    """Which Nova servers are workers, for a cluster without a Heat stack: what the
-    controller's selectors serve (``controller.workers``: by server metadata, or every
-    server that is a node of the cluster)."""
-
-    def select(self, states: typing.List["ServerState"]) -> typing.List["ServerState"]:
-        """The workers among STATES (every server Nova lists)."""
-
-
 SelectWorkers = typing.Callable[[typing.Callable[[], typing.List[typing.Any]],
-                                 typing.Optional[str]], WorkerSelector]
-"""Makes the WorkerSelector, given a callable that returns the cluster's Node objects
-and the credentials' region (None: unknown)."""
+                                 typing.Optional[str]], "WorkerSelector"]
+"""Makes the WorkerSelector (``openstack.workers``: by server metadata, or every server
+that is a node of the cluster), for a cluster without a Heat stack, given a callable that
+returns the cluster's Node objects and the credentials' region (None: unknown)."""
 
 
 @dataclasses.dataclass
@@ -383,7 +375,7 @@ def relabel(job: Job, dry_run: bool = False, log: logging.Logger = LOG,
         kube.close()
 
 
-def _selected(selector: WorkerSelector,
+def _selected(selector: "WorkerSelector",
               servers: typing.List[typing.Dict[str, typing.Any]]) -> typing.List[Worker]:
     """The Workers SELECTOR chooses among SERVERS (Nova's JSON), in Nova's order."""
     from tacker_hwaffinity.openstack.servers import ServerState

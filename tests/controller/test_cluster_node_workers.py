@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from tacker_hwaffinity.controller import runner
-from tacker_hwaffinity.controller.workers import ClusterNodeWorkers
+from tacker_hwaffinity.openstack.workers import ClusterNodeWorkers
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.kube import events, labels
 from tacker_hwaffinity.labeling import params

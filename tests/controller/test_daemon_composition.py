@@ -12,7 +12,7 @@ from prometheus_client import CollectorRegistry
 
 from component_doubles import RecordingWorkers
 from tacker_hwaffinity.controller import daemon, rebalance
-from tacker_hwaffinity.controller.workers import MetadataWorkers
+from tacker_hwaffinity.openstack.workers import MetadataWorkers
 from tacker_hwaffinity.kube import client as kube_client
 from tacker_hwaffinity.kube.component import Address, Context
 from tacker_hwaffinity.labeling import params

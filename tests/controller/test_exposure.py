@@ -8,7 +8,7 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from tacker_hwaffinity.controller import exposure, runner
-from tacker_hwaffinity.controller.workers import MetadataWorkers
+from tacker_hwaffinity.openstack.workers import MetadataWorkers
 from tacker_hwaffinity.kube.evict import Eviction
 from tacker_hwaffinity.labeling import params
 

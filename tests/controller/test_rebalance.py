@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from tacker_hwaffinity.controller import rebalance, runner
 from tacker_hwaffinity.controller.rules import ANNOTATION
-from tacker_hwaffinity.controller.workers import MetadataWorkers
+from tacker_hwaffinity.openstack.workers import MetadataWorkers
 from tacker_hwaffinity.kube import evict as evictmod
 from tacker_hwaffinity.kube import events, labels
 from tacker_hwaffinity.kube.evict import Eviction

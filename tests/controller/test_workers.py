@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tacker_hwaffinity.controller.workers import MetadataWorkers, StackWorkers
+from tacker_hwaffinity.openstack.workers import MetadataWorkers, StackWorkers
 from tacker_hwaffinity.openstack.api import OpenStackError
 from tacker_hwaffinity.openstack.servers import ServerState
 

@@ -236,7 +236,7 @@ class Store:
 def _controller_run(monkeypatch, wrap_node, wrap_pod, wrap_ns=lambda n: n):
     from tacker_hwaffinity.controller import runner
     from tacker_hwaffinity.controller.rules import ANNOTATION
-    from tacker_hwaffinity.controller.workers import MetadataWorkers
+    from tacker_hwaffinity.openstack.workers import MetadataWorkers
     from tacker_hwaffinity.kube.evict import Eviction
     from tacker_hwaffinity.labeling import params
 

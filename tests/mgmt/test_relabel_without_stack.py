@@ -10,7 +10,7 @@ import uuid
 import pytest
 
 from tacker_hwaffinity.cli.main import main
-from tacker_hwaffinity.controller import workers as selectors
+from tacker_hwaffinity.openstack import workers as selectors
 from tacker_hwaffinity.labeling import params as parameters
 from tacker_hwaffinity.mgmt import lifecycle
 from tacker_hwaffinity.mgmt.reconcile import HookFailed
