@@ -488,19 +488,10 @@ def test_v1_instantiate_scale_heal_terminate(cluster, vnf_b_v1, kubernetes_vim,
     lcm.start_operation(vnf_b_v1.client.delete_vnf_instance, vnf_b_v1.id)
 
 
-def test_terminate_vnf_a(cluster, guide, tacker_cloud):
+def test_terminate_vnf_a(cluster, guide):
     """Terminate leaves nothing of VNF-A in OpenStack: no stack, and none of the servers
     and server groups its stack made (Heat deletes them with the stack; a resource it
     failed to delete would outlive the stack's record)."""
-    heat, nova = tacker_cloud.heat("admin"), tacker_cloud.nova("admin", version="2.64")
-    (stack,) = [s for s in heat.stacks.list() if cluster.id in s.stack_name]
-    made = {r.physical_resource_id: r.resource_type
-            for r in heat.resources.list(stack.id, nested_depth=2)
-            if r.resource_type in ("OS::Nova::Server", "OS::Nova::ServerGroup")
-            and r.physical_resource_id}
-    assert sorted(set(made.values())) == ["OS::Nova::Server", "OS::Nova::ServerGroup"]
+    made = cluster.made()
     guide.run("terminate-vnf-a")
-    assert not [s for s in heat.stacks.list() if cluster.id in s.stack_name]
-    servers = {s.id for s in nova.servers.list(search_opts={"all_tenants": 1})}
-    groups = {g.id for g in nova.server_groups.list(all_projects=True)}
-    assert [(i, t) for i, t in made.items() if i in servers | groups] == []
+    cluster.assert_nothing_left(made)
