@@ -113,6 +113,8 @@ class GuestAgent:
 
     def start(self, wait_for_line="synchronized with the runtime", timeout=180):
         self.mark = os.path.getsize(self.log) if os.path.exists(self.log) else 0
+        if self.active():       # left by a test whose fixture never got to stop it
+            self.stop()
         self.vm.run("systemctl reset-failed %s 2>/dev/null" % UNIT)
         self.vm.check(
             "systemd-run --unit=%s --collect -p StandardOutput=append:%s/agent.log "
@@ -122,7 +124,11 @@ class GuestAgent:
             "%s" % (UNIT, GUEST_OUT, GUEST_OUT, GUEST_SRC,
                     " ".join(shlex.quote(a) for a in self.argv)))
         if wait_for_line:
-            self.wait_log(wait_for_line, timeout)
+            try:
+                self.wait_log(wait_for_line, timeout)
+            except BaseException:
+                self.stop()     # a fixture whose start failed has no teardown to stop it
+                raise
         return self
 
     def text(self):
