@@ -80,18 +80,22 @@ def vm_node(control_plane, guest_vm, guest_images):  # noqa: F811  (the imported
     control_plane.add_node(NODE, {"kubernetes.io/hostname": NODE}, cpu="4", memory="2Gi")
     control_plane.kubelet.start_pod = kubelet.start_pod
     control_plane.kubelet.stop_pod = kubelet.stop_pod
-    guest_vm.check("systemctl start kubepods.slice")     # as the kubelet does at its start
-    kubeconfig = agent_kubeconfig(guest_vm, control_plane)
-    agent = GuestAgent(guest_vm, "--mode", "cgroupfs", "--resync", "3", node=NODE,
-                       kubeconfig=kubeconfig).start("watching the pods of node " + NODE)
-    yield runtime, kubelet, agent
-    agent.stop()
-    control_plane.kubelet.start_pod = control_plane.kubelet.stop_pod = None
-    control_plane.delete_node(NODE)
-    for p in list(kubelet.pods.values()):
-        p.remove()
-    guest_vm.run("systemctl stop hwaffinity-api-forward; rm -rf " + SECRETS)
-    runtime.close()
+    # the node is in the control plane the other modules share: it goes whatever happens
+    # below, or their pods would be bound to it
+    try:
+        guest_vm.check("systemctl start kubepods.slice")     # as the kubelet does at start
+        kubeconfig = agent_kubeconfig(guest_vm, control_plane)
+        agent = GuestAgent(guest_vm, "--mode", "cgroupfs", "--resync", "3", node=NODE,
+                           kubeconfig=kubeconfig).start("watching the pods of node " + NODE)
+        yield runtime, kubelet, agent
+        agent.stop()
+    finally:
+        control_plane.kubelet.start_pod = control_plane.kubelet.stop_pod = None
+        control_plane.delete_node(NODE)
+        for p in list(kubelet.pods.values()):
+            p.remove()
+        guest_vm.run("systemctl stop hwaffinity-api-forward; rm -rf " + SECRETS)
+        runtime.close()
 
 
 def test_scopes_are_written_and_survive_daemon_reload(control_plane, vm_node, namespace):
