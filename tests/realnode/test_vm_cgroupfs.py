@@ -85,8 +85,11 @@ def vm_node(control_plane, guest_vm, guest_images):  # noqa: F811  (the imported
     try:
         guest_vm.check("systemctl start kubepods.slice")     # as the kubelet does at start
         kubeconfig = agent_kubeconfig(guest_vm, control_plane)
+        # the first agent start of a boot compiles its bytecode (the kubernetes client's
+        # too) under TCG; on one host it did not print its start line within 180 s
         agent = GuestAgent(guest_vm, "--mode", "cgroupfs", "--resync", "3", node=NODE,
-                           kubeconfig=kubeconfig).start("watching the pods of node " + NODE)
+                           kubeconfig=kubeconfig).start("watching the pods of node " + NODE,
+                                                        timeout=600)
         yield runtime, kubelet, agent
         agent.stop()
     finally:
