@@ -294,7 +294,8 @@ def _respread(ctx: Context, workers: typing.List[Worker],
     settled = set()
     for w in workers:
         node, _ = planning.node_of(w, index)
-        if node is not None and not node.host_unknown and hw.label_keys[0] in node.labels:
+        if node is not None and not node.host_unknown and any(
+                k in node.labels for k in hw.label_keys):
             settled.add(w.server_id)
     if dry_run:
         for w in colocation.movers(workers, source, settled):
