@@ -167,3 +167,15 @@ def test_a_respread_dry_run_names_the_worker_it_would_move_and_moves_nothing(cap
     assert caplog.text.count("would ask Nova") == 1
     assert done.plan.warnings == ["workers vm-a, vm-c share compute host h1: one hardware "
                                   "fault takes them all down"]
+
+
+def test_the_on_colocation_flag_offers_exactly_the_parameters_modes():
+    """cli/relabel.py spells the modes out (importing labeling.params would slow --help):
+    they stay the parameter's."""
+    import argparse
+    from tacker_hwaffinity.cli import relabel as relabel_cli
+    parser = argparse.ArgumentParser()
+    relabel_cli.register(parser.add_subparsers())
+    sub = parser._subparsers._group_actions[0].choices["relabel"]
+    (flag,) = [a for a in sub._actions if "--on-colocation" in a.option_strings]
+    assert tuple(flag.choices) == parameters.ON_COLOCATION
