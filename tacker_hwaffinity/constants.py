@@ -28,6 +28,11 @@ NUMA_ANNOTATION = "hwaffinity.io/numa"
 # doc/host-truth.md.
 HOST_UNKNOWN_TAINT = "hwaffinity.io/host-unknown"
 
+# kubeadm's taints of a control-plane node (``master`` before Kubernetes 1.24). Such a node
+# runs no workload replicas: neither the webhook nor the controller gives it the taint above.
+CONTROL_PLANE_TAINTS = ("node-role.kubernetes.io/control-plane",
+                        "node-role.kubernetes.io/master")
+
 # The field manager of every label this project applies (server-side apply, kubectl).
 FIELD_MANAGER = "tacker-hwaffinity"
 

@@ -37,7 +37,8 @@ import typing
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tacker_hwaffinity.constants import OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LABEL
+from tacker_hwaffinity.constants import (CONTROL_PLANE_TAINTS, OPENSTACK_HOST_ID_LABEL,
+                                         SCS_HOST_ID_LABEL)
 from tacker_hwaffinity.errors import InputError
 from tacker_hwaffinity.labeling import provider_id
 from tacker_hwaffinity.labeling.nodes import NodeObjectError, kube_node
@@ -47,8 +48,6 @@ from tacker_hwaffinity.labeling.sanitize import label_value
 HOST_ID_KEYS = (OPENSTACK_HOST_ID_LABEL, SCS_HOST_ID_LABEL)    # hold Nova's hostId
 MOVING = ("MIGRATING", "RESIZE", "VERIFY_RESIZE", "REVERT_RESIZE", "REBUILD", "BUILD")
 STATES = ("stale", "unknown", "moving", "ambiguous", "ok")   # worst first
-CONTROL_PLANE_TAINTS = ("node-role.kubernetes.io/control-plane",
-                        "node-role.kubernetes.io/master")
 
 
 class NodeCheck(typing.NamedTuple):

@@ -34,7 +34,8 @@ class HostLabels:
         self.resync = False         # relabel every worker at the next poll
         self.labelled = {}          # node -> the labels this poll applied to it
         self.truth = HostTruth(conn, metrics.nodes_host_unknown, term, events, log,
-                               settings.dry_run)
+                               settings.dry_run, settings.workers.covers_every_node,
+                               settings.region)
 
     def concerns(self, event_type, server_id):
         """Does a Nova notification of EVENT_TYPE about SERVER_ID call for a poll: it
@@ -96,7 +97,8 @@ class HostLabels:
 
     def _judge_host_truth(self):
         """Lift the host-unknown taint from the nodes whose labels are now Nova's, and
-        taint the workers' nodes that are down (``controller.hosttruth``); the plan of
+        taint the workers' nodes that are down and, when the workers are every node, the
+        nodes naming a server Nova does not list (``controller.hosttruth``); the plan of
         every worker is made only when a node carries the taint or is not Ready."""
         node_objs = self.nodes.list()
         assignments = (self._plan(list(self.workers.values())).assignments

@@ -20,6 +20,14 @@ survives that does not register again, so nothing else would taint it. Once it i
 and its labels are Nova's answer again, the taint is lifted as above. (It is not
 schedulable while down anyway: kube's node lifecycle controller taints it not-ready.)
 
+When the controller's workers are every node of the cluster (``--cluster-nodes``), a node
+without the taint whose providerID names an OpenStack server (``openstack://``) of its
+region that Nova does not list to its credentials gets the taint too (``no-server``, a
+``HostUnknown`` Warning): a node that registered before the webhook's configuration
+existed, or whose VM went. A node with no such providerID is left alone: it may be a
+bare-metal node of a hybrid cluster, which no Nova server stands behind; and so is a
+control-plane node (kubeadm's taint), as the webhook leaves it.
+
 After each Nova poll ``controller.hostlabels.HostLabels`` hands over what it knows: the
 planner's assignments of every worker and the labels it has just applied.
 """
@@ -33,7 +41,8 @@ from tacker_hwaffinity.constants import HOST_UNKNOWN_TAINT
 from tacker_hwaffinity.controller.hosts import SETTLED
 from tacker_hwaffinity.kube import taints
 from tacker_hwaffinity.kube.client import KubeError
-from tacker_hwaffinity.labeling.nodes import carries_host_unknown
+from tacker_hwaffinity.labeling import provider_id
+from tacker_hwaffinity.labeling.nodes import carries_control_plane, carries_host_unknown
 from tacker_hwaffinity.labeling.plan import Assignment
 from tacker_hwaffinity.openstack.servers import ServerState
 
@@ -44,12 +53,16 @@ TAINT = {"key": HOST_UNKNOWN_TAINT, "effect": "NoSchedule"}
 class HostTruth:
     """Lifts the taint through CONN while TERM (``controller.term.Term``) confirms the
     lease; Events through EVENTS (``controller.events.EventLog``); GAUGE: the gauge
-    above (label ``reason``). DRY_RUN: only say what would be lifted."""
+    above (label ``reason``). DRY_RUN: only say what would be lifted. EVERY_NODE: the
+    workers are every node of the cluster (``WorkerSelector.covers_every_node``), in
+    REGION (None: unknown): a node naming a server Nova does not list is tainted."""
 
     def __init__(self, conn: Any, gauge: Gauge, term: Any, events: Any, log: logging.Logger,
-                 dry_run: bool = False) -> None:
+                 dry_run: bool = False, every_node: bool = False,
+                 region: str | None = None) -> None:
         self.conn, self.gauge, self.term, self.events = conn, gauge, term, events
         self.log, self.dry_run = log, dry_run
+        self.every_node, self.region = every_node, region
         for reason in REASONS:
             gauge.labels(reason).set(0)
 
@@ -66,8 +79,17 @@ class HostTruth:
             spec = obj.get("spec") or {}
             name = obj["metadata"]["name"]
             if not carries_host_unknown(spec.get("taints")):
-                if name in by_node and not _ready(obj) and self._taint(obj):
-                    counts["not-ready"] += 1
+                if name in by_node:
+                    if not _ready(obj) and self._taint(obj, "Normal", "HostUnverified", (
+                            "the node is not Ready: its VM may come back on another "
+                            "compute host; %s until Nova's host is read again"
+                            % HOST_UNKNOWN_TAINT)):
+                        counts["not-ready"] += 1
+                    continue
+                unlisted = self._unlisted(obj, workers)
+                if unlisted and self._taint(obj, "Warning", "HostUnknown", "%s added: %s" % (
+                        HOST_UNKNOWN_TAINT, unlisted)):
+                    counts["no-server"] += 1
                 continue
             reason, why = _why_unknown(obj, by_node.get(name), workers, labelled.get(name))
             if reason is None and not self._lift(obj, by_node[name]):
@@ -80,12 +102,28 @@ class HostTruth:
         for reason, n in counts.items():
             self.gauge.labels(reason).set(n)
 
-    def _taint(self, obj: Any) -> bool:
-        """Taint OBJ, a worker's node that is not Ready; False when it was not (the node
-        changed since it was read, a dry run, or the API failed: judged again)."""
+    def _unlisted(self, obj: Any, workers: Mapping[str, ServerState]) -> str | None:
+        """Why OBJ, a node without the taint, is to get it when the workers are every
+        node: its providerID names a server of this region that is no worker Nova lists
+        (None: it names none, it is a control-plane node, or the workers are not every
+        node)."""
+        spec = obj.get("spec") or {}
+        if not self.every_node or carries_control_plane(spec.get("taints")):
+            return None
+        named = provider_id.parse(spec.get("providerID"))
+        if named is None or named.server_id in workers or (
+                named.region and self.region and named.region != self.region):
+            return None
+        return ("its providerID %s names server %s, which Nova does not list to these "
+                "credentials" % (spec["providerID"], named.server_id))
+
+    def _taint(self, obj: Any, kind: str, reason: str, text: str) -> bool:
+        """Taint OBJ, saying TEXT in an Event of KIND and REASON; False when it was not
+        (the node changed since it was read, a dry run, or the API failed: judged
+        again)."""
         name, meta = obj["metadata"]["name"], obj["metadata"]
         if self.dry_run:
-            self.log.info("node %s: not Ready, would add %s", name, HOST_UNKNOWN_TAINT)
+            self.log.info("node %s: a dry run, not done: %s", name, text)
             return False
         try:
             with self.term.acting("adding %s to node %s" % (HOST_UNKNOWN_TAINT, name)):
@@ -95,10 +133,8 @@ class HostTruth:
             self.log.warning("node %s: %s not added: %s", name, HOST_UNKNOWN_TAINT, e)
             return False
         if added:
-            text = ("the node is not Ready: its VM may come back on another compute host; "
-                    "%s until Nova's host is read again" % HOST_UNKNOWN_TAINT)
             self.log.info("node %s: %s", name, text)
-            self.events.record(obj, "Normal", "HostUnverified", text)
+            self.events.record(obj, kind, reason, text)
         return added
 
     def _lift(self, obj: Any, a: Assignment) -> bool:

@@ -4,7 +4,7 @@ JSON), the controller (its informer) and ``hwaffinity audit --openstack`` (snaps
 API)."""
 from typing import Any
 
-from tacker_hwaffinity.constants import HOST_UNKNOWN_TAINT
+from tacker_hwaffinity.constants import CONTROL_PLANE_TAINTS, HOST_UNKNOWN_TAINT
 from tacker_hwaffinity.labeling import provider_id
 from tacker_hwaffinity.labeling.plan import KubeNode
 
@@ -34,3 +34,11 @@ def carries_host_unknown(taints: Any) -> bool:
     """Do TAINTS (a node's spec.taints, as read) hold ``HOST_UNKNOWN_TAINT``?"""
     return isinstance(taints, list) and any(
         isinstance(t, dict) and t.get("key") == HOST_UNKNOWN_TAINT for t in taints)
+
+
+def carries_control_plane(taints: Any) -> bool:
+    """Do TAINTS (a node's spec.taints, as read) hold one of kubeadm's control-plane taints
+    (``CONTROL_PLANE_TAINTS``)? The node-registration webhook and the controller leave such
+    a node without the host-unknown taint."""
+    return isinstance(taints, list) and any(
+        isinstance(t, dict) and t.get("key") in CONTROL_PLANE_TAINTS for t in taints)

@@ -27,7 +27,7 @@ class ProviderID(typing.NamedTuple):
     region: typing.Optional[str]
 
 
-def parse(value):
+def parse(value: typing.Any) -> typing.Optional[ProviderID]:
     """The ProviderID that VALUE (a node's spec.providerID, any type) names, or None
     when it is not one of OCCM's two forms."""
     if not isinstance(value, str) or len(value) > MAX_LENGTH:

@@ -31,7 +31,13 @@ from tacker_hwaffinity.openstack.servers import ServerState
 
 
 class WorkerSelector(typing.Protocol):
-    """Which servers are workers: what the three selectors below have in common."""
+    """Which servers are workers: what the three selectors below have in common.
+    COVERS_EVERY_NODE: every node of the cluster that names an OpenStack server (its
+    providerID) is meant to be a worker, so a node whose server Nova does not list is one
+    whose host cannot be read (``controller.hosttruth``); else such a node may be any VM
+    outside the selection (a master, another pool)."""
+
+    covers_every_node: bool
 
     def describe(self) -> str:
         """Which servers are workers, for the start line."""
@@ -41,6 +47,8 @@ class WorkerSelector(typing.Protocol):
 
 
 class MetadataWorkers:
+    covers_every_node = False
+
     def __init__(self, metadata: typing.Mapping[str, str]) -> None:
         self.metadata = dict(metadata)
 
@@ -54,6 +62,8 @@ class MetadataWorkers:
 
 
 class StackWorkers:
+    covers_every_node = False
+
     def __init__(self, openstack: OpenStack, stack: str, aspects: typing.Iterable[str] = (),
                  vdus: typing.Iterable[str] = (), refresh_interval: float = 60.0,
                  clock: typing.Callable[[], float] = time.monotonic,
@@ -124,6 +134,8 @@ class StackWorkers:
 class ClusterNodeWorkers:
     """NODE_OBJECTS: gives the cluster's Node objects (the node informer's ``list``);
     REGION: the credentials' region (None: unknown)."""
+
+    covers_every_node = True
 
     def __init__(self, node_objects: typing.Callable[[], typing.List[typing.Any]],
                  region: typing.Optional[str] = None) -> None:

@@ -12,12 +12,11 @@ subresource, an object that is no Node) gets no patch. The webhook's configurati
 (deploy/webhook/webhooks.yaml) has failurePolicy Fail: while the webhook is down a node
 cannot register (the kubelet retries), rather than register untainted.
 """
-from tacker_hwaffinity.constants import HOST_UNKNOWN_TAINT
+from tacker_hwaffinity.constants import CONTROL_PLANE_TAINTS, HOST_UNKNOWN_TAINT
 from tacker_hwaffinity.objects.jsontypes import ReadOnlyJson
 from tacker_hwaffinity.webhook.patches import Operation
 
 TAINT = {"key": HOST_UNKNOWN_TAINT, "effect": "NoSchedule"}
-CONTROL_PLANE_TAINTS = ("node-role.kubernetes.io/control-plane", "node-role.kubernetes.io/master")
 
 
 def registration_patch(request: ReadOnlyJson) -> list[Operation]:

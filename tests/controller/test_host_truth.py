@@ -4,8 +4,9 @@ they cannot be. The API calls are stand-ins (``kube.taints.lift`` runs against t
 control plane in tests/controlplane/test_host_truth_e2e.py)."""
 import pytest
 
-from tacker_hwaffinity.constants import HOST_UNKNOWN_TAINT
+from tacker_hwaffinity.constants import CONTROL_PLANE_TAINTS, HOST_UNKNOWN_TAINT
 from tacker_hwaffinity.kube import taints
+from tacker_hwaffinity.openstack.workers import ClusterNodeWorkers
 from tests import builders
 
 from .tick_world import State, make_world
@@ -21,6 +22,10 @@ def world(monkeypatch):
 
 @pytest.fixture
 def lifts(world, monkeypatch):
+    return _taint_calls(world, monkeypatch)
+
+
+def _taint_calls(world, monkeypatch):
     """The calls of kube.taints.lift (and .add, as ("add", node, resourceVersion)),
     applied to the node cache; ``refuse`` makes the next lift find the node changed."""
     c, _poll, nodes, *_ = world
@@ -185,3 +190,88 @@ def test_a_node_that_is_no_worker_s_is_not_tainted_when_it_goes_down(world, lift
     poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3")]
     c.tick()
     assert lifted == [] and not stray["spec"].get("taints")
+
+
+# -- a node that registered without the taint (before the webhook's configuration) -------
+
+GONE = "0b1c2d3e-0000-4000-8000-00000000000a"
+
+
+def _every_node(monkeypatch):
+    """The world with the workers every node of the cluster (--cluster-nodes)."""
+    return make_world(monkeypatch, workers=lambda nodes: ClusterNodeWorkers(
+        nodes.list, "RegionOne"))
+
+
+def _untainted(nodes, name, ip, provider=None, taints=None):
+    obj = builders.node(name, {}, ip=ip, uid="u-" + name, provider_id=provider,
+                        taints=taints)
+    nodes.objs[("", name)] = obj
+    return obj
+
+
+def test_with_every_node_a_worker_a_node_naming_a_server_nova_lacks_is_tainted(
+        monkeypatch):
+    world = _every_node(monkeypatch)
+    c, poll, nodes, _pods, calls, now, _ = world
+    lifted, _ = _taint_calls(world, monkeypatch)
+    old = _untainted(nodes, "old", "10.0.0.9", "openstack:///" + GONE)
+    poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3")]
+    c.tick()
+    assert lifted == [("add", "old", None)] and UNKNOWN in old["spec"]["taints"]
+    text = ("%s added: its providerID openstack:///%s names server %s, which Nova does not "
+            "list to these credentials" % (HOST_UNKNOWN_TAINT, GONE, GONE))
+    assert _events(calls, "HostUnknown") == [("old", text)]
+    assert _gauge(c, "no-server") == 1
+    now[0] += 30
+    c.tick()                        # kept (no second add), still counted
+    assert len(lifted) == 1 and _gauge(c, "no-server") == 1
+    # its server shows up (the credentials now see it): labelled, then lifted
+    poll.states = [State(GONE, "h2", ip="10.0.0.9")]
+    now[0] += 30
+    c.tick()
+    assert old["metadata"]["labels"]["CIS-node"] == "h2" and UNKNOWN not in old["spec"]["taints"]
+    assert _gauge(c, "no-server") == 0
+
+
+def test_with_every_node_a_worker_bare_metal_masters_and_other_regions_are_left_alone(
+        monkeypatch):
+    """A node with no OpenStack providerID may be bare metal (no Nova server stands
+    behind it), a control-plane node runs no replicas, and another region's node is not
+    this cloud's to judge."""
+    world = _every_node(monkeypatch)
+    c, poll, nodes, *_ = world
+    lifted, _ = _taint_calls(world, monkeypatch)
+    _untainted(nodes, "metal", "192.0.2.7")
+    _untainted(nodes, "metal-aws", "192.0.2.8", "aws:///eu-west-1a/i-0abc")
+    _untainted(nodes, "master", "10.0.0.10", "openstack:///" + GONE,
+               taints=[{"key": CONTROL_PLANE_TAINTS[0], "effect": "NoSchedule"}])
+    _untainted(nodes, "far", "10.0.0.11", "openstack://RegionTwo/" + GONE)
+    poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3")]
+    c.tick()
+    assert lifted == [] and _gauge(c, "no-server") == 0
+
+
+def test_with_chosen_workers_a_node_naming_another_server_is_left_alone(world, lifts):
+    """--stack or --worker-metadata: a node outside the selection (a master, another
+    pool) names a server that is no worker, which says nothing of its host."""
+    c, poll, nodes, *_ = world
+    lifted, _ = lifts
+    _untainted(nodes, "pool-b", "10.0.1.1", "openstack:///" + GONE)
+    poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3")]
+    c.tick()
+    assert lifted == [] and _gauge(c, "no-server") == 0
+
+
+def test_a_dry_run_says_what_it_would_add(monkeypatch, caplog):
+    world = _every_node(monkeypatch)
+    c, poll, nodes, *_ = world
+    lifted, _ = _taint_calls(world, monkeypatch)
+    c.hosts.truth.dry_run = True
+    old = _untainted(nodes, "old", "10.0.0.9", "openstack:///" + GONE)
+    poll.states = [State("1", "h1"), State("2", "h2"), State("3", "h3")]
+    with caplog.at_level("INFO"):
+        c.tick()
+    assert lifted == [] and not old["spec"].get("taints")
+    assert "node old: a dry run, not done: %s added: its providerID" % HOST_UNKNOWN_TAINT \
+        in caplog.text

@@ -60,9 +60,10 @@ def pod(name, node_name, created, owner=None):
                         created=created, annotations={ANNOTATION: ANTI}, owner=owner)
 
 
-def make_world(monkeypatch):
+def make_world(monkeypatch, workers=None):
     """(controller, poll, nodes, pods, calls, now, outcome): three workers w1-w3 on h1-h3,
-    pods a (on w1) and b (on w2) with the anti-affinity rule."""
+    pods a (on w1) and b (on w2) with the anti-affinity rule. WORKERS(nodes): the worker
+    selector for the node cache (default: the servers with metadata cluster=c1)."""
     calls = {"labels": [], "evict": [], "events": []}
     nodes = Cache([node("w1", "10.0.0.1", "h1"), node("w2", "10.0.0.2", "h2"),
                    node("w3", "10.0.0.3", "h3")])
@@ -85,9 +86,9 @@ def make_world(monkeypatch):
                             (obj["metadata"]["name"], reason, msg)))
     poll, now = Poll(), [0.0]
     hw = params.parse({})["hwaffinity"]
-    settings = runner.Settings(hw, MetadataWorkers({"cluster": "c1"}), poll_interval=30,
-                               grace=60,
-                               eviction_interval=10)
+    settings = runner.Settings(hw, workers(nodes) if workers else MetadataWorkers(
+        {"cluster": "c1"}), poll_interval=30, grace=60, eviction_interval=10,
+        region="RegionOne")
     c = runner.Controller(None, poll, settings, nodes, pods,
                           runner.Metrics(CollectorRegistry()),
                           log=logging.getLogger("test.controller"), clock=lambda: now[0])

@@ -7,8 +7,10 @@ kubelet with ``--register-with-taints`` and ``--provider-id`` does): a pod that 
 go there waits Pending, kube-scheduler naming the taint, until the controller
 has labelled the node with Nova's host and lifted the taint; then it binds. A node whose
 providerID names a server Nova does not have keeps the taint, with a Warning Event and the
-gauge's ``no-server`` reason. ``kube.taints.lift``'s tests against a node that changed
-run on the same API server.
+gauge's ``no-server`` reason. One that registered without the taint (before the webhook's
+configuration existed) and names such a server gets it; one with no OpenStack providerID
+(a bare-metal node of a hybrid cluster) is left alone. ``kube.taints.lift``'s tests
+against a node that changed run on the same API server.
 """
 import os
 import re
@@ -88,13 +90,16 @@ def test_a_pod_binds_only_once_the_controller_knows_the_node_s_host(
     tag = uuid.uuid4().hex[:4]
     host = sorted(cloud.hosts)[1]
     node, ghost, pod = "ht-w-" + tag, "ht-ghost-" + tag, "ht-pod-" + tag
-    missing = "openstack:///%s" % uuid.uuid4()
+    early, metal = "ht-early-" + tag, "ht-metal-" + tag
+    missing, gone = "openstack:///%s" % uuid.uuid4(), "openstack:///%s" % uuid.uuid4()
     with osharness.servers_on_hosts(cloud, ["ht-%s" % tag], [host]) as placed:
         (server_id, _host, _ip), = placed
         proc = None
         try:
             _register(cp, node, "openstack:///%s" % server_id, (OTHER, UNKNOWN))
             _register(cp, ghost, missing)
+            _register(cp, early, gone, ())
+            cp.add_node(metal, {"kubernetes.io/hostname": metal}, wait=False)
             _pinned_pod(cp, pod, node)
             harness.wait_until(lambda: HOST_UNKNOWN_TAINT in (
                 _unschedulable_message(cp, pod) or ""), 30,
@@ -115,14 +120,23 @@ def test_a_pod_binds_only_once_the_controller_knows_the_node_s_host(
                 "%s stays: its providerID %s names no worker server Nova lists to these "
                 "credentials" % (HOST_UNKNOWN_TAINT, missing)]
             assert _taints(cp, ghost) == [UNKNOWN] and label(cp, ghost) is None
-            assert _gauge(log, "no-server") >= 1
+            # registered untainted: the controller adds it; the bare-metal node keeps none
+            harness.wait_until(lambda: UNKNOWN in _taints(cp, early), 30,
+                               what="the taint added to %s" % early)
+            harness.wait_until(lambda: _events(cp, early, "HostUnknown"), 30,
+                               what="a HostUnknown Event on %s" % early)
+            assert _events(cp, early, "HostUnknown")[0] == (
+                "%s added: its providerID %s names server %s, which Nova does not list to "
+                "these credentials" % (HOST_UNKNOWN_TAINT, gone, gone.split("/")[-1]))
+            assert _taints(cp, metal) == []
+            assert _gauge(log, "no-server") >= 2
             assert proc.poll() is None, log.read_text()
         finally:
             if proc is not None:
                 _kill(proc)
             cp.admin.request("DELETE", "/api/v1/namespaces/default/pods/" + pod,
                              ok=(200, 404))
-            for name in (node, ghost):
+            for name in (node, ghost, early, metal):
                 cp.delete_node(name)
 
 
