@@ -33,7 +33,11 @@ Then VNF-B, onboarded from ``csar/cnf``, goes through its life with the sample r
 8. v1 (``vimType: kubernetes``), the same package: instantiate, scale upf out to the
    fourth host, heal a pod, terminate (Tacker runs with the kubernetes client before
    37: ``tackerharness.py``);
-9. terminate VNF-A.
+9. a random lifecycle (``lifecycles.py``): another VNF-B instance, and a seeded
+   sequence of events on both VNFs while the controller runs and a checker reads
+   Nova's truth every second; no two replicas of upf or udr share a physical host
+   outside the windows ``windows.py`` documents;
+10. terminate VNF-A.
 
 The shared control plane also holds other tests' nodes; they are cordoned and lose
 their host label for this module, so the cluster is VNF-A's nodes alone, as it is for
@@ -44,6 +48,7 @@ import collections
 import json
 import os
 import subprocess
+import time
 
 import pytest
 import yaml
@@ -55,7 +60,7 @@ from controlplane.test_controller_e2e import _kill, _start, label
 from controlplane.test_plan_vs_scheduler import run_plan
 from tacker_hwaffinity.constants import DEFAULT_HOST_LABEL
 
-from . import lcm
+from . import lcm, lifecycles, windows
 from .packages import ROOT
 from .vnf import HOST, Vnf
 
@@ -65,6 +70,7 @@ pytestmark = [pytest.mark.tacker, pytest.mark.openstack, pytest.mark.controlplan
 CNF_REQUESTS = os.path.join(ROOT, "samples", "requests", "cnf")
 SOFT = "soft-anti-affinity"
 NAMESPACE, NAMESPACE_V1 = "cnf", "cnf-v1"    # v2: the sample request's
+NAMESPACE_LIFECYCLE = "cnf-lifecycle"
 
 
 def request(name, api="v2", **changes):
@@ -486,6 +492,79 @@ def test_v1_instantiate_scale_heal_terminate(cluster, vnf_b_v1, kubernetes_vim,
     harness.wait_until(lambda: not left_in(cp, NAMESPACE_V1), 60,
                        what="VNF-B's (v1) objects to go")
     lcm.start_operation(vnf_b_v1.client.delete_vnf_instance, vnf_b_v1.id)
+
+
+@pytest.fixture
+def vnf_b_lifecycle(v2, vnf_b_package, kubernetes_vim, tacker_cloud, master, kubelets,
+                    control_plane):
+    """Another VNF-B instance through v2, in NAMESPACE_LIFECYCLE; terminated and deleted
+    afterwards, nothing of it left."""
+    control_plane.create_namespace(NAMESPACE_LIFECYCLE)
+    life = Vnf(v2, 2, tacker_cloud, master, kubelets)
+    life.id = v2.create_vnf_instance({"vnfdId": vnf_b_package["vnfdId"],
+                                      "vnfInstanceName": "vnf-b-lifecycle"})["id"]
+    body = request("instantiate.json")
+    body["vimConnectionInfo"]["vim1"]["vimId"] = kubernetes_vim["id"]
+    body["additionalParams"]["namespace"] = NAMESPACE_LIFECYCLE
+    occ = life.run("INSTANTIATE", v2.instantiate_vnf_instance, life.id, body)
+    assert occ["operationState"] == "COMPLETED", occ.get("error")
+    yield life
+    occ = life.run("TERMINATE", v2.terminate_vnf_instance, life.id, request("terminate.json"))
+    assert occ["operationState"] == "COMPLETED", occ.get("error")
+    harness.wait_until(lambda: not left_in(control_plane, NAMESPACE_LIFECYCLE), 60,
+                       what="the lifecycle's VNF-B objects to go")
+    lcm.start_operation(v2.delete_vnf_instance, life.id)
+    control_plane.delete_namespace(NAMESPACE_LIFECYCLE)
+
+
+def test_random_lifecycles_keep_one_replica_a_host(cluster, vnf_b_lifecycle, tacker_cloud,
+                                                   kubelets, control_plane, tmp_path):
+    """A seeded random sequence of events (``lifecycles.py``: VNF-A scale-out and
+    scale-in, a worker's heal, live migrations to a free host and onto a worker's host,
+    VNF-B scale-out and scale-in, a pod's heal, a controller restart) while the
+    controller runs and a checker reads Nova's truth every second. No two replicas of
+    upf (RequiredDuringExecution) share a physical host outside the windows of
+    ``windows.py``; udr's (IgnoredDuringExecution) colocations begin only inside one and
+    are alerted by the controller's gauge in time. The seed is printed; set
+    ``HWAFFINITY_LIFECYCLE_SEED`` to replay it (``lifecycles.settings``: the sequence's
+    length, budget and timings)."""
+    seed, timings, events, budget, report = lifecycles.settings(os.environ)
+    print("\nlifecycle seed %d (HWAFFINITY_LIFECYCLE_SEED=%d replays it), timings %s, "
+          "at most %d events in %.0f s" % (seed, seed, timings, events, budget))
+    cp = control_plane
+    (stack,) = [st.id for st in tacker_cloud.heat("admin").stacks.list()
+                if cluster.id in st.stack_name]
+    life = lifecycles.Lifecycle(
+        seed, timings, cluster, vnf_b_lifecycle, tacker_cloud, cp, NAMESPACE_LIFECYCLE,
+        request, lifecycles.start_controller(tacker_cloud, cp, tmp_path, stack, timings))
+    checker = lifecycles.Checker(tacker_cloud, cp, NAMESPACE_LIFECYCLE, kubelets.node_name,
+                                 life.gauges)
+    checker.start()
+    try:
+        life.run(events, budget)
+        lifecycles.settle(checker, life.events, timings, timeout=windows.window(
+            windows.MIGRATE_OCCUPIED, timings) + windows.window(
+            windows.RESTART_CONTROLLER, timings))
+    finally:
+        checker.stop()
+        life.stop()
+    judged = windows.judge(life.events, checker.violations(), timings, time.monotonic())
+    rows = windows.table(life.events, judged)
+    print(windows.markdown(rows, timings))
+    if report:
+        with open(report, "w") as f:
+            json.dump({"seed": seed, "timings": timings.__dict__,
+                       "samples": checker.samples, "errors": dict(checker.errors),
+                       "events": [e.__dict__ for e in life.events],
+                       "judged": [dict(j.violation.__dict__, kind=j.kind, inside=j.inside,
+                                       seconds=j.seconds, why=j.why) for j in judged],
+                       "table": windows.markdown(rows, timings)}, f, indent=2)
+    assert life.events and checker.samples, (seed, checker.errors)
+    # continuous: no gap between two samples longer than a few periods
+    assert checker.longest_gap < 10 * windows.SAMPLE_S, (seed, checker.longest_gap,
+                                                         checker.errors)
+    assert [(j.violation.workload, j.violation.host, j.why) for j in judged
+            if not j.inside] == [], "seed %d" % seed
 
 
 def test_terminate_vnf_a(cluster, guide):
