@@ -172,16 +172,19 @@ class Lifecycle:
         return deploy["spec"]["replicas"], pods
 
     def _quiet(self, workers):
-        """True when the labels are Nova's and every replica of REPLICAS is bound: a CNF
-        operation then has the room the placement shows (it would otherwise race the
-        controller's eviction, or wait on a replica that has no host)."""
+        """True when the labels are Nova's and every replica of REPLICAS is bound, each
+        on its own physical host: a CNF operation then has the room the placement shows
+        (Tacker waits for the Deployment's replicas to be ready, so it would otherwise
+        race the controller's eviction, or wait on a replica that has no host)."""
         nodes = {n["metadata"]["name"]: n for n in self.cp.admin.get("/api/v1/nodes")["items"]}
         for node, host in workers.values():
             labels = (nodes.get(node, {}).get("metadata", {}).get("labels") or {})
             if labels.get(DEFAULT_HOST_LABEL) != host:
                 return False
         desired, pods = self._replicas()
-        return len(pods) == desired and all(p["spec"].get("nodeName") for p in pods)
+        host_of = dict(workers.values())
+        hosts = [host_of.get(p["spec"].get("nodeName")) for p in pods]
+        return len(pods) == desired and None not in hosts and len(set(hosts)) == len(hosts)
 
     def _action(self, kind, workers):
         """The action of KIND that the state allows now (a callable returning a detail;
