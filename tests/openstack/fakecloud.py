@@ -145,7 +145,12 @@ class HarnessFakeDriver(fake_virt.FakeDriver):
     FakeLiveMigrateDriver: running until force-complete or abort). Unlike
     FakeDriver, the source forgets the guest after the migration (as
     FakeLiveMigrateDriver does), so a server can later be migrated or
-    evacuated back to its first host (no ``InstanceExists``).
+    evacuated back to its first host (no ``InstanceExists``), and the
+    destination knows the guest's interfaces, as a real hypervisor that moved
+    the guest does: FakeDriver spawns it there without them, so detaching a
+    port from a migrated server (Heat does, before it deletes a scaled-in or
+    healed server) failed with InterfaceDetachFailed and Heat waited on the
+    port for ever.
     """
 
     vcpus = 64
@@ -165,6 +170,13 @@ class HarnessFakeDriver(fake_virt.FakeDriver):
 
     def live_migration_abort(self, instance):
         MIGRATIONS.release(instance.uuid, "abort")
+
+    def post_live_migration_at_destination(self, context, instance, network_info,
+                                           block_migration=False, block_device_info=None):
+        super().post_live_migration_at_destination(context, instance, network_info,
+                                                   block_migration, block_device_info)
+        for vif in network_info or ():
+            self._interfaces[vif["id"]] = vif
 
     def post_live_migration(self, context, instance, block_device_info, migrate_data=None):
         # On the source, after the guest runs on the destination.

@@ -226,6 +226,22 @@ def test_a_hard_group_keeps_its_members_apart_through_a_live_migration(cloud):
         nova.server_groups.delete(group.id)
 
 
+def test_a_migrated_server_s_port_detaches(cloud):
+    """The guest moves with its interfaces: a port detached after a live migration
+    leaves the server (Heat detaches a server's port before it deletes the server on a
+    scale-in or a heal)."""
+    nova = cloud.nova("admin", version="2.68")
+    server_id = _boot(cloud, "mover", "compute1")
+    try:
+        cloud.live_migrate(server_id, host="compute3")
+        (port,) = nova.servers.interface_list(server_id)
+        nova.servers.interface_detach(server_id, port.port_id)
+        osharness.wait_for(lambda: not nova.servers.interface_list(server_id), 30,
+                           what="the port detached from %s" % server_id)
+    finally:
+        _delete(cloud, server_id)
+
+
 # -- capture (python tests/openstack/test_os_migration.py --capture) -------
 
 class _Recorder:
