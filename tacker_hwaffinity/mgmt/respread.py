@@ -9,10 +9,14 @@ The live migration keeps the server (its id, its node, what Tacker recorded of i
 Bounded: at most one move per worker, all within ``respread_timeout`` seconds, and it
 stops at the first move that did not add a host (Nova put the worker on another
 member's host, or found no host: the group has more members than free hosts, and what
-is left is Nova's best, reported as a warning). A move Nova refuses (the VIM user may
-not live-migrate: policy ``os_compute_api:os-migrate-server:migrate_live`` is admin
-by default) or that does not end in time is the hook's failure, after the labels are
-made true. Each move is in the hook's report (``respread``).
+is left is Nova's best, reported as a warning). Before each move it asks Nova which
+compute hosts are up and enabled (``os-hypervisors``): with none free of workers, it
+moves nothing, since the move could only put the worker, and its pods, on another
+worker's host. (When Nova does not say, as for a non-admin user, the move decides.)
+A move Nova refuses (the VIM user may not live-migrate: policy
+``os_compute_api:os-migrate-server:migrate_live`` is admin by default) or that does not
+end in time is the hook's failure, after the labels are made true. Each move is in the
+hook's report (``respread``).
 """
 import dataclasses
 import logging
@@ -59,6 +63,8 @@ def converge(os_: "OpenStack", workers: typing.List[Worker],
             break
         worker, before = candidates[0], colocation.spread(workers, source)
         origin = colocation.host_of(worker, source)
+        if source == "host" and not _free_host(os_, workers, log):
+            break
         log.info("respread: worker %s (server %s) shares host %s; asking Nova to move it",
                  worker.name, worker.server_id, origin)
         try:
@@ -78,6 +84,24 @@ def converge(os_: "OpenStack", workers: typing.List[Worker],
         if colocation.spread(workers, source) <= before:
             break               # no free host took it: what is left is Nova's best
     return Respread(workers, moves)
+
+
+def _free_host(os_, workers, log):
+    """Is a compute host up, enabled and free of WORKERS, or might one be (Nova does not
+    say)? A move needs one: Nova's scheduler would put the worker on another's host."""
+    from tacker_hwaffinity.openstack import OpenStackError
+    try:
+        hosts = os_.compute_hosts()
+    except OpenStackError as e:
+        log.info("respread: Nova's compute hosts not read (%s): the move decides", e)
+        return True
+    if hosts is None:
+        return True
+    if hosts - {w.host for w in workers}:
+        return True
+    log.info("respread: every compute host that is up and enabled (%d) has a worker: "
+             "nothing to move to", len(hosts))
+    return False
 
 
 def _move(os_, server_id, deadline, clock, sleep):

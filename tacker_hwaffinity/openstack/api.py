@@ -19,6 +19,7 @@ import typing
 import urllib.parse
 
 PAGE = 1000
+HYPERVISOR_PAGE = 1000
 
 
 class OpenStackError(Exception):
@@ -152,6 +153,24 @@ class OpenStack:
         """One server (``GET /servers/{id}``), with its task state and host."""
         return self.get_json("compute", "Nova", "/servers/%s" % _quote(server_id)
                              ).get("server") or {}
+
+    def compute_hosts(self) -> typing.Optional[typing.Set[str]]:
+        """The compute hosts (their service's host, as servers' ``OS-EXT-SRV-ATTR:host``
+        names them) that are up and enabled: ``GET /os-hypervisors/detail``, compute API
+        2.53, one page of up to ``HYPERVISOR_PAGE``. None when Nova does not say (its
+        policy allows admins only by default: HTTP 403; or more hosts than a page)."""
+        try:
+            answer = self._request("GET", "compute", "Nova", "/os-hypervisors/detail?limit=%d"
+                                   % HYPERVISOR_PAGE, self.retries, microversion="2.53")
+        except OpenStackError as e:
+            if e.status in (401, 403, 404):
+                return None
+            raise
+        if any(link.get("rel") == "next" for link in answer.get("hypervisors_links") or ()):
+            return None
+        return {h["service"]["host"] for h in answer.get("hypervisors") or ()
+                if h.get("state") == "up" and h.get("status") == "enabled"
+                and isinstance(h.get("service"), dict) and h["service"].get("host")}
 
     def live_migrate(self, server_id: str) -> None:
         """Ask Nova to live-migrate SERVER_ID to a host its scheduler chooses

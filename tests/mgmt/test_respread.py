@@ -49,7 +49,8 @@ class ScriptedNova:
     say (None: the scheduler found no host; 'refuse': HTTP 403), after TASK_POLLS reads
     with the task 'migrating'."""
 
-    def __init__(self, workers, destinations, task_polls=1):
+    def __init__(self, workers, destinations, task_polls=1, computes=None):
+        self.computes = computes    # compute_hosts(): None (not said), a set or an error
         self.hosts = {w.server_id: w.host for w in workers}
         self.names = {w.server_id: w.name for w in workers}
         self.destinations, self.task_polls = list(destinations), task_polls
@@ -62,6 +63,11 @@ class ScriptedNova:
                                  status=403)
         self.migrations.append(server_id)
         self.pending, self.to, self.polls = server_id, to, 0
+
+    def compute_hosts(self):
+        if isinstance(self.computes, Exception):
+            raise self.computes
+        return self.computes
 
     def server(self, server_id):
         self.polls += 1
@@ -134,3 +140,21 @@ def test_never_more_moves_than_workers(count):
     nova = ScriptedNova(ws, ["h%d" % (i + 2) for i in range(count)])
     done = _converge(nova, ws)
     assert len(nova.migrations) == count - 1 == len(done.moves)
+
+
+def test_with_no_compute_host_free_of_workers_nothing_moves():
+    """A move could only put the worker, and its pods, on another worker's host."""
+    ws = [_w("a", "h1"), _w("b", "h1"), _w("c", "h2")]
+    nova = ScriptedNova(ws, ["h2"], computes={"h1", "h2"})
+    done = _converge(nova, ws)
+    assert nova.migrations == [] and done.moves == [] and done.error is None
+
+
+def test_a_free_compute_host_lets_it_move_and_none_said_leaves_it_to_the_move():
+    ws = [_w("a", "h1"), _w("b", "h1"), _w("c", "h1")]
+    nova = ScriptedNova(ws, ["h2", "h3"], computes={"h1", "h2"})
+    done = _converge(nova, ws)     # b to the free h2; then none is free: c stays
+    assert nova.migrations == ["id-b"] and done.error is None
+    for said in (None, OpenStackError("Nova GET /os-hypervisors/detail: HTTP 503")):
+        nova = ScriptedNova(ws, ["h2", "h3"], computes=said)
+        assert _converge(nova, ws).error is None and nova.migrations == ["id-b", "id-c"]
