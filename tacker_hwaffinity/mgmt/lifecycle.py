@@ -283,7 +283,9 @@ def _respread(ctx: Context, workers: typing.List[Worker],
               dry_run: bool = False) -> typing.Optional["Respread"]:
     """``on_colocation: respread``: the moves of ``mgmt.respread`` for WORKERS (None: not
     asked for, or a dry run, which only logs what it would move). A worker whose node
-    carries its host label already is the one kept on a shared host."""
+    carries its host label already is the one kept on a shared host, unless heal_end
+    healed it: its node, drained and cordoned, keeps the label of the server it had, and
+    moving it carries no pods."""
     hw = ctx.job.params["hwaffinity"]
     if hw.on_colocation != "respread":
         return None
@@ -291,8 +293,11 @@ def _respread(ctx: Context, workers: typing.List[Worker],
     from tacker_hwaffinity.mgmt import respread
     source = planning.choose_source(workers, hw.host_source)
     index = planning.NodeIndex(nodes, region)
+    healed = set(ctx.job.target_servers or ()) if ctx.job.hook == "heal_end" else set()
     settled = set()
     for w in workers:
+        if w.server_id in healed:
+            continue
         node, _ = planning.node_of(w, index)
         if node is not None and not node.host_unknown and any(
                 k in node.labels for k in hw.label_keys):

@@ -61,6 +61,7 @@ class Checker(threading.Thread):
         self.open: Dict[tuple, w.Violation] = {}
         self.ended: List[w.Violation] = []
         self.samples, self.errors, self.longest_gap = 0, collections.Counter(), 0.0
+        self.last = 0.0             # when the last sample was taken
         self.lock = threading.Lock()
         self._stop_event = threading.Event()
 
@@ -112,6 +113,7 @@ class Checker(threading.Thread):
                                                  pods=tuple(sorted(names)))
             unalerted = [v for v in self.open.values() if v.held and v.alerted is None]
         self.samples += 1
+        self.last = now
         if unalerted:
             self._alerts(unalerted, now)
 
@@ -253,14 +255,38 @@ class Lifecycle:
 
     def run(self, max_events, budget_s, log=print):
         """Events until MAX_EVENTS or BUDGET_S, with a pause of up to one poll between
-        two."""
+        two; then one colocation of two upf replicas left alone (``collide``)."""
         deadline = time.monotonic() + budget_s
         while len(self.events) < max_events and time.monotonic() < deadline:
-            event = self.step()
-            log("lifecycle seed %d, event %d: %s (%.1f s) %s" % (
-                self.seed, len(self.events), event.kind, event.end - event.start,
-                event.detail))
+            self._log(self.step(), log)
             time.sleep(self.rng.uniform(0, self.timings.poll))
+        event = self.collide()
+        if event is not None:
+            self._log(event, log)
+
+    def _log(self, event, log):
+        log("lifecycle seed %d, event %d: %s (%.1f s) %s" % (
+            self.seed, len(self.events), event.kind, event.end - event.start, event.detail))
+
+    def collide(self):
+        """A worker carrying a upf replica live-migrated onto the host of another that
+        carries one, and nothing after it: the exposure measured is what the controller's
+        timings make of a colocation that nothing else ends (None: no two replicas on
+        two hosts to put together)."""
+        workers = self._workers()
+        host_of = dict(workers.values())
+        _, pods = self._replicas()
+        carrying = sorted({p["spec"].get("nodeName") for p in pods} & set(host_of))
+        server_of = {node: s for s, (node, _) in workers.items()}
+        pairs = [(a, b) for a in carrying for b in carrying if host_of[a] != host_of[b]]
+        if not pairs:
+            return None
+        moving, onto = self.rng.choice(pairs)
+        start = time.monotonic()
+        detail = self._migrate(server_of[moving], host_of[onto]) + " (left alone)"
+        event = w.Event(w.MIGRATE_OCCUPIED, start, time.monotonic(), detail)
+        self.events.append(event)
+        return event
 
     def _vnf_a(self, operation, name, **changes):
         body = self.vnf_a.request(name)
@@ -320,12 +346,15 @@ def start_controller(cloud, cp, tmp_path, stack, timings):
 
 
 def settle(checker, events, timings, timeout):
-    """Wait until no evicted workload's violation is open, or every window has closed
-    (at most TIMEOUT s): an open one is then judged whole."""
+    """Wait until the checker has sampled after the last event, and then until no evicted
+    workload's violation is open, or every window has closed (at most TIMEOUT s): an
+    open one is then judged whole."""
     ends = [e.end + w.window(e.kind, timings) for e in events]
     deadline = min(time.monotonic() + timeout, max(ends + [time.monotonic()]) + w.SAMPLE_S)
+    last_event = max([e.end for e in events] + [0.0])
     while time.monotonic() < deadline:
-        if not any(not v.held and v.end is None for v in checker.violations()):
+        if checker.last > last_event and not any(
+                not v.held and v.end is None for v in checker.violations()):
             return
         time.sleep(w.SAMPLE_S)
 
