@@ -1,22 +1,21 @@
 """``on_colocation: respread``: move workers that share a compute host apart, through Nova.
 
 After instantiate, scale-out or heal, the workers that share a host
-(``labeling.colocation.movers``) are live-migrated one at a time, each to a compute host
-that is up, enabled and free of workers (``os-hypervisors``, the first by name; Nova's
-scheduler still checks it against its filters): the creation race of a soft
-anti-affinity group converges without the operator. A host is named because the
-scheduler's soft-anti-affinity weigher counts a member where its instance view puts it,
-which lags a live migration (nova-compute's ``scheduler_instance_sync_interval``): left
-to itself it can put the worker, with the pods it carries, on a host another worker has
-just moved to. Where Nova does not list its hosts (a non-admin user) no host is named.
+(``labeling.colocation.movers``) are live-migrated one at a time with no destination
+named, so Nova's scheduler places each against the group's other members, all placed by
+then: the creation race of a soft anti-affinity group converges without the operator.
 The live migration keeps the server (its id, its node, what Tacker recorded of it).
 
 Bounded: at most one move per worker, all within ``respread_timeout`` seconds, and it
 stops at the first move that did not add a host (Nova put the worker on another
 member's host, or found no host: the group has more members than free hosts, and what
-is left is Nova's best, reported as a warning). With no compute host free of workers it
+is left is Nova's best, reported as a warning). Before each move it asks Nova which
+compute hosts are up and enabled (``os-hypervisors``): with none free of workers, it
 moves nothing, since the move could only put the worker, and its pods, on another
-worker's host.
+worker's host. (When Nova does not say, as for a non-admin user, the move decides.)
+No host is named: the scheduler weighs the group. (Naming the free host was tried; in two
+loaded story runs the heal after such a move then put its new server on another worker's
+host, which six runs with the scheduler's choice never did.)
 A move Nova refuses (the VIM user may not live-migrate: policy
 ``os_compute_api:os-migrate-server:migrate_live`` is admin by default) or that does not
 end in time is the hook's failure, after the labels are made true. Each move is in the
@@ -67,14 +66,12 @@ def converge(os_: "OpenStack", workers: typing.List[Worker],
             break
         worker, before = candidates[0], colocation.spread(workers, source)
         origin = colocation.host_of(worker, source)
-        free = _free_hosts(os_, workers, log) if source == "host" else None
-        if free is not None and not free:
+        if source == "host" and not _free_host(os_, workers, log):
             break
-        target = min(free) if free else None
-        log.info("respread: worker %s (server %s) shares host %s; asking Nova to move it%s",
-                 worker.name, worker.server_id, origin, " to %s" % target if target else "")
+        log.info("respread: worker %s (server %s) shares host %s; asking Nova to move it",
+                 worker.name, worker.server_id, origin)
         try:
-            _move(os_, worker.server_id, target, deadline, clock, sleep)
+            _move(os_, worker.server_id, deadline, clock, sleep)
             found = reread()
         except (OpenStackError, TimeoutError) as e:
             return Respread(workers, moves, "respread: live migration of worker %s (server "
@@ -86,37 +83,35 @@ def converge(os_: "OpenStack", workers: typing.List[Worker],
                       "to": now})
         log.info("respread: worker %s (server %s) %s", worker.name, worker.server_id,
                  "moved from %s to %s" % (origin, now) if now != origin
-                 else "stays on %s: Nova's scheduler %s" % (origin, "refused %s" % target
-                                                            if target else "found no other host"))
+                 else "stays on %s: Nova's scheduler found no other host" % origin)
         if colocation.spread(workers, source) <= before:
             break               # no free host took it: what is left is Nova's best
     return Respread(workers, moves)
 
 
-def _free_hosts(os_, workers, log):
-    """The compute hosts up, enabled and free of WORKERS (None: Nova does not say, and
-    its scheduler chooses)."""
+def _free_host(os_, workers, log):
+    """Is a compute host up, enabled and free of WORKERS, or might one be (Nova does not
+    say)? A move needs one: Nova's scheduler would put the worker on another's host."""
     from tacker_hwaffinity.openstack import OpenStackError
     try:
         hosts = os_.compute_hosts()
     except OpenStackError as e:
-        log.info("respread: Nova's compute hosts not read (%s): its scheduler chooses", e)
-        return None
+        log.info("respread: Nova's compute hosts not read (%s): the move decides", e)
+        return True
     if hosts is None:
-        return None
-    free = hosts - {w.host for w in workers}
-    if not free:
-        log.info("respread: every compute host that is up and enabled (%d) has a worker: "
-                 "nothing to move to", len(hosts))
-    return free
+        return True
+    if hosts - {w.host for w in workers}:
+        return True
+    log.info("respread: every compute host that is up and enabled (%d) has a worker: "
+             "nothing to move to", len(hosts))
+    return False
 
 
-def _move(os_, server_id, host, deadline, clock, sleep):
-    """Live-migrate SERVER_ID to HOST (None: the scheduler's choice) and wait until its
-    task ends (Nova sets it to 'migrating' before it answers 202). TimeoutError past
-    DEADLINE."""
+def _move(os_, server_id, deadline, clock, sleep):
+    """Live-migrate SERVER_ID and wait until its task ends (Nova sets it to 'migrating'
+    before it answers 202). TimeoutError past DEADLINE."""
     from tacker_hwaffinity.openstack import OpenStackError
-    os_.live_migrate(server_id, host)
+    os_.live_migrate(server_id)
     while True:
         server = os_.server(server_id)
         if server.get("status") == "ERROR":

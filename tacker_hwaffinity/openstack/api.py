@@ -172,15 +172,14 @@ class OpenStack:
                 if h.get("state") == "up" and h.get("status") == "enabled"
                 and isinstance(h.get("service"), dict) and h["service"].get("host")}
 
-    def live_migrate(self, server_id: str, host: typing.Optional[str] = None) -> None:
-        """Ask Nova to live-migrate SERVER_ID to HOST (None: a host its scheduler
-        chooses): ``os-migrateLive``, compute API 2.30, block migration when needed; a
-        host named is still checked by the scheduler's filters (no ``force``). Not
-        retried: a second request would find the first one's task. Nova answers 202 once
-        the server's task is ``migrating``; the move itself follows."""
+    def live_migrate(self, server_id: str) -> None:
+        """Ask Nova to live-migrate SERVER_ID to a host its scheduler chooses
+        (``os-migrateLive``, compute API 2.25: no host, block migration when needed).
+        Not retried: a second request would find the first one's task. Nova answers 202
+        once the server's task is ``migrating``; the move itself follows."""
         self._request("POST", "compute", "Nova", "/servers/%s/action" % _quote(server_id), 0,
-                      body={"os-migrateLive": {"host": host, "block_migration": "auto"}},
-                      microversion="2.30")
+                      body={"os-migrateLive": {"host": None, "block_migration": "auto"}},
+                      microversion="2.25")
 
 
 def _quote(value):

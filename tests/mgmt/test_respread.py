@@ -54,19 +54,14 @@ class ScriptedNova:
         self.hosts = {w.server_id: w.host for w in workers}
         self.names = {w.server_id: w.name for w in workers}
         self.destinations, self.task_polls = list(destinations), task_polls
-        self.migrations, self.polls, self.named = [], 0, []
+        self.migrations, self.polls = [], 0
 
-    def live_migrate(self, server_id, host=None):
-        """To HOST when one is named and the script's answer is a host (the scheduler
-        took it), else where the script says."""
+    def live_migrate(self, server_id):
         to = self.destinations.pop(0)
         if to == "refuse":
             raise OpenStackError("Nova POST /servers/%s/action: HTTP 403 Forbidden" % server_id,
                                  status=403)
-        if host is not None and to is not None:
-            to = host
         self.migrations.append(server_id)
-        self.named.append(host)
         self.pending, self.to, self.polls = server_id, to, 0
 
     def compute_hosts(self):
@@ -155,21 +150,11 @@ def test_with_no_compute_host_free_of_workers_nothing_moves():
     assert nova.migrations == [] and done.moves == [] and done.error is None
 
 
-def test_a_free_compute_host_is_named_and_none_said_leaves_it_to_the_scheduler():
-    """The host is named: the scheduler's weigher sees a member where its instance view
-    puts it, which lags a live migration."""
+def test_a_free_compute_host_lets_it_move_and_none_said_leaves_it_to_the_move():
     ws = [_w("a", "h1"), _w("b", "h1"), _w("c", "h1")]
-    nova = ScriptedNova(ws, ["h9", "h3"], computes={"h1", "h2", "h4"})
-    done = _converge(nova, ws)     # b to h2, c to h4 (the first free by name each time)
-    assert nova.named == ["h2", "h4"] and done.error is None
-    assert [(m["worker"], m["to"]) for m in done.moves] == [("b", "h2"), ("c", "h4")]
     nova = ScriptedNova(ws, ["h2", "h3"], computes={"h1", "h2"})
     done = _converge(nova, ws)     # b to the free h2; then none is free: c stays
     assert nova.migrations == ["id-b"] and done.error is None
-    nova = ScriptedNova(ws, [None], computes={"h1", "h2"})
-    done = _converge(nova, ws)     # the scheduler refused h2: b stays, and it stops
-    assert nova.named == ["h2"] and done.moves[0]["to"] == "h1"
     for said in (None, OpenStackError("Nova GET /os-hypervisors/detail: HTTP 503")):
         nova = ScriptedNova(ws, ["h2", "h3"], computes=said)
         assert _converge(nova, ws).error is None and nova.migrations == ["id-b", "id-c"]
-        assert nova.named == [None, None]
