@@ -158,3 +158,27 @@ def test_a_free_compute_host_lets_it_move_and_none_said_leaves_it_to_the_move():
     for said in (None, OpenStackError("Nova GET /os-hypervisors/detail: HTTP 503")):
         nova = ScriptedNova(ws, ["h2", "h3"], computes=said)
         assert _converge(nova, ws).error is None and nova.migrations == ["id-b", "id-c"]
+
+
+def _heal_ctx(nova, hook, targets):
+    """What lifecycle._respread reads of the hook's context."""
+    from types import SimpleNamespace
+    from tacker_hwaffinity.labeling import params
+    hw = params.parse({"hwaffinity_param": {"on_colocation": "respread"}})
+    return SimpleNamespace(openstack=nova, job=SimpleNamespace(
+        hook=hook, target_servers=targets, params=hw))
+
+
+def test_in_heal_end_the_healed_worker_moves_not_its_neighbour():
+    """A healed worker's node survives its server and keeps the old server's label, so
+    it looks settled; drained and cordoned, it carries no pods, and moving it is what
+    keeps the neighbour's replicas where they are."""
+    from tacker_hwaffinity.labeling.plan import KubeNode
+    from tacker_hwaffinity.mgmt import lifecycle
+    ws = [_w("a", "h1"), _w("b", "h1"), _w("c", "h2")]
+    nodes = [KubeNode("node-" + w.name, w.addresses, {"CIS-node": "h9"}) for w in ws]
+    for hook, targets, moved in (("heal_end", ["id-a"], "id-a"), ("scale_end", [], "id-b")):
+        nova = ScriptedNova(ws, ["h3"])
+        done = lifecycle._respread(_heal_ctx(nova, hook, targets), ws, nova.workers, nodes,
+                                   None, LOG)
+        assert nova.migrations == [moved] and done.error is None, hook
