@@ -13,6 +13,9 @@ is left is Nova's best, reported as a warning). Before each move it asks Nova wh
 compute hosts are up and enabled (``os-hypervisors``): with none free of workers, it
 moves nothing, since the move could only put the worker, and its pods, on another
 worker's host. (When Nova does not say, as for a non-admin user, the move decides.)
+Only workers not settled yet move (new ones, and healed ones in heal_end): a settled
+worker's node may carry pods, which its move could put on another worker's host; a
+colocation of settled workers is left to the warning (and to the controller).
 No host is named: the scheduler weighs the group. (Naming the free host was tried; in two
 loaded story runs the heal after such a move then put its new server on another worker's
 host, which six runs with the scheduler's choice never did.)
@@ -61,7 +64,10 @@ def converge(os_: "OpenStack", workers: typing.List[Worker],
     deadline = clock() + timeout
     moves: typing.List[typing.Dict[str, typing.Any]] = []
     for _ in range(len(workers)):
-        candidates = colocation.movers(workers, source, settled)
+        # a settled worker may carry pods: moving it could put them on another worker's
+        # host (Nova's scheduler view lags live migrations), so only the others move
+        candidates = [w for w in colocation.movers(workers, source, settled)
+                      if w.server_id not in settled]
         if not candidates:
             break
         worker, before = candidates[0], colocation.spread(workers, source)

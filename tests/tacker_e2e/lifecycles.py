@@ -28,7 +28,7 @@ from .vnf import HOST
 APP = "app.kubernetes.io/name"
 REPLICAS = "upf"                # VNF-B's workload the CNF events scale and heal
 MIN_WORKERS, MAX_WORKERS = 3, 5
-MAX_REPLICAS = 6                # upf_aspect: 3 + max_scale_level 3
+ASPECT, MAX_LEVEL = "upf_aspect", 3     # csar/cnf: 3 replicas + 1 a level
 
 
 def anti_affinity(pod) -> Optional[str]:
@@ -173,6 +173,11 @@ class Lifecycle:
                 if not p["metadata"].get("deletionTimestamp")]
         return deploy["spec"]["replicas"], pods
 
+    def _scale_level(self):
+        """Tacker's scale level of VNF-B's upf aspect (what a scale is checked against)."""
+        status = self.vnf_b.instance()["instantiatedVnfInfo"].get("scaleStatus") or ()
+        return next((s["scaleLevel"] for s in status if s["aspectId"] == ASPECT), 0)
+
     def _quiet(self, workers):
         """True when the labels are Nova's and every replica of REPLICAS is bound, each
         on its own physical host: a CNF operation then has the room the placement shows
@@ -211,9 +216,10 @@ class Lifecycle:
             return onto
         if kind in (w.SCALE_OUT_CNF, w.SCALE_IN_CNF, w.HEAL_POD) and self._quiet(workers):
             desired, pods = self._replicas()
-            if kind == w.SCALE_OUT_CNF and desired < min(MAX_REPLICAS, len(hosts)):
+            level = self._scale_level()
+            if kind == w.SCALE_OUT_CNF and level < MAX_LEVEL and desired < len(hosts):
                 return lambda: self._vnf_b("SCALE", self.cnf_request("scale_out_upf.json"))
-            if kind == w.SCALE_IN_CNF and desired > 3:
+            if kind == w.SCALE_IN_CNF and level > 0:
                 return lambda: self._vnf_b("SCALE", dict(
                     self.cnf_request("scale_out_upf.json"), type="SCALE_IN"))
             if kind == w.HEAL_POD and pods:
