@@ -19,7 +19,6 @@ import typing
 import urllib.parse
 
 PAGE = 1000
-HYPERVISOR_PAGE = 1000
 
 
 class OpenStackError(Exception):
@@ -157,11 +156,11 @@ class OpenStack:
     def compute_hosts(self) -> typing.Optional[typing.Set[str]]:
         """The compute hosts (their service's host, as servers' ``OS-EXT-SRV-ATTR:host``
         names them) that are up and enabled: ``GET /os-hypervisors/detail``, compute API
-        2.53, one page of up to ``HYPERVISOR_PAGE``. None when Nova does not say (its
+        2.53, one page of up to ``PAGE``. None when Nova does not say (its
         policy allows admins only by default: HTTP 403; or more hosts than a page)."""
         try:
             answer = self._request("GET", "compute", "Nova", "/os-hypervisors/detail?limit=%d"
-                                   % HYPERVISOR_PAGE, self.retries, microversion="2.53")
+                                   % PAGE, self.retries, microversion="2.53")
         except OpenStackError as e:
             if e.status in (401, 403, 404):
                 return None
