@@ -115,6 +115,15 @@ def test_affinity_waits_for_its_grace_and_a_heal_resets_it():
     assert f.due(broken.violations()) == []
 
 
+def test_anti_affinity_is_due_at_once_the_grace_is_affinity_s_only():
+    """The lifecycle's windows (tests/tacker_e2e/windows.py) count no grace for a moved
+    node's anti-affinity: the replica is evicted at the poll that relabels it."""
+    f = Forgiveness(60, lambda: 100.0)
+    web = {"app": "web"}
+    broken = Cluster(NODES, [pod("a", "w2", web, ANTI), pod("b", "w3", web, ANTI)])
+    assert sorted(v.pod.name for v in f.due(broken.violations())) == ["a", "b"]
+
+
 def test_5000_pods_after_one_node_label_change_evaluate_under_200_ms():
     nodes = {"w%d" % i: {"CIS-node": "host-%d" % (i // 10)} for i in range(500)}
     pods = []

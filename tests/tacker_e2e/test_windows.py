@@ -10,9 +10,11 @@ SHORT = w.SHORT
 def test_only_a_colocating_migration_and_a_controller_restart_have_windows():
     assert {k for k in w.KINDS if w.window(k, w.SHIPPED)} == {
         w.MIGRATE_OCCUPIED, w.RESTART_CONTROLLER}
-    # the shipped timings: poll 30 + grace 60 + two evictions 20 + slack 15
-    assert w.window(w.MIGRATE_OCCUPIED, w.SHIPPED) == 125
-    assert w.window(w.RESTART_CONTROLLER, w.SHIPPED) == 115
+    # the shipped timings: poll 30 + two evictions 20 + slack 15; anti-affinity is
+    # evicted at once, the grace is affinity's only
+    assert w.window(w.MIGRATE_OCCUPIED, w.SHIPPED) == 65
+    assert w.window(w.RESTART_CONTROLLER, w.SHIPPED) == 55
+    assert w.window(w.MIGRATE_OCCUPIED, w.SHORT) == 24
     assert w.SHIPPED.flags() == ["--poll-interval", "30", "--grace", "60",
                                  "--eviction-interval", "10"]
 
@@ -64,18 +66,18 @@ def test_a_held_colocation_must_begin_in_a_window_and_be_alerted_in_time():
 
 def test_the_table_counts_every_kind_and_every_violation():
     events = [w.Event(w.MIGRATE_OCCUPIED, 0, 1), w.Event(w.HEAL_POD, 200, 210)]
-    judged = w.judge(events, [w.Violation("upf", "c1", 2, 30),
+    judged = w.judge(events, [w.Violation("upf", "c1", 2, 20),
                               w.Violation("udr", "c1", 2, 500, held=True, alerted=8),
                               w.Violation("upf", "c2", 205, 206)], SHORT, 600)
     rows = w.table(events, judged)
     assert list(rows) == list(w.KINDS)
     occupied, heal = rows[w.MIGRATE_OCCUPIED], rows[w.HEAL_POD]
     assert (occupied.events, occupied.evicted, occupied.held, occupied.outside,
-            occupied.longest, occupied.longest_alert) == (1, 1, 1, 0, 28, 6)
+            occupied.longest, occupied.longest_alert) == (1, 1, 1, 0, 18, 6)
     assert (heal.events, heal.outside) == (1, 1)
     text = w.markdown(rows, SHORT)
     assert text.startswith(w.HEADER)
-    assert "| live migration onto a worker's host (window 34 s) | 1 | 1 | 0 | 28 | 1 | 6 |" \
+    assert "| live migration onto a worker's host (window 24 s) | 1 | 1 | 0 | 18 | 1 | 6 |" \
         in text
     assert "| pod heal (window none) | 1 | 0 | 1 | - | 0 | - |" in text
 

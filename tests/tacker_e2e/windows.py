@@ -8,12 +8,13 @@ monotonic clock.
 The windows (doc/host-truth.md, "Windows"), after an event of that kind ends:
 
 * a live migration onto another worker's host, which the scheduler never saw: until the
-  controller's next poll relabels the node (``poll``), the affinity grace runs out
-  (``grace``) and the replica is evicted (one eviction per ``eviction_interval``; two
-  workloads may have one each), plus ``SLACK_S``;
-* a controller restart: a new term counts the grace afresh, so a violation open when it
-  stopped may last until the new controller has started (``START_S``), the grace has run
-  out and the evictions are done, plus ``SLACK_S``;
+  controller's next poll relabels the node (``poll``) and the replica is evicted (one
+  eviction per ``eviction_interval``; two workloads may have one each), plus ``SLACK_S``.
+  Anti-affinity counts at once: ``--grace`` is affinity's forgiveness only
+  (``controller.rules.Forgiveness``), so it is no part of any window;
+* a controller restart: a violation open when it stopped may last until the new
+  controller has started and polled (``START_S``) and the evictions are done, plus
+  ``SLACK_S``;
 * every other event (VNF-A scale-out and scale-in, a worker's heal, a live migration to a
   free host, VNF-B scale-out and scale-in, a pod's heal): none. A worker that joins or
   returns is tainted until its label is Nova's answer, and labels that are true keep
@@ -48,7 +49,9 @@ START_S = 20.0      # a controller's process start to its first poll (lease incl
 
 @dataclasses.dataclass(frozen=True)
 class Timings:
-    """The controller's flags the windows depend on (seconds)."""
+    """The controller's timing flags (seconds); the windows depend on the poll and the
+    eviction interval (the grace is affinity's, passed so that a run has the flags'
+    values)."""
     poll: float                 # --poll-interval
     grace: float                # --grace
     eviction_interval: float    # --eviction-interval
@@ -67,9 +70,9 @@ def window(kind: str, timings: Timings) -> float:
     host (0: at no moment, during the event or after it)."""
     evictions = 2 * timings.eviction_interval + SLACK_S
     if kind == MIGRATE_OCCUPIED:
-        return timings.poll + timings.grace + evictions
+        return timings.poll + evictions
     if kind == RESTART_CONTROLLER:
-        return START_S + timings.grace + evictions
+        return START_S + evictions
     return 0.0
 
 
