@@ -11,8 +11,9 @@ It prints, per event kind, the table the README quotes: the events, the violatio
 inside the kind's window (two upf replicas on one physical host; upf is
 RequiredDuringExecution), those outside every window (goal: 0), the longest exposure, and
 udr's held colocations (IgnoredDuringExecution) with the longest time until the
-controller's gauge said so. Exit status: pytest's (1 when a violation lies outside its
-window).
+controller's gauge said so; then every upf colocation's length, and that of the one the
+sequence ends with and leaves to the controller. Exit status: pytest's (1 when a
+violation lies outside its window).
 
     python benchmarks/bench_lifecycles.py [--events 40] [--budget-min 50] [--seed N]
 """
@@ -62,6 +63,15 @@ def main(argv=None):
           "Nova's truth, errors %s" % (len(events), span / 60, wall / 60, doc["samples"],
                                        doc["errors"] or "none"))
     print(doc["table"])
+    evicted = sorted(j["seconds"] for j in doc["judged"] if not j["held"])
+    print("upf's colocations (RequiredDuringExecution), s: %s" % (
+        ", ".join("%.0f" % x for x in evicted) or "none"))
+    last = events[-1] if events else None
+    if last and last["detail"].endswith("(left alone)"):
+        alone = [j for j in doc["judged"] if not j["held"] and j["start"] >= last["start"]]
+        print("the colocation left alone (nothing after it but the controller): %s" % (
+            ", ".join("%s on %s %.0f s" % (j["workload"], j["host"], j["seconds"])
+                      for j in alone) or "not seen"))
     outside = [j for j in doc["judged"] if not j["inside"]]
     for j in outside:
         print("outside: %s on %s: %s" % (j["workload"], j["host"], j["why"]))
