@@ -16,6 +16,7 @@ sequence ends with and leaves to the controller. Exit status: pytest's (1 when a
 violation lies outside its window).
 
     python benchmarks/bench_lifecycles.py [--events 40] [--budget-min 50] [--seed N]
+                                          [--report PATH]
 """
 import argparse
 import json
@@ -35,9 +36,14 @@ def main(argv=None):
     p.add_argument("--events", type=int, default=40)
     p.add_argument("--budget-min", type=float, default=50.0)
     p.add_argument("--seed", type=int, help="replay a sequence (default: drawn, printed)")
+    p.add_argument("--report", metavar="PATH",
+                   help="keep the run's JSON report there (events, every violation judged)")
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
-        report = os.path.join(tmp, "lifecycle.json")
+        report = os.path.abspath(args.report) if args.report else os.path.join(
+            tmp, "lifecycle.json")
+        if os.path.exists(report):
+            os.remove(report)       # an earlier run's is no judgement of this one
         env = dict(os.environ, HWAFFINITY_LIFECYCLE_TIMINGS="shipped",
                    HWAFFINITY_LIFECYCLE_EVENTS=str(args.events),
                    HWAFFINITY_LIFECYCLE_BUDGET_S=str(args.budget_min * 60),
