@@ -35,7 +35,13 @@ scheduler as still its own (``_post_live_migration`` sends the source's
 ``_sync_scheduler_instance_info`` (``[DEFAULT] scheduler_instance_sync_interval``,
 120 s by default) corrects it; until then an anti-affinity group's new member
 cannot go to the host the VM left ("No valid host"). The harness runs that
-periodic every ``SCHEDULER_SYNC_S`` (:func:`_sync_scheduler_views`).
+periodic every ``SCHEDULER_SYNC_S`` (:func:`_sync_scheduler_views`). The other is
+the resource audit ``update_available_resource`` (every 60 s in nova-compute):
+without it a host's I/O-operation count (``IoOpsWeigher``, multiplier -1.0) stays
+as its last build left it, except on a host a live migration left, which is
+refreshed; a soft-anti-affinity group's new member then went to that host, though
+it holds a member, rather than to a host with none. The harness runs it every
+``RESOURCE_AUDIT_S``.
 
 When ready it prints one line ``READY {json}`` on stdout; the JSON has
 ``port``, ``auth_url``, ``compute_url``, ``image_url``, ``network_url``,
@@ -383,13 +389,20 @@ def _publish_notifications(url):
 
 
 SCHEDULER_SYNC_S = 5
+RESOURCE_AUDIT_S = 10
 
 
 def _sync_scheduler_views(cloud):
-    """nova-compute's periodic ``_sync_scheduler_instance_info``, on every running
-    compute, every SCHEDULER_SYNC_S (see the module's docstring)."""
+    """nova-compute's periodics that the scheduler's view depends on, on every running
+    compute: ``_sync_scheduler_instance_info`` every SCHEDULER_SYNC_S, and the resource
+    audit ``update_available_resource`` every RESOURCE_AUDIT_S (see the module's
+    docstring)."""
+    last_audit = 0.0
     while True:
         eventlet.sleep(SCHEDULER_SYNC_S)
+        audit = time.monotonic() - last_audit >= RESOURCE_AUDIT_S
+        if audit:
+            last_audit = time.monotonic()
         ctxt = nova_context.get_admin_context()
         for host, service in list(cloud.computes.items()):
             if getattr(service, "harness_stopped", False):
@@ -398,8 +411,10 @@ def _sync_scheduler_views(cloud):
                 with nova_context.target_cell(ctxt, cloud.host_mappings[host].cell_mapping) \
                         as cctxt:
                     service.manager._sync_scheduler_instance_info(cctxt)
+                    if audit:
+                        service.manager.update_available_resource(cctxt)
             except Exception:   # a periodic task: log it, run again
-                LOG.exception("scheduler instance sync of %s failed", host)
+                LOG.exception("scheduler view periodics of %s failed", host)
 
 
 def main(argv=None):
