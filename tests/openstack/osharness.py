@@ -765,6 +765,21 @@ def cli_env(cloud, user="admin", auth_url=None):
     return env
 
 
+def boot(cloud, name, host=None, user="admin", **create):
+    """A server of USER with a port on the tenant network, ACTIVE; returns its id. HOST
+    forces the host (admin only, ``nova:<host>``); CREATE: more arguments of
+    ``servers.create``."""
+    nova = cloud.nova(user, version="2.68")
+    kwargs = dict(create, availability_zone="nova:%s" % host) if host else create
+    server = nova.servers.create(name, image=cloud.image, flavor="1",
+                                 nics=[{"net-id": cloud.network_id}], **kwargs)
+    server = wait_server(nova, server.id, timeout=90)
+    if server.status != "ACTIVE":
+        raise HarnessError("server %s is %s: %s" % (
+            server.id, server.status, server.to_dict().get("fault")))
+    return server.id
+
+
 @contextlib.contextmanager
 def servers_on_hosts(cloud, names, hosts, **create):
     """Servers NAMES (keyword arguments CREATE for ``servers.create``), the i-th on

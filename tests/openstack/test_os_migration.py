@@ -29,18 +29,6 @@ def _adapter(cloud, user="admin"):
     return OpenStack(auth.session(access))
 
 
-def _boot(cloud, name, host=None, user="admin", **create):
-    """A server with a port on the tenant network; HOST forces the host
-    (admin only, ``nova:<host>``); CREATE: more arguments of the create."""
-    nova = cloud.nova(user, version="2.68")
-    kwargs = dict(create, availability_zone="nova:%s" % host) if host else create
-    server = nova.servers.create(name, image=cloud.image, flavor="1",
-                                 nics=[{"net-id": cloud.network_id}], **kwargs)
-    server = osharness.wait_server(nova, server.id, timeout=90)
-    assert server.status == "ACTIVE", server.to_dict().get("fault")
-    return server.id
-
-
 def _poll_once(openstack, poll):
     """(states, HTTP calls made) of one poll."""
     before = openstack.calls
@@ -68,7 +56,8 @@ def cloud(openstack_cloud_factory):
 @pytest.fixture(scope="module")
 def workers(cloud):
     """Two servers of project admin: w0 on compute1, w1 on compute2."""
-    return {"w0": _boot(cloud, "w0", "compute1"), "w1": _boot(cloud, "w1", "compute2")}
+    return {"w0": osharness.boot(cloud, "w0", "compute1"),
+            "w1": osharness.boot(cloud, "w1", "compute2")}
 
 
 @pytest.fixture()
@@ -168,7 +157,7 @@ def test_evacuation_is_seen(cloud, workers, watch):
 
 def test_deleted_server_reported_once(cloud, watch):
     openstack, poll = watch
-    doomed = _boot(cloud, "doomed", "compute3")
+    doomed = osharness.boot(cloud, "doomed", "compute3")
     assert [s.id for s in poll.poll()] == [doomed]
     _delete(cloud, doomed)
     states, calls = _poll_once(openstack, poll)
@@ -182,7 +171,7 @@ def test_member_sees_host_id_change_only(cloud):
     with pytest.raises(OpenStackError, match="403"):
         ServerPoll(openstack, all_tenants=True).poll()
     poll = ServerPoll(openstack, all_tenants=False)
-    mine = _boot(cloud, "member-w", user="member")
+    mine = osharness.boot(cloud, "member-w", user="member")
     first = {s.id: s for s in poll.poll()}[mine]
     assert first.host is None and len(first.host_id) == 56
     cloud.live_migrate(mine)
@@ -210,7 +199,7 @@ def test_a_hard_group_keeps_its_members_apart_through_a_live_migration(cloud):
     What a soft-anti-affinity group lets happen instead: tests/tacker_e2e/test_tacker_cnf.py."""
     nova = cloud.nova("admin", version="2.64")
     group = nova.server_groups.create(name="hard-apart", policy="anti-affinity")
-    first, second = (_boot(cloud, name, host, scheduler_hints={"group": group.id})
+    first, second = (osharness.boot(cloud, name, host, scheduler_hints={"group": group.id})
                      for name, host in (("g0", "compute2"), ("g1", "compute3")))
     try:
         with pytest.raises(osharness.HarnessError, match="it stays on compute3"):
@@ -231,7 +220,7 @@ def test_a_migrated_server_s_port_detaches(cloud):
     leaves the server (Heat detaches a server's port before it deletes the server on a
     scale-in or a heal)."""
     nova = cloud.nova("admin", version="2.68")
-    server_id = _boot(cloud, "mover", "compute1")
+    server_id = osharness.boot(cloud, "mover", "compute1")
     try:
         cloud.live_migrate(server_id, host="compute3")
         (port,) = nova.servers.interface_list(server_id)
@@ -279,8 +268,8 @@ def _capture():
             return [s["updated"] for s in log[-1]["answer"]["servers"] if s["id"] == server_id]
 
         for name, host in (("w0", "compute1"), ("w1", "compute2"), ("w2", "compute3")):
-            names[name] = _boot(cloud, name, host)
-        names["m0"] = _boot(cloud, "m0", user="member")
+            names[name] = osharness.boot(cloud, name, host)
+        names["m0"] = osharness.boot(cloud, "m0", user="member")
         poll("admin", "initial")
         poll("admin", "unchanged")
         poll("member", "initial")

@@ -10,15 +10,6 @@ import osharness
 pytestmark = pytest.mark.openstack
 
 
-def _boot(nova, cloud, name, host=None, **create):
-    kwargs = dict(create, availability_zone="nova:%s" % host) if host else create
-    server = nova.servers.create(name, image=cloud.image, flavor="1",
-                                 nics=[{"net-id": cloud.network_id}], **kwargs)
-    server = osharness.wait_server(nova, server.id, timeout=90)
-    assert server.status == "ACTIVE", server.to_dict().get("fault")
-    return server.id
-
-
 def _host(nova, server_id):
     return getattr(nova.servers.get(server_id), "OS-EXT-SRV-ATTR:host")
 
@@ -30,10 +21,10 @@ def test_a_new_member_avoids_the_host_a_member_left_when_another_still_holds_one
     group = nova.server_groups.create(name="workers", policy="soft-anti-affinity")
     hint = {"group": group.id}
     for host in ("compute1", "compute3", "compute4"):      # the masters, no members
-        _boot(nova, cloud, "master-" + host, host=host)
-    kept = _boot(nova, cloud, "worker-a", host="compute1", scheduler_hints=hint)
-    moved = _boot(nova, cloud, "worker-b", host="compute1", scheduler_hints=hint)
-    _boot(nova, cloud, "worker-c", host="compute2", scheduler_hints=hint)
+        osharness.boot(cloud, "master-" + host, host=host)
+    kept = osharness.boot(cloud, "worker-a", host="compute1", scheduler_hints=hint)
+    moved = osharness.boot(cloud, "worker-b", host="compute1", scheduler_hints=hint)
+    osharness.boot(cloud, "worker-c", host="compute2", scheduler_hints=hint)
     assert cloud.live_migrate(moved, host="compute3") == "compute3"
     hypervisors = cloud.nova("admin", version="2.53").hypervisors
 
@@ -45,5 +36,5 @@ def test_a_new_member_avoids_the_host_a_member_left_when_another_still_holds_one
         return all(h.running_vms == held.get(h.hypervisor_hostname, 0)
                    for h in hypervisors.list(detailed=True))
     osharness.wait_for(audited, 60, what="the compute hosts' resource audit")
-    new = _boot(nova, cloud, "worker-healed", scheduler_hints=hint)
+    new = osharness.boot(cloud, "worker-healed", scheduler_hints=hint)
     assert (_host(nova, kept), _host(nova, new)) == ("compute1", "compute4")
