@@ -303,7 +303,7 @@ def _respread(ctx: Context, workers: typing.List[Worker],
                 k in node.labels for k in hw.label_keys):
             settled.add(w.server_id)
     if dry_run:
-        for w in colocation.movers(workers, source, settled):
+        for w in respread.candidates(workers, source, settled):
             log.info("respread (dry run): would ask Nova to move worker %s (server %s) off "
                      "host %s", w.name, w.server_id, colocation.host_of(w, source))
         return None

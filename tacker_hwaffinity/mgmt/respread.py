@@ -52,6 +52,15 @@ class Respread:
         return {"moves": self.moves, "error": self.error}
 
 
+def candidates(workers: typing.Sequence[Worker], source: str,
+               settled: typing.Collection[str]) -> typing.List[Worker]:
+    """The workers respread may move now, best first: ``colocation.movers`` that are not
+    SETTLED (a settled worker may carry pods: moving it could put them on another
+    worker's host, as Nova's scheduler view lags live migrations)."""
+    return [w for w in colocation.movers(workers, source, settled)
+            if w.server_id not in settled]
+
+
 def converge(os_: "OpenStack", workers: typing.List[Worker],
              reread: typing.Callable[[], typing.List[Worker]], source: str,
              settled: typing.Collection[str], timeout: float, log: logging.Logger,
@@ -64,13 +73,10 @@ def converge(os_: "OpenStack", workers: typing.List[Worker],
     deadline = clock() + timeout
     moves: typing.List[typing.Dict[str, typing.Any]] = []
     for _ in range(len(workers)):
-        # a settled worker may carry pods: moving it could put them on another worker's
-        # host (Nova's scheduler view lags live migrations), so only the others move
-        candidates = [w for w in colocation.movers(workers, source, settled)
-                      if w.server_id not in settled]
-        if not candidates:
+        movable = candidates(workers, source, settled)
+        if not movable:
             break
-        worker, before = candidates[0], colocation.spread(workers, source)
+        worker, before = movable[0], colocation.spread(workers, source)
         origin = colocation.host_of(worker, source)
         if source == "host" and not _free_host(os_, workers, log):
             break
