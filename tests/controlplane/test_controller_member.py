@@ -19,8 +19,8 @@ from .test_controller_e2e import (  # noqa: F401  (fixtures pytest collects from
     POLL, _deployment, _kill, _placed, _reset, _selection, _start, broker, cloud, label,
     stack, workers)
 
-from osharness import tail_of
-from test_os_migration import _adapter, _boot, _delete, _poll_once
+from osharness import boot, tail_of
+from test_os_migration import _adapter, _delete, _poll_once
 
 from tacker_hwaffinity.openstack.servers import ServerPoll
 
@@ -114,7 +114,7 @@ def test_a_member_poll_asks_all_tenants_once_then_sees_its_project_s_moves_and_d
     project's live migrations (a new hostId) and deletions (DELETED), never another
     project's servers."""
     _reset(cloud, workers)
-    others = _boot(cloud, "admin-project-vm", user="admin")     # project admin's
+    others = boot(cloud, "admin-project-vm", user="admin")     # project admin's
     openstack = _adapter(cloud, "member")
     poll = ServerPoll(openstack, log=logging.getLogger("test.member"))
     with caplog.at_level(logging.INFO, "test.member"):
@@ -139,7 +139,7 @@ def test_a_member_poll_asks_all_tenants_once_then_sees_its_project_s_moves_and_d
     assert [(s.id, s.status, s.host) for s in states] == [(sid, "ACTIVE", None)]
     assert states[0].host_id not in ("", first[sid].host_id)
 
-    doomed = _boot(cloud, "member-doomed", user="member")
+    doomed = boot(cloud, "member-doomed", user="member")
     assert [s.id for s in poll.poll()] == [doomed]
     _delete(cloud, doomed)
     _delete(cloud, others)
