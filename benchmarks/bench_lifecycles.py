@@ -66,8 +66,9 @@ def main(argv=None):
         platform.machine(), platform.python_version(), os.cpu_count(), doc["seed"],
         doc["timings"]))
     print("%d events over %.1f min (the run, harness included: %.1f min); %d samples of "
-          "Nova's truth, errors %s" % (len(events), span / 60, wall / 60, doc["samples"],
-                                       doc["errors"] or "none"))
+          "Nova's truth, the longest gap between two %.1f s; errors %s" % (
+              len(events), span / 60, wall / 60, doc["samples"], doc["longest_gap"],
+              doc["errors"] or "none"))
     print(doc["table"])
     evicted = sorted(j["seconds"] for j in doc["judged"] if not j["held"])
     print("upf's colocations (RequiredDuringExecution), s: %s" % (

@@ -19,6 +19,11 @@ def test_only_a_colocating_migration_and_a_controller_restart_have_windows():
                                  "--eviction-interval", "10"]
 
 
+def test_the_checker_may_go_no_longer_than_the_shortest_window_between_samples():
+    assert w.longest_gap_bound(w.SHORT) == 24       # the migration's; the restart's is 39
+    assert w.longest_gap_bound(w.SHIPPED) == 55     # the restart's; the migration's is 65
+
+
 def test_a_violation_after_a_windowless_event_is_outside_and_names_it():
     events = [w.Event(w.SCALE_OUT_CNF, 10, 20)]
     (j,) = w.judge(events, [w.Violation("upf", "c1", 15, 16)], SHORT, now=100)

@@ -76,6 +76,17 @@ def window(kind: str, timings: Timings) -> float:
     return 0.0
 
 
+def longest_gap_bound(timings: Timings) -> float:
+    """Seconds the checker may go between two samples: the shortest window the run
+    judges. A gap never hides a window overrun or a held colocation (both are still there
+    at the next sample, and a start or end seen late only makes a violation look longer or
+    later); it can hide an evicted workload's colocation that begins and ends inside it,
+    so a run's longest gap is its resolution and is printed with its table. Bounding it by
+    the shortest window keeps every window sampled many times while a loaded machine may
+    take seconds over one Nova list."""
+    return min(window(kind, timings) for kind in KINDS if window(kind, timings) > 0)
+
+
 def alert_bound(timings: Timings) -> float:
     """Seconds from a held colocation's start to the controller's gauge saying so: its
     next poll, or a restarting controller's first."""
