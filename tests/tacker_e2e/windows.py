@@ -79,9 +79,10 @@ def window(kind: str, timings: Timings) -> float:
 def longest_gap_bound(timings: Timings) -> float:
     """Seconds the checker may go between two samples: the shortest window the run
     judges. A gap never hides a window overrun or a held colocation (both are still there
-    at the next sample, and a start or end seen late only makes a violation look longer or
-    later); it can hide an evicted workload's colocation that begins and ends inside it,
-    so a run's longest gap is its resolution and is printed with its table. Bounding it by
+    at the next sample; an end seen late makes a violation look longer). It can hide an
+    evicted workload's colocation that begins and ends inside it, and one that began up to
+    a gap before a window opened can look as if it began inside it: a run's longest gap is
+    its resolution, printed with its table. Bounding it by
     the shortest window keeps every window sampled many times while a loaded machine may
     take seconds over one Nova list."""
     return min(window(kind, timings) for kind in KINDS if window(kind, timings) > 0)
