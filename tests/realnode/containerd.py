@@ -236,12 +236,19 @@ class Containerd:
         self._spawn(timeout)
         for name in sorted(self.images):
             self.import_image(self.images[name]["path"])
-        refs = {tag for image in self.cri.list_images() for tag in image.get("repo_tags", [])}
-        missing = [i["ref"] for i in self.images.values() if i["ref"] not in refs]
-        if missing:
-            raise ContainerdError("imported images not seen by the CRI: %s\n%s"
-                                  % (missing, self.log_tail()))
-        return self
+        # The CRI's image store learns of an import from containerd's ImageCreate event,
+        # handled after ``ctr images import`` returns: wait until it lists them all.
+        deadline = time.monotonic() + timeout
+        while True:
+            refs = {tag for image in self.cri.list_images()
+                    for tag in image.get("repo_tags", [])}
+            missing = [i["ref"] for i in self.images.values() if i["ref"] not in refs]
+            if not missing:
+                return self
+            if time.monotonic() > deadline:
+                raise ContainerdError("imported images not seen by the CRI in %.0f s: %s\n%s"
+                                      % (timeout, missing, self.log_tail()))
+            time.sleep(0.1)
 
     def _spawn(self, timeout):
         self._log = open(self.log_path, "ab")
